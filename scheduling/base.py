@@ -1,0 +1,233 @@
+"""The policy interface: a read-only state view in, a decision out.
+
+A decision has three stages (the split Blox popularised): admission (which arriving jobs enter
+the queue), scheduling (which jobs run, with how many devices of which type), and placement
+(which nodes). Scheduling policies subclass :class:`Policy`; placement strategies subclass
+:class:`Placement`. Both are constructed with hyper-parameters only and are called with state;
+they never own a loop or a clock — the engine does.
+
+Shapes of scheduling policy the engine supports
+-----------------------------------------------
+* greedy gang allocation (``preemptive = False``): :meth:`Policy.schedule` returns queued jobs
+  to start, in order; running jobs keep their devices until they finish;
+* preemptive priority (``preemptive = True``): ``schedule`` returns every job that should run,
+  in priority order; running jobs left out are suspended (paying a checkpoint/restore delay when
+  they resume);
+* round-based fractional time (``round_s`` set): the engine calls ``schedule`` at every round
+  boundary; a policy may return ``Decision.fractions`` (time share of each job on each type) and
+  the engine realises it round by round (:mod:`clustersim.rounds`);
+* elastic: ``Decision.ndev`` gives a device count per job within ``[min_gpus, max_gpus]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from clustersim.cluster import Cluster
+    from clustersim.jobs import JobTable
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(eq=False)
+class State:
+    """What a policy may look at. Read-only by contract (the conformance battery checks it).
+
+    Per-job arrays have one entry per job of the whole trace (global job index ``j``); only
+    the jobs in ``active`` matter to a policy.
+
+    Attributes
+    ----------
+    now : float
+        Current simulated time, s.
+    jobs : JobTable
+        The static job table.
+    cluster : Cluster
+        The inventory.
+    active : (k,) int64
+        Global indices of jobs that have arrived, were admitted, and have not finished,
+        ascending (= submit order).
+    running : (n,) bool
+        Job currently holds devices.
+    alloc_type : (n,) int64
+        Type index of the devices a running job holds (-1 when not running).
+    alloc_n : (n,) int64
+        Devices a running job holds (0 when not running).
+    remaining : (n,) float64
+        Work left, in the job's work units.
+    rate : (n, n_types) float64
+        Work units per second of the job's full gang (``num_gpus`` devices), consolidated, on
+        each type; 0 where the job cannot run on that type.
+    attained : (n,) float64
+        Service received so far in device-seconds (devices held × time held).
+    executed : (n,) float64
+        Wall-clock seconds the job has held devices.
+    type_time : (n, n_types) float64
+        Wall-clock seconds the job has held devices of each type.
+    first_start : (n,) float64
+        Time of first start, ``nan`` if never started.
+    last_start : (n,) float64
+        Time of the latest (re)start, ``nan`` if never started.
+    preemptions : (n,) int64
+        Times the job was suspended so far.
+    free : (n_types,) int64
+        Free devices of each type now.
+    capacity : (n_types,) int64
+        Total devices of each type.
+    round_index : int
+        Rounds completed (round-based policies), else 0.
+    """
+
+    now: float
+    jobs: JobTable
+    cluster: Cluster
+    active: IntArray
+    running: BoolArray
+    alloc_type: IntArray
+    alloc_n: IntArray
+    remaining: FloatArray
+    rate: FloatArray
+    attained: FloatArray
+    executed: FloatArray
+    type_time: FloatArray
+    first_start: FloatArray
+    last_start: FloatArray
+    preemptions: IntArray
+    free: IntArray
+    capacity: IntArray
+    round_index: int = 0
+
+    def remaining_time(self, idx: IntArray) -> FloatArray:
+        """Oracle remaining wall time of jobs ``idx`` on their fastest type, s.
+
+        Uses the current type for running jobs. Jobs that can run nowhere get ``inf``.
+        """
+        rates = self.rate[idx]
+        best = rates.max(axis=1) if rates.shape[1] else np.zeros(len(idx))
+        cur = self.alloc_type[idx]
+        on = cur >= 0
+        best = best.copy()
+        best[on] = rates[on, cur[on]]
+        with np.errstate(divide="ignore"):
+            return np.where(best > 0, self.remaining[idx] / best, np.inf)
+
+
+@dataclass(eq=False)
+class Decision:
+    """A scheduling decision.
+
+    Attributes
+    ----------
+    run : (m,) int64
+        Global job indices in priority order. For non-preemptive policies: queued jobs to
+        start; for preemptive policies: every job that should run (running jobs not listed
+        are suspended).
+    types : (m,) int64 or None
+        Accelerator type index for each job in ``run``; -1 (or ``None`` for all) lets the
+        engine choose: the job's current type if running, else the type with free devices on
+        which the job is fastest.
+    ndev : (m,) int64 or None
+        Devices for each job in ``run`` (elastic jobs); ``None``: the job's ``num_gpus``.
+    fractions : (k, n_types) float64 or None
+        Round-based policies only: fraction of the coming rounds each active job (rows in
+        ``State.active`` order) should spend on each type; rows sum to at most 1. When given,
+        ``run``/``types`` are ignored and the engine realises the fractions.
+    """
+
+    run: IntArray
+    types: IntArray | None = None
+    ndev: IntArray | None = None
+    fractions: FloatArray | None = None
+
+
+EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class Policy:
+    """Base class of scheduling policies.
+
+    Subclasses set :attr:`name`, :attr:`citation`, and override :meth:`schedule`. Their
+    ``__init__`` stores hyper-parameters and does nothing else. They must not mutate the
+    :class:`State` and must be deterministic given the state (randomness, if any, comes from
+    the ``rng`` the engine passes to :meth:`reset`).
+
+    Class attributes
+    ----------------
+    name : str
+        Registry key.
+    citation : str
+        Paper the policy reproduces.
+    preemptive : bool
+        Whether ``schedule`` returns the full run set (True) or only jobs to start (False).
+    blocking : bool
+        When the engine cannot place a job of ``run`` (not enough free devices), stop there
+        (strict order, head-of-line blocking) instead of trying the next one (backfilling).
+    round_s : float or None
+        Call ``schedule`` at every multiple of this many seconds (round-based policies), in
+        addition to arrivals and completions.
+    """
+
+    name: ClassVar[str] = ""
+    citation: ClassVar[str] = ""
+    preemptive: ClassVar[bool] = False
+    blocking: ClassVar[bool] = False
+    round_s: float | None = None
+
+    def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
+        """Called once before a run; policies with per-run memory clear it here."""
+
+    def admit(self, state: State, arriving: IntArray) -> BoolArray:
+        """Admission stage: which of ``arriving`` (global indices) enter the queue."""
+        return np.ones(len(arriving), dtype=bool)
+
+    def schedule(self, state: State) -> Decision:
+        """Scheduling stage; see the class docstring for what ``run`` means."""
+        raise NotImplementedError
+
+    def params(self) -> dict[str, object]:
+        """Hyper-parameters as passed to ``__init__`` (for the catalogue and results)."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+
+class Placement:
+    """Base class of placement strategies: which nodes a job's devices come from.
+
+    ``place`` receives the free devices per node (read-only), the nodes of the wanted type,
+    and the number of devices, and returns per-node counts.
+    """
+
+    name: ClassVar[str] = ""
+
+    def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
+        """Called once before a run."""
+
+    def place(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        """Choose nodes for ``ndev`` devices.
+
+        Parameters
+        ----------
+        cluster
+            The inventory.
+        free : (n_nodes,) int64
+            Free devices on each node now.
+        candidates : (c,) int64
+            Node indices holding the wanted accelerator type with at least one free device.
+        ndev
+            Devices wanted.
+
+        Returns
+        -------
+        (nodes, counts) or None
+            Node indices and devices taken on each (``counts.sum() == ndev``, each
+            ``counts[i] <= free[nodes[i]]``), or ``None`` when it cannot be done.
+        """
+        raise NotImplementedError
