@@ -22,7 +22,7 @@ Shapes of scheduling policy the engine supports
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,12 +36,20 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-@dataclass(eq=False)
+class StateSource(Protocol):
+    """What :class:`State` needs from the engine to bring the dynamic arrays up to date."""
+
+    def sync(self) -> None:
+        """Bring ``remaining``, ``attained``, ``executed``, ``type_time`` up to ``now``."""
+
+
 class State:
     """What a policy may look at. Read-only by contract (the conformance battery checks it).
 
     Per-job arrays have one entry per job of the whole trace (global job index ``j``); only
-    the jobs in ``active`` matter to a policy.
+    the jobs in ``active`` matter to a policy. The dynamic arrays (``remaining``,
+    ``attained``, ``executed``, ``type_time``) are brought up to date the first time a policy
+    reads one of them during a call, so policies that do not need them cost nothing.
 
     Attributes
     ----------
@@ -60,17 +68,9 @@ class State:
         Type index of the devices a running job holds (-1 when not running).
     alloc_n : (n,) int64
         Devices a running job holds (0 when not running).
-    remaining : (n,) float64
-        Work left, in the job's work units.
     rate : (n, n_types) float64
         Work units per second of the job's full gang (``num_gpus`` devices), consolidated, on
         each type; 0 where the job cannot run on that type.
-    attained : (n,) float64
-        Service received so far in device-seconds (devices held × time held).
-    executed : (n,) float64
-        Wall-clock seconds the job has held devices.
-    type_time : (n, n_types) float64
-        Wall-clock seconds the job has held devices of each type.
     first_start : (n,) float64
         Time of first start, ``nan`` if never started.
     last_start : (n,) float64
@@ -82,27 +82,90 @@ class State:
     capacity : (n_types,) int64
         Total devices of each type.
     round_index : int
-        Rounds completed (round-based policies), else 0.
+        Round boundaries passed so far (round-based policies), else 0.
+    remaining : (n,) float64
+        Work left, in the job's work units (lazy).
+    attained : (n,) float64
+        Service received so far in device-seconds (devices held × time held) (lazy).
+    executed : (n,) float64
+        Wall-clock seconds the job has held devices (lazy).
+    type_time : (n, n_types) float64
+        Wall-clock seconds the job has held devices of each type (lazy).
     """
 
-    now: float
-    jobs: JobTable
-    cluster: Cluster
-    active: IntArray
-    running: BoolArray
-    alloc_type: IntArray
-    alloc_n: IntArray
-    remaining: FloatArray
-    rate: FloatArray
-    attained: FloatArray
-    executed: FloatArray
-    type_time: FloatArray
-    first_start: FloatArray
-    last_start: FloatArray
-    preemptions: IntArray
-    free: IntArray
-    capacity: IntArray
-    round_index: int = 0
+    def __init__(
+        self,
+        *,
+        now: float,
+        jobs: JobTable,
+        cluster: Cluster,
+        active: IntArray,
+        running: BoolArray,
+        alloc_type: IntArray,
+        alloc_n: IntArray,
+        rate: FloatArray,
+        first_start: FloatArray,
+        last_start: FloatArray,
+        preemptions: IntArray,
+        free: IntArray,
+        capacity: IntArray,
+        remaining: FloatArray,
+        attained: FloatArray,
+        executed: FloatArray,
+        type_time: FloatArray,
+        round_index: int = 0,
+        source: StateSource | None = None,
+    ) -> None:
+        self.now = now
+        self.jobs = jobs
+        self.cluster = cluster
+        self.active = active
+        self.running = running
+        self.alloc_type = alloc_type
+        self.alloc_n = alloc_n
+        self.rate = rate
+        self.first_start = first_start
+        self.last_start = last_start
+        self.preemptions = preemptions
+        self.free = free
+        self.capacity = capacity
+        self.round_index = round_index
+        self._remaining = remaining
+        self._attained = attained
+        self._executed = executed
+        self._type_time = type_time
+        self._source = source
+        self._synced = source is None
+
+    def _sync(self) -> None:
+        if not self._synced:
+            assert self._source is not None
+            self._source.sync()
+            self._synced = True
+
+    @property
+    def remaining(self) -> FloatArray:
+        self._sync()
+        return self._remaining
+
+    @property
+    def attained(self) -> FloatArray:
+        self._sync()
+        return self._attained
+
+    @property
+    def executed(self) -> FloatArray:
+        self._sync()
+        return self._executed
+
+    @property
+    def type_time(self) -> FloatArray:
+        self._sync()
+        return self._type_time
+
+    def queued(self) -> IntArray:
+        """(q,) global indices of active jobs not holding devices, in submit order."""
+        return self.active[~self.running[self.active]]
 
     def remaining_time(self, idx: IntArray) -> FloatArray:
         """Oracle remaining wall time of jobs ``idx`` on their fastest type, s.
@@ -113,7 +176,6 @@ class State:
         best = rates.max(axis=1) if rates.shape[1] else np.zeros(len(idx))
         cur = self.alloc_type[idx]
         on = cur >= 0
-        best = best.copy()
         best[on] = rates[on, cur[on]]
         with np.errstate(divide="ignore"):
             return np.where(best > 0, self.remaining[idx] / best, np.inf)
@@ -139,12 +201,16 @@ class Decision:
         Round-based policies only: fraction of the coming rounds each active job (rows in
         ``State.active`` order) should spend on each type; rows sum to at most 1. When given,
         ``run``/``types`` are ignored and the engine realises the fractions.
+    wake_at : float or None
+        Ask the engine to call ``schedule`` again at this time even if nothing else happens
+        (e.g. when a running job's attained service crosses a queue threshold).
     """
 
     run: IntArray
     types: IntArray | None = None
     ndev: IntArray | None = None
     fractions: FloatArray | None = None
+    wake_at: float | None = None
 
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -172,13 +238,17 @@ class Policy:
     round_s : float or None
         Call ``schedule`` at every multiple of this many seconds (round-based policies), in
         addition to arrivals and completions.
+    rounds_only : bool
+        With ``round_s``: call ``schedule`` only at round boundaries (Gavel's simulator), so
+        arrivals wait for the next round and devices freed mid-round stay idle until then.
     """
 
     name: ClassVar[str] = ""
     citation: ClassVar[str] = ""
     preemptive: ClassVar[bool] = False
-    blocking: ClassVar[bool] = False
+    blocking: bool = False
     round_s: float | None = None
+    rounds_only: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
         """Called once before a run; policies with per-run memory clear it here."""

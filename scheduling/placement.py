@@ -1,0 +1,134 @@
+"""Placement strategies: which nodes a job's devices come from.
+
+All strategies receive the candidate nodes (holding the wanted accelerator type and at least
+one free device) and return per-node counts. Ties are broken by node index, so placement is
+deterministic; :class:`RandomPlacement` draws from the run's seeded generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clustersim.cluster import Cluster
+from scheduling.base import IntArray, Placement
+
+
+def _take_largest_first(free: IntArray, nodes: IntArray, ndev: int) -> tuple[IntArray, IntArray]:
+    """Fill ``ndev`` devices from ``nodes`` taking the freest nodes first (fewest nodes)."""
+    f = free[nodes]
+    order = np.lexsort((nodes, -f))
+    nodes, f = nodes[order], f[order]
+    cum = np.cumsum(f)
+    k = int(np.searchsorted(cum, ndev)) + 1
+    counts = f[:k].copy()
+    counts[-1] -= int(cum[k - 1]) - ndev
+    return nodes[:k], counts
+
+
+class Consolidate(Placement):
+    """Fewest nodes: best-fit into one node when possible, else freest nodes first.
+
+    Best fit (the node with the fewest free devices that still holds the whole gang) keeps
+    large holes open for large gangs, as in Gandiva/Tiresias' consolidated placement.
+    """
+
+    name = "consolidate"
+
+    def place(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        f = free[candidates]
+        if int(f.sum()) < ndev:
+            return None
+        fits = f >= ndev
+        if fits.any():
+            i = int(np.argmin(np.where(fits, f, np.iinfo(np.int64).max)))
+            return candidates[i : i + 1], np.array([ndev], dtype=np.int64)
+        return _take_largest_first(free, candidates, ndev)
+
+
+class Spread(Placement):
+    """One device per node where possible (round-robin over the freest nodes)."""
+
+    name = "spread"
+
+    def place(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        f = free[candidates]
+        if int(f.sum()) < ndev:
+            return None
+        order = np.lexsort((candidates, -f))
+        nodes, f = candidates[order], f[order]
+        counts = np.zeros(len(nodes), dtype=np.int64)
+        left = ndev
+        while left > 0:  # each pass adds one device to every node that still has room
+            room = f > counts
+            take = np.flatnonzero(room)[:left]
+            counts[take] += 1
+            left -= len(take)
+        used = counts > 0
+        return nodes[used], counts[used]
+
+
+class RandomPlacement(Placement):
+    """Nodes in a random order (seeded), filled in that order."""
+
+    name = "random"
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+
+    def place(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        f = free[candidates]
+        if int(f.sum()) < ndev:
+            return None
+        order = self._rng.permutation(len(candidates))
+        nodes, f = candidates[order], f[order]
+        cum = np.cumsum(f)
+        k = int(np.searchsorted(cum, ndev)) + 1
+        counts = f[:k].copy()
+        counts[-1] -= int(cum[k - 1]) - ndev
+        return nodes[:k], counts
+
+
+class TopologyAware(Placement):
+    """Fewest racks, then fewest nodes.
+
+    A gang that fits in one node goes to the best-fitting node (one rack, one node).
+    Otherwise, if one rack can hold it, the rack with the fewest free devices that can is
+    chosen (best fit) and the gang is consolidated inside it; otherwise racks are taken
+    freest first.
+    """
+
+    name = "topology"
+
+    def place(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        f = free[candidates]
+        if int(f.sum()) < ndev:
+            return None
+        inner = Consolidate()
+        if (f >= ndev).any():
+            return inner.place(cluster, free, candidates, ndev)
+        racks = cluster.node_rack[candidates]
+        rack_free = np.bincount(racks, weights=f).astype(np.int64)
+        fits = rack_free >= ndev
+        if fits.any():
+            r = int(np.argmin(np.where(fits, rack_free, np.iinfo(np.int64).max)))
+            return inner.place(cluster, free, candidates[racks == r], ndev)
+        chosen_nodes: list[IntArray] = []
+        chosen_counts: list[IntArray] = []
+        left = ndev
+        for r in np.lexsort((np.arange(len(rack_free)), -rack_free)):
+            if left == 0 or rack_free[r] == 0:
+                break
+            take = min(left, int(rack_free[r]))
+            nodes, counts = _take_largest_first(free, candidates[racks == r], take)
+            chosen_nodes.append(nodes)
+            chosen_counts.append(counts)
+            left -= take
+        return np.concatenate(chosen_nodes), np.concatenate(chosen_counts)

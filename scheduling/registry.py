@@ -1,0 +1,46 @@
+"""The one registry of scheduling policies and placement strategies.
+
+Adding a policy: write its module, add one line below, and add its hand-worked test; the
+conformance battery picks it up from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduling.base import Placement, Policy
+from scheduling.edf import EDF
+from scheduling.fifo import FIFO
+from scheduling.las import LAS
+from scheduling.placement import Consolidate, RandomPlacement, Spread, TopologyAware
+from scheduling.priority import StrictPriority
+from scheduling.sjf import SJF
+from scheduling.srtf import SRTF
+from scheduling.tiresias import Tiresias
+
+POLICIES: dict[str, type[Policy]] = {
+    cls.name: cls for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF)
+}
+
+PLACEMENTS: dict[str, type[Placement]] = {
+    cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware)
+}
+
+
+def make_policy(name: str, **params: Any) -> Policy:
+    """Instantiate the policy registered as ``name`` with hyper-parameters ``params``."""
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    return cls(**params)
+
+
+def make_placement(name: str) -> Placement:
+    """Instantiate the placement strategy registered as ``name``."""
+    try:
+        return PLACEMENTS[name]()
+    except KeyError:
+        raise KeyError(
+            f"unknown placement {name!r}; known: {', '.join(sorted(PLACEMENTS))}"
+        ) from None

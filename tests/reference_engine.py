@@ -1,0 +1,201 @@
+"""A slow, obviously-correct reference engine for differential tests.
+
+Plain Python, one dict per job, everything recomputed at every step. It implements the same
+semantics as :mod:`clustersim.engine` for clusters with one node per accelerator type (so
+placement cannot matter) and rates that do not depend on placement:
+
+* all events at the same instant form one batch: completions, then arrivals, then one policy
+  call (skipped for non-preemptive policies when nothing is free or nothing is queued);
+* round-based policies are also called at every round boundary, and at ``wake_at`` times;
+* non-preemptive decisions start listed queued jobs in order (stopping at the first that
+  does not fit when the policy is blocking); preemptive decisions choose, in order, the jobs
+  that fit by device count (a running job keeps its type), suspend the other running jobs,
+  and start the chosen ones;
+* a resumed job makes no progress for its restore delay.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from clustersim.cluster import Cluster
+from clustersim.jobs import JobTable
+from clustersim.perf import JobRates
+from scheduling.base import Policy, State
+
+
+def reference_simulate(
+    jobs: JobTable, cluster: Cluster, policy: Policy, rates: JobRates, seed: int = 0
+) -> dict[str, list[float]]:
+    assert np.all(np.bincount(cluster.node_type) == 1), "one node per type only"
+    n, nt = len(jobs), cluster.n_types
+    cap = [int(x) for x in cluster.devices_per_type()]
+    free = list(cap)
+    policy_ss, _ = np.random.SeedSequence(seed).spawn(2)
+    policy.reset(np.random.default_rng(policy_ss))
+    J = [
+        {
+            "submit": float(jobs.submit_time[i]),
+            "gpus": int(jobs.num_gpus[i]),
+            "rem": float(jobs.work[i]),
+            "type": -1,
+            "n": 0,
+            "stall": 0.0,
+            "rate": 0.0,
+            "att": 0.0,
+            "exe": 0.0,
+            "tt": [0.0] * nt,
+            "first": math.nan,
+            "last": math.nan,
+            "finish": math.nan,
+            "pre": 0,
+            "arrived": False,
+            "runnable": any(rates.rate[i, t] > 0 and jobs.num_gpus[i] <= cap[t] for t in range(nt)),
+        }
+        for i in range(n)
+    ]
+    now = min((j["submit"] for j in J if j["runnable"]), default=0.0)
+    round_s = policy.round_s
+    next_round = math.ceil(now / round_s) * round_s if round_s else math.inf
+    wake = math.inf
+
+    def active() -> list[int]:
+        return [i for i, j in enumerate(J) if j["arrived"] and math.isnan(j["finish"])]
+
+    def state() -> State:
+        a = np.array(active(), dtype=np.int64)
+        return State(
+            now=now,
+            jobs=jobs,
+            cluster=cluster,
+            active=a,
+            running=np.array([j["type"] >= 0 for j in J]),
+            alloc_type=np.array([j["type"] for j in J], dtype=np.int64),
+            alloc_n=np.array([j["n"] for j in J], dtype=np.int64),
+            rate=rates.rate,
+            first_start=np.array([j["first"] for j in J]),
+            last_start=np.array([j["last"] for j in J]),
+            preemptions=np.array([j["pre"] for j in J], dtype=np.int64),
+            free=np.array(free, dtype=np.int64),
+            capacity=np.array(cap, dtype=np.int64),
+            remaining=np.array([j["rem"] for j in J]),
+            attained=np.array([j["att"] for j in J]),
+            executed=np.array([j["exe"] for j in J]),
+            type_time=np.array([j["tt"] for j in J]).reshape(n, nt),
+            round_index=0,
+        )
+
+    def start(i: int, t: int, nd: int) -> None:
+        j = J[i]
+        free[t] -= nd
+        resumed = not math.isnan(j["first"])
+        j.update(type=t, n=nd, last=now, rate=float(rates.rate[i, t]))
+        j["stall"] = now + (float(rates.restore_s[i]) if resumed else 0.0)
+        if not resumed:
+            j["first"] = now
+
+    def stop(i: int) -> None:
+        j = J[i]
+        free[j["type"]] += j["n"]
+        j.update(type=-1, n=0)
+
+    def fastest(i: int, nd: int, room: list[int]) -> int:
+        best, bt = -1.0, -1
+        for t in range(nt):
+            r = float(rates.rate[i, t])
+            if r > 0 and room[t] >= nd and r > best:
+                best, bt = r, t
+        return bt
+
+    while True:
+        running = [i for i, j in enumerate(J) if j["type"] >= 0]
+        fins = [max(now, J[i]["stall"]) + J[i]["rem"] / J[i]["rate"] for i in running]
+        t_fin = min(fins, default=math.inf)
+        pend = [j["submit"] for j in J if not j["arrived"] and j["runnable"]]
+        t_arr = min(pend, default=math.inf)
+        has_active = bool(active())
+        t_round = next_round if round_s and (has_active or t_arr <= next_round) else math.inf
+        t_next = min(t_fin, t_arr, t_round, wake if has_active else math.inf)
+        if t_next == math.inf:
+            break
+        for i in running:  # progress
+            j = J[i]
+            dt = t_next - now
+            j["rem"] -= j["rate"] * max(0.0, t_next - max(now, j["stall"]))
+            j["att"] += dt * j["n"]
+            j["exe"] += dt
+            j["tt"][j["type"]] += dt
+        now = t_next
+        changed = False
+        for i, f in zip(running, fins, strict=True):
+            if f <= now + 1e-9 + 1e-12 * abs(now):
+                J[i]["rem"] = 0.0
+                J[i]["finish"] = now
+                stop(i)
+                changed = True
+        for j in J:
+            if not j["arrived"] and j["runnable"] and j["submit"] <= now:
+                j["arrived"] = True
+                changed = True
+        at_round = False
+        if round_s and now >= next_round:
+            at_round = True
+            next_round = (math.floor(now / round_s) + 1) * round_s
+        at_wake = now >= wake
+        if at_wake:
+            wake = math.inf
+        call = at_round or at_wake or (changed and not (round_s and policy.rounds_only))
+        acts = active()
+        if not (call and acts):
+            continue
+        queued = [i for i in acts if J[i]["type"] < 0]
+        if not policy.preemptive and not at_round and (sum(free) == 0 or not queued):
+            continue
+        d = policy.schedule(state())
+        if d.wake_at is not None and d.wake_at > now:
+            wake = d.wake_at
+        run = [int(x) for x in d.run]
+        types = [-1] * len(run) if d.types is None else [int(x) for x in d.types]
+        nds = [J[i]["gpus"] for i in run] if d.ndev is None else [int(x) for x in d.ndev]
+        if not policy.preemptive:
+            for i, want, nd in zip(run, types, nds, strict=True):
+                if J[i]["type"] >= 0:
+                    continue
+                t = want if want >= 0 else fastest(i, nd, free)
+                if t < 0 or free[t] < nd:
+                    if policy.blocking:
+                        break
+                    continue
+                start(i, t, nd)
+            continue
+        left = list(cap)
+        target = []
+        for i, want, nd in zip(run, types, nds, strict=True):
+            cur = J[i]["type"]
+            if want >= 0:
+                t = want if rates.rate[i, want] > 0 else -1
+            elif cur >= 0 and J[i]["n"] == nd and left[cur] >= nd:
+                t = cur
+            else:
+                t = fastest(i, nd, left)
+            if t < 0 or left[t] < nd:
+                if policy.blocking:
+                    break
+                continue
+            left[t] -= nd
+            target.append((i, t, nd))
+        keep = {i for i, t, nd in target if J[i]["type"] == t and J[i]["n"] == nd}
+        for i in [i for i, j in enumerate(J) if j["type"] >= 0]:
+            if i not in keep:
+                J[i]["pre"] += 1
+                stop(i)
+        for i, t, nd in target:
+            if i not in keep:
+                start(i, t, nd)
+    return {
+        "finish": [j["finish"] for j in J],
+        "first_start": [j["first"] for j in J],
+        "preemptions": [float(j["pre"]) for j in J],
+    }

@@ -1,0 +1,198 @@
+"""Hand-worked traces: completion times computed by hand for every baseline policy.
+
+Unless a test says otherwise the cluster is one node with two devices of one type, every job
+runs at 1 work unit per second whatever its gang size, and resuming costs nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clustersim.engine import EngineOptions, simulate
+from clustersim.result import DROP_TOO_LARGE
+from scheduling.base import Decision, Policy, State
+from scheduling.registry import make_policy
+from tests.simple import FixedRates, cluster, fixed_rates, jobs
+
+TWO_GPUS = cluster([("A", 2)])
+ONE_GPU = cluster([("A", 1)])
+
+# A: t=0, 1 GPU, 10 s; B: t=0, 2 GPUs, 4 s; C: t=1, 1 GPU, 3 s
+T1 = jobs([(0, 1, 10), (0, 2, 4), (1, 1, 3)])
+
+
+def finish(policy: Policy, table=T1, cl=TWO_GPUS, restore_s: float = 0.0, **kw):  # type: ignore[no-untyped-def]
+    rates = kw.pop("rates", None) or fixed_rates(table, cl, restore_s=restore_s)
+    return simulate(table, cl, policy, rates=rates, **kw)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        # strict FIFO: B blocks C behind it; A 0-10, B 10-14, C 14-17
+        ("fifo", {}, [10, 14, 17]),
+        # backfilling FIFO: C slips into the free GPU at t=1 and ends at 4
+        ("fifo", {"backfill": True}, [10, 14, 4]),
+        # SJF: B (4 s) first 0-4; then C (3 s) 4-7 and A 4-14 side by side
+        ("sjf", {}, [14, 4, 7]),
+        # SRTF: as SJF here; at t=1 C (3 s) ties with B's remaining 3 s and B keeps running
+        ("srtf", {}, [14, 4, 7]),
+        # LAS: A runs 0-1; at 1 B (0 service) preempts A and runs 1-5; C (0) then A (1 GPU-s)
+        # share the GPUs: C 5-8, A 5-14
+        ("las", {}, [14, 5, 8]),
+        # Tiresias with everything under the first threshold: one queue in arrival order, B
+        # cannot fit next to A so C runs at 1; A 0-10, B 10-14, C 1-4
+        ("tiresias", {}, [10, 14, 4]),
+        # equal priorities and no deadlines: arrival order, skipping what does not fit
+        ("priority", {}, [10, 14, 4]),
+        ("edf", {}, [10, 14, 4]),
+    ],
+)
+def test_hand_worked_three_jobs_on_two_gpus(name: str, params: dict, expected: list[float]) -> None:
+    r = finish(make_policy(name, **params))
+    np.testing.assert_allclose(r.finish, expected)
+
+
+def test_srtf_preempts_for_a_shorter_arrival() -> None:
+    # A t=0 1 GPU 10 s; B t=0 2 GPUs 4 s; C t=1 2 GPUs 1 s.
+    # B 0-1 (3 left); C preempts B: C 1-2; B 2-5; A 5-15.
+    t = jobs([(0, 1, 10), (0, 2, 4), (1, 2, 1)])
+    r = finish(make_policy("srtf"), t)
+    np.testing.assert_allclose(r.finish, [15, 5, 2])
+    assert r.preemptions.tolist() == [0, 1, 0]
+
+
+def test_restore_delay_is_paid_on_every_resume() -> None:
+    # as above with 0.5 s restore: B resumes at 2, stalls to 2.5, ends 5.5; A 5.5-15.5
+    t = jobs([(0, 1, 10), (0, 2, 4), (1, 2, 1)])
+    r = finish(make_policy("srtf"), t, restore_s=0.5)
+    np.testing.assert_allclose(r.finish, [15.5, 5.5, 2])
+    # B held devices 0-1 and 2-5.5: 4.5 s on 2 GPUs
+    assert r.attained[1] == pytest.approx(9.0)
+
+
+def test_tiresias_demotes_a_job_when_it_crosses_the_threshold() -> None:
+    # 1 GPU, threshold 5 GPU-s. A t=0 8 s; B t=2 3 s.
+    # A 0-5 (B waits: same queue, A arrived first); at 5 A is demoted, B 5-8, A 8-11.
+    t = jobs([(0, 1, 8), (2, 1, 3)])
+    r = finish(make_policy("tiresias", thresholds=(5.0,)), t, cl=ONE_GPU)
+    np.testing.assert_allclose(r.finish, [11, 8])
+    assert r.preemptions.tolist() == [1, 0]
+
+
+def test_tiresias_counts_gpu_time_not_wall_time() -> None:
+    # 2 GPUs, threshold 6 GPU-s. A t=0 2 GPUs 5 s crosses at t=3 (2 GPUs × 3 s).
+    # B t=1 2 GPUs 2 s waits until 3, runs 3-5; A resumes 5-7.
+    t = jobs([(0, 2, 5), (1, 2, 2)])
+    r = finish(make_policy("tiresias", thresholds=(6.0,)), t)
+    np.testing.assert_allclose(r.finish, [7, 5])
+
+
+def test_strict_priority_preempts_for_a_more_important_job() -> None:
+    # 1 GPU. A t=0 prio 0 5 s; B t=1 prio 5 2 s: B 1-3, A 0-1 then 3-7.
+    t = jobs([(0, 1, 5), (1, 1, 2)], priority=[0, 5])
+    r = finish(make_policy("priority"), t, cl=ONE_GPU)
+    np.testing.assert_allclose(r.finish, [7, 3])
+
+
+def test_edf_runs_the_earliest_deadline_and_jobs_without_one_last() -> None:
+    # 1 GPU. A t=0 no deadline 5 s; B t=1 deadline 10, 2 s; C t=1 deadline 4, 1 s.
+    # A 0-1; C 1-2; B 2-4; A 4-8.
+    t = jobs([(0, 1, 5), (1, 1, 2), (1, 1, 1)], deadline=[np.nan, 10, 4])
+    r = finish(make_policy("edf"), t, cl=ONE_GPU)
+    np.testing.assert_allclose(r.finish, [8, 4, 2])
+
+
+def test_jobs_larger_than_the_cluster_are_dropped_and_reported() -> None:
+    t = jobs([(0, 1, 1), (0, 3, 1), (0, 2, 1)])
+    r = finish(make_policy("fifo"), t)
+    assert r.drop_reason.tolist() == ["", DROP_TOO_LARGE, ""]
+    np.testing.assert_allclose(r.finish, [1, np.nan, 2])
+
+
+def test_a_job_goes_to_its_fastest_type_with_room() -> None:
+    cl = cluster([("slow", 1), ("fast", 1)])
+    t = jobs([(0, 1, 10), (0, 1, 10)])
+    r = finish(make_policy("fifo"), t, cl=cl, rates=fixed_rates(t, cl, speed=[1.0, 2.0]))
+    # first job takes the fast type (5 s), second the slow one (10 s)
+    np.testing.assert_allclose(r.finish, [5, 10])
+    assert r.type_time[0].tolist() == [0, 5] and r.type_time[1].tolist() == [10, 0]
+
+
+def test_a_gang_spans_nodes_when_no_node_holds_it() -> None:
+    cl = cluster([("A", 2), ("A", 2)])
+    t = jobs([(0, 3, 2)])
+    r = finish(make_policy("fifo"), t, cl=cl)
+    assert r.max_nodes.tolist() == [2]
+    assert r.finish.tolist() == [2.0]
+
+
+class _ElasticMax(Policy):
+    """Test policy: give every active job as many devices as it may use, in order."""
+
+    name = "test-elastic"
+    preemptive = True
+
+    def schedule(self, state: State) -> Decision:
+        a = state.active
+        return Decision(run=a, ndev=state.jobs.max_gpus[a])
+
+
+class _PerDeviceRates(FixedRates):
+    def placement_rate(self, jobs, types, ndev, link_gbs):  # type: ignore[no-untyped-def]
+        return self.rate[jobs, types] * ndev / self._gang[jobs]
+
+
+def test_elastic_jobs_run_on_the_device_count_the_policy_gives() -> None:
+    # 1 GPU gang, may grow to 2: at rate 1 per device, 10 units take 5 s on 2 GPUs
+    t = jobs([(0, 1, 10)], max_gpus=[2])
+    rates = _PerDeviceRates(rate=np.ones((1, 1)), restore_s=np.zeros(1))
+    rates._gang = t.num_gpus.astype(float)  # type: ignore[attr-defined]
+    r = finish(_ElasticMax(), t, rates=rates)
+    assert r.finish.tolist() == [5.0]
+    assert r.attained.tolist() == [10.0]
+
+
+class _HalfAndHalf(Policy):
+    """Test policy: every active job wants half of the time on type 0, realised by rounds."""
+
+    name = "test-fractions"
+    preemptive = True
+    rounds_only = True
+
+    def __init__(self) -> None:
+        self.round_s = 10.0
+
+    def schedule(self, state: State) -> Decision:
+        return Decision(run=state.active, fractions=np.full((len(state.active), 1), 0.5))
+
+
+def test_round_based_fractions_alternate_jobs_and_idle_until_the_round_ends() -> None:
+    # 1 GPU, rounds of 10 s, A and B 15 s each, both arrive at 0.
+    # round 0-10: A (tie, earlier job); 10-20: B (A has had its share); 20-30: tie again,
+    # A runs and ends at 25, the GPU idles until the round ends; 30-35: B.
+    t = jobs([(0, 1, 15), (0, 1, 15)])
+    r = finish(_HalfAndHalf(), t, cl=ONE_GPU)
+    np.testing.assert_allclose(r.finish, [25, 35])
+
+
+def test_horizon_reports_unfinished_jobs() -> None:
+    r = finish(make_policy("fifo"), options=EngineOptions(until=12.0))
+    assert np.isfinite(r.finish[0]) and np.isnan(r.finish[1])
+    assert (r.drop_reason[1:] != "").all()
+
+
+def test_same_seed_gives_identical_results() -> None:
+    rng = np.random.default_rng(7)
+    rows = [(float(s), int(g), float(w)) for s, g, w in zip(
+        np.sort(rng.uniform(0, 50, 40)), rng.integers(1, 3, 40), rng.uniform(1, 20, 40), strict=True
+    )]
+    t = jobs(rows)
+    cl = cluster([("A", 2), ("A", 2), ("B", 4)], racks=[0, 1, 1])
+    from scheduling.placement import RandomPlacement
+
+    a = simulate(t, cl, make_policy("las"), RandomPlacement(), rates=fixed_rates(t, cl), seed=3)
+    b = simulate(t, cl, make_policy("las"), RandomPlacement(), rates=fixed_rates(t, cl), seed=3)
+    for field in ("finish", "first_start", "attained", "seg_t", "seg_busy", "preemptions"):
+        assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=True), field

@@ -1,0 +1,72 @@
+"""The fast engine against the slow reference engine, and property tests, on random traces."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustersim.engine import simulate
+from scheduling.registry import POLICIES, make_policy
+from tests.reference_engine import reference_simulate
+from tests.simple import cluster, fixed_rates, jobs
+
+
+@st.composite
+def scenarios(draw):  # type: ignore[no-untyped-def]
+    n_types = draw(st.integers(1, 2))
+    devices = [draw(st.integers(1, 4)) for _ in range(n_types)]
+    cl = cluster([(f"T{i}", d) for i, d in enumerate(devices)])
+    n = draw(st.integers(1, 9))
+    rows = []
+    for _ in range(n):
+        rows.append(
+            (
+                float(draw(st.integers(0, 30))),
+                draw(st.integers(1, 4)),
+                float(draw(st.integers(1, 40))),
+            )
+        )
+    prio = [draw(st.integers(0, 2)) for _ in range(n)]
+    t = jobs(rows, priority=prio)
+    speed = [draw(st.sampled_from([1.0, 2.0, 0.5])) for _ in range(n_types)]
+    restore = draw(st.sampled_from([0.0, 0.0, 1.5]))
+    name = draw(st.sampled_from(sorted(POLICIES)))
+    return t, cl, speed, restore, name
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_fast_engine_matches_the_reference(sc) -> None:  # type: ignore[no-untyped-def]
+    t, cl, speed, restore, name = sc
+    params = {"thresholds": (7.0,)} if name == "tiresias" else {}
+    if name == "las":
+        params = {"quantum_s": 5.0}
+    rates = fixed_rates(t, cl, speed=speed, restore_s=restore)
+    fast = simulate(t, cl, make_policy(name, **params), rates=rates)
+    ref = reference_simulate(t, cl, make_policy(name, **params), rates)
+    np.testing.assert_allclose(fast.finish, ref["finish"], rtol=1e-9, atol=1e-6)
+    np.testing.assert_allclose(fast.first_start, ref["first_start"], rtol=1e-9, atol=1e-6)
+    assert fast.preemptions.tolist() == [int(x) for x in ref["preemptions"]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios())
+def test_properties_hold_on_random_traces(sc) -> None:  # type: ignore[no-untyped-def]
+    t, cl, speed, restore, name = sc
+    rates = fixed_rates(t, cl, speed=speed, restore_s=restore)
+    r = simulate(t, cl, make_policy(name), rates=rates)
+    ok = r.drop_reason == ""
+    # every admitted job finishes exactly once
+    assert np.isfinite(r.finish[ok]).all() and np.isnan(r.finish[~ok]).all()
+    # device-seconds used <= device-seconds available
+    dt = np.diff(r.seg_t)
+    used = (r.seg_busy.sum(axis=(1, 2)) * dt).sum()
+    span = r.seg_t[-1] - r.seg_t[0]
+    assert used <= cl.total_devices * span + 1e-6
+    assert np.isclose(used, r.device_time.sum())
+    # work done equals work asked (resumes that stall do not count as progress)
+    done_work = (r.type_time * np.asarray(speed)).sum(axis=1)
+    assert (done_work[ok] >= t.work[ok] - 1e-6).all()
+    if not restore:
+        np.testing.assert_allclose(done_work[ok], t.work[ok], rtol=1e-9)

@@ -1,0 +1,175 @@
+"""One battery every registered policy must pass (STYLE principle 3)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from clustersim.engine import simulate
+from scheduling.base import Decision, Policy, State
+from scheduling.registry import PLACEMENTS, POLICIES, make_placement, make_policy
+from tests.simple import cluster, fixed_rates, jobs
+
+ALL = sorted(POLICIES)
+
+
+def random_trace(seed: int, n: int = 60, max_gpus: int = 4):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.uniform(0, 200, n)).round(1)
+    gpus = rng.choice([1, 1, 1, 2, 4, 8][: 3 + max_gpus // 2], n)
+    work = rng.uniform(1, 120, n).round(1)
+    prio = rng.integers(0, 3, n)
+    deadline = np.where(rng.random(n) < 0.5, submit + rng.uniform(10, 400, n), np.nan)
+    return jobs(
+        list(zip(submit.tolist(), gpus.tolist(), work.tolist(), strict=True)),
+        priority=prio,
+        deadline=deadline,
+    )
+
+
+CLUSTERS = {
+    "one-node": cluster([("A", 4)]),
+    "two-racks": cluster([("A", 2), ("A", 2), ("A", 4), ("A", 4)], racks=[0, 0, 1, 1]),
+    "hetero": cluster([("A", 4), ("B", 4), ("B", 2)], racks=[0, 1, 1]),
+}
+
+
+class Recorder(Policy):
+    """Wraps a policy, checking every decision against the state it was given."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+        self.preemptive = inner.preemptive  # type: ignore[misc]
+        self.blocking = inner.blocking
+        self.round_s = inner.round_s
+        self.rounds_only = inner.rounds_only  # type: ignore[misc]
+        self.calls = 0
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self.inner.reset(rng)
+
+    def admit(self, state: State, arriving):  # type: ignore[no-untyped-def]
+        return self.inner.admit(state, arriving)
+
+    def schedule(self, state: State) -> Decision:
+        self.calls += 1
+        snap = {k: copy.deepcopy(getattr(state, k)) for k in _STATE_ARRAYS}
+        d1 = self.inner.schedule(state)
+        d2 = self.inner.schedule(state)
+        # same snapshot -> same decision
+        assert np.array_equal(d1.run, d2.run)
+        assert (d1.wake_at is None) == (d2.wake_at is None)
+        # the state was not mutated
+        for k, v in snap.items():
+            assert np.array_equal(getattr(state, k), v, equal_nan=True), f"policy mutated {k}"
+        # only active jobs, each at most once
+        assert np.isin(d1.run, state.active).all()
+        assert len(np.unique(d1.run)) == len(d1.run)
+        if not self.preemptive:
+            assert not state.running[d1.run].any() or True
+        return d1
+
+
+_STATE_ARRAYS = (
+    "active", "running", "alloc_type", "alloc_n", "remaining", "attained", "executed",
+    "type_time", "free", "capacity", "first_start", "preemptions",
+)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("cl_name", sorted(CLUSTERS))
+def test_policy_runs_every_job_once_within_capacity(name: str, cl_name: str) -> None:
+    cl = CLUSTERS[cl_name]
+    t = random_trace(11)
+    pol = Recorder(make_policy(name))
+    r = simulate(t, cl, pol, rates=fixed_rates(t, cl, speed=np.linspace(1, 2, cl.n_types)))
+    assert pol.calls > 0
+    # never over-allocates: busy devices per type within capacity in every segment
+    busy = r.seg_busy.sum(axis=2)
+    assert (busy <= cl.devices_per_type()[None, :] + 1e-9).all()
+    assert (busy >= -1e-9).all()
+    # every feasible job finishes exactly once, never before it arrives
+    done = np.isfinite(r.finish)
+    assert done[r.drop_reason == ""].all()
+    assert (r.first_start[done] >= t.submit_time[done]).all()
+    assert (r.finish[done] > r.first_start[done]).all()
+    # held time fits between first start and finish
+    held = r.type_time.sum(axis=1)
+    assert (held[done] <= r.finish[done] - r.first_start[done] + 1e-6).all()
+    # work done equals work asked (rates do not depend on gang size here)
+    speed = np.linspace(1, 2, cl.n_types)
+    np.testing.assert_allclose((r.type_time * speed).sum(axis=1)[done], t.work[done], rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_policy_is_deterministic_for_a_seed(name: str) -> None:
+    cl = CLUSTERS["hetero"]
+    t = random_trace(5)
+    a = simulate(t, cl, make_policy(name), make_placement("random"), rates=fixed_rates(t, cl), seed=9)
+    b = simulate(t, cl, make_policy(name), make_placement("random"), rates=fixed_rates(t, cl), seed=9)
+    assert np.array_equal(a.finish, b.finish, equal_nan=True)
+    assert np.array_equal(a.seg_busy, b.seg_busy)
+
+
+def _empty_state(cl):  # type: ignore[no-untyped-def]
+    t = jobs([(0, 1, 1)])
+    n, nt = 1, cl.n_types
+    return State(
+        now=0.0, jobs=t, cluster=cl, active=np.zeros(0, dtype=np.int64),
+        running=np.zeros(n, bool), alloc_type=np.full(n, -1), alloc_n=np.zeros(n, np.int64),
+        rate=np.ones((n, nt)), first_start=np.full(n, np.nan), last_start=np.full(n, np.nan),
+        preemptions=np.zeros(n, np.int64), free=cl.devices_per_type(),
+        capacity=cl.devices_per_type(), remaining=np.ones(n), attained=np.zeros(n),
+        executed=np.zeros(n), type_time=np.zeros((n, nt)),
+    )
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_policy_copes_with_an_empty_queue(name: str) -> None:
+    pol = make_policy(name)
+    pol.reset(np.random.default_rng(0))
+    d = pol.schedule(_empty_state(CLUSTERS["one-node"]))
+    assert len(d.run) == 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_policy_documents_its_source(name: str) -> None:
+    cls = POLICIES[name]
+    assert cls.citation and cls.__doc__ and len(cls.__doc__) > 80
+
+
+@pytest.mark.parametrize("name", sorted(PLACEMENTS))
+def test_placements_never_overcommit_a_node(name: str) -> None:
+    cl = CLUSTERS["two-racks"]
+    p = make_placement(name)
+    p.reset(np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        free = rng.integers(0, 5, cl.n_nodes).clip(max=cl.node_devices)
+        cand = np.flatnonzero(free > 0)
+        nd = int(rng.integers(1, 9))
+        got = p.place(cl, free, cand, nd)
+        if free.sum() < nd:
+            assert got is None
+            continue
+        assert got is not None
+        nodes, counts = got
+        assert counts.sum() == nd and (counts > 0).all()
+        assert (counts <= free[nodes]).all() and len(np.unique(nodes)) == len(nodes)
+
+
+def test_consolidate_uses_one_node_when_it_can_and_topology_one_rack() -> None:
+    cl = CLUSTERS["two-racks"]
+    free = np.array([2, 2, 3, 4])
+    cand = np.arange(4)
+    nodes, _ = make_placement("consolidate").place(cl, free, cand, 3)  # type: ignore[misc]
+    assert nodes.tolist() == [2]  # best fit: the node with 3 free
+    nodes, _ = make_placement("topology").place(cl, free, cand, 4)  # type: ignore[misc]
+    assert nodes.tolist() == [3]
+    nodes, counts = make_placement("topology").place(cl, np.array([2, 2, 1, 1]), cand, 4)  # type: ignore[misc]
+    assert sorted(nodes.tolist()) == [0, 1]  # rack 0 holds 4, rack 1 only 2
+    nodes, counts = make_placement("spread").place(cl, free, cand, 4)  # type: ignore[misc]
+    assert counts.tolist() == [1, 1, 1, 1]
