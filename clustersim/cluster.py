@@ -138,16 +138,16 @@ class Cluster:
 
     def devices_per_type(self) -> npt.NDArray[np.int64]:
         """(n_types,) total devices of each type."""
-        return np.bincount(self.node_type, weights=self.node_devices, minlength=self.n_types).astype(
-            np.int64
-        )
+        return np.bincount(
+            self.node_type, weights=self.node_devices, minlength=self.n_types
+        ).astype(np.int64)
 
     @property
     def total_devices(self) -> int:
         return int(self.node_devices.sum())
 
     def type_index(self, name: str) -> int:
-        """Index of the type called ``name`` (catalog key or alias, case-insensitive); -1 if absent."""
+        """Index of the type called ``name`` (key or alias, any case); -1 if absent."""
         key = name.strip().lower()
         for i, t in enumerate(self.types):
             if t.name.lower() == key or key in (a.lower() for a in t.aliases):

@@ -250,10 +250,14 @@ class _Run:
         if got is None:
             return None
         nodes, counts = got
-        if int(counts.sum()) != nd or np.any(counts > self.node_free[nodes]) or np.any(
-            self.cluster.node_type[nodes] != t
+        if (
+            int(counts.sum()) != nd
+            or np.any(counts > self.node_free[nodes])
+            or np.any(self.cluster.node_type[nodes] != t)
         ):
-            raise SimulationError(f"placement {self.placement.name!r} returned an invalid placement")
+            raise SimulationError(
+                f"placement {self.placement.name!r} returned an invalid placement"
+            )
         self.node_free[nodes] -= counts
         self.free[t] -= nd
         self.busy += np.bincount(self.node_group[nodes], weights=counts, minlength=len(self.busy))
@@ -299,7 +303,9 @@ class _Run:
                     " which is not active"
                 )
             if np.any(nds < self.jobs.min_gpus[run]) or np.any(nds > self.jobs.max_gpus[run]):
-                raise SimulationError(f"policy {self.policy.name!r} gave a device count out of range")
+                raise SimulationError(
+                    f"policy {self.policy.name!r} gave a device count out of range"
+                )
         if self.policy.preemptive:
             self._apply_preemptive(run, types, nds)
         else:
@@ -374,7 +380,7 @@ class _Run:
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> RunResult:
-        jobs, rate, n = self.jobs, self.rate, self.n
+        jobs, rate = self.jobs, self.rate
         t0 = time.perf_counter()
         # drop jobs that can never run
         runnable = rate > 0
@@ -440,8 +446,10 @@ class _Run:
                 wake = np.inf
             call = at_round or at_wake or (changed and not rounds_only)
             if call and len(self.active):
-                if not policy.preemptive and not at_round and (
-                    int(self.free.sum()) == 0 or len(self._r_job) == len(self.active)
+                if (
+                    not policy.preemptive
+                    and not at_round
+                    and (int(self.free.sum()) == 0 or len(self._r_job) == len(self.active))
                 ):
                     pass  # nothing can start: skip the policy call
                 else:

@@ -250,7 +250,7 @@ class Policy:
     round_s: float | None = None
     rounds_only: ClassVar[bool] = False
 
-    def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
+    def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""
 
     def admit(self, state: State, arriving: IntArray) -> BoolArray:
@@ -275,7 +275,7 @@ class Placement:
 
     name: ClassVar[str] = ""
 
-    def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
+    def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""
 
     def place(

@@ -15,7 +15,9 @@ from clustersim.jobs import JobTable
 from clustersim.perf import JobRates
 
 
-def acc(name: str, busy_w: float = 300.0, idle_w: float = 30.0, price: float = 1.0) -> AcceleratorType:
+def acc(
+    name: str, busy_w: float = 300.0, idle_w: float = 30.0, price: float = 1.0
+) -> AcceleratorType:
     return AcceleratorType(
         name=name,
         kind="gpu",

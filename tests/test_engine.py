@@ -185,9 +185,15 @@ def test_horizon_reports_unfinished_jobs() -> None:
 
 def test_same_seed_gives_identical_results() -> None:
     rng = np.random.default_rng(7)
-    rows = [(float(s), int(g), float(w)) for s, g, w in zip(
-        np.sort(rng.uniform(0, 50, 40)), rng.integers(1, 3, 40), rng.uniform(1, 20, 40), strict=True
-    )]
+    rows = [
+        (float(s), int(g), float(w))
+        for s, g, w in zip(
+            np.sort(rng.uniform(0, 50, 40)),
+            rng.integers(1, 3, 40),
+            rng.uniform(1, 20, 40),
+            strict=True,
+        )
+    ]
     t = jobs(rows)
     cl = cluster([("A", 2), ("A", 2), ("B", 4)], racks=[0, 1, 1])
     from scheduling.placement import RandomPlacement

@@ -74,8 +74,18 @@ class Recorder(Policy):
 
 
 _STATE_ARRAYS = (
-    "active", "running", "alloc_type", "alloc_n", "remaining", "attained", "executed",
-    "type_time", "free", "capacity", "first_start", "preemptions",
+    "active",
+    "running",
+    "alloc_type",
+    "alloc_n",
+    "remaining",
+    "attained",
+    "executed",
+    "type_time",
+    "free",
+    "capacity",
+    "first_start",
+    "preemptions",
 )
 
 
@@ -108,8 +118,12 @@ def test_policy_runs_every_job_once_within_capacity(name: str, cl_name: str) -> 
 def test_policy_is_deterministic_for_a_seed(name: str) -> None:
     cl = CLUSTERS["hetero"]
     t = random_trace(5)
-    a = simulate(t, cl, make_policy(name), make_placement("random"), rates=fixed_rates(t, cl), seed=9)
-    b = simulate(t, cl, make_policy(name), make_placement("random"), rates=fixed_rates(t, cl), seed=9)
+    a = simulate(
+        t, cl, make_policy(name), make_placement("random"), rates=fixed_rates(t, cl), seed=9
+    )
+    b = simulate(
+        t, cl, make_policy(name), make_placement("random"), rates=fixed_rates(t, cl), seed=9
+    )
     assert np.array_equal(a.finish, b.finish, equal_nan=True)
     assert np.array_equal(a.seg_busy, b.seg_busy)
 
@@ -118,12 +132,23 @@ def _empty_state(cl):  # type: ignore[no-untyped-def]
     t = jobs([(0, 1, 1)])
     n, nt = 1, cl.n_types
     return State(
-        now=0.0, jobs=t, cluster=cl, active=np.zeros(0, dtype=np.int64),
-        running=np.zeros(n, bool), alloc_type=np.full(n, -1), alloc_n=np.zeros(n, np.int64),
-        rate=np.ones((n, nt)), first_start=np.full(n, np.nan), last_start=np.full(n, np.nan),
-        preemptions=np.zeros(n, np.int64), free=cl.devices_per_type(),
-        capacity=cl.devices_per_type(), remaining=np.ones(n), attained=np.zeros(n),
-        executed=np.zeros(n), type_time=np.zeros((n, nt)),
+        now=0.0,
+        jobs=t,
+        cluster=cl,
+        active=np.zeros(0, dtype=np.int64),
+        running=np.zeros(n, bool),
+        alloc_type=np.full(n, -1),
+        alloc_n=np.zeros(n, np.int64),
+        rate=np.ones((n, nt)),
+        first_start=np.full(n, np.nan),
+        last_start=np.full(n, np.nan),
+        preemptions=np.zeros(n, np.int64),
+        free=cl.devices_per_type(),
+        capacity=cl.devices_per_type(),
+        remaining=np.ones(n),
+        attained=np.zeros(n),
+        executed=np.zeros(n),
+        type_time=np.zeros((n, nt)),
     )
 
 

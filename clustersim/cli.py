@@ -1,0 +1,193 @@
+"""Command line: ``python -m clustersim {run,policies,presets,formats} ...``.
+
+Errors a user can cause (bad spec, unreadable trace, unknown policy) print one line on stderr
+and exit with status 2; nothing else is printed in that case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from clustersim.errors import ClustersimError
+
+
+def _parse_params(items: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are parsed as JSON when they can be (numbers, lists)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ClustersimError(f"--param wants key=value, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+        if isinstance(out[key], list):
+            out[key] = tuple(out[key])
+    return out
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e5 else f"{v:,.0f}"
+    return str(v)
+
+
+SUMMARY_ROWS = (
+    ("jobs_total", "jobs"),
+    ("jobs_completed", "completed"),
+    ("jobs_dropped", "dropped"),
+    ("jct_mean_s", "JCT mean [s]"),
+    ("jct_p50_s", "JCT p50 [s]"),
+    ("jct_p95_s", "JCT p95 [s]"),
+    ("jct_p99_s", "JCT p99 [s]"),
+    ("queue_delay_mean_s", "queueing delay mean [s]"),
+    ("makespan_s", "makespan [s]"),
+    ("utilisation", "utilisation"),
+    ("jain_index", "Jain's index"),
+    ("ftf_rho_max", "finish-time fairness max"),
+    ("cost_usd", "cost [$]"),
+    ("work_per_dollar", "work per dollar [ref GPU-h/$]"),
+    ("energy_kwh", "energy [kWh]"),
+    ("carbon_kg", "carbon [kg CO2e]"),
+    ("preemptions", "preemptions"),
+)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from clustersim.engine import EngineOptions, simulate
+    from clustersim.metrics import per_job_frame, summary
+    from clustersim.perf import PerformanceModel
+    from clustersim.presets import preset
+    from clustersim.spec import load_cluster
+    from clustersim.traces import read_trace
+    from scheduling.registry import make_placement, make_policy
+
+    if bool(args.cluster) == bool(args.preset):
+        raise ClustersimError("give exactly one of --cluster and --preset")
+    cluster = preset(args.preset) if args.preset else load_cluster(args.cluster)
+    jobs, report = read_trace(args.trace, args.format)
+    try:
+        policy = make_policy(args.policy, **_parse_params(args.param))
+        placement = make_placement(args.placement)
+    except (KeyError, TypeError) as exc:
+        raise ClustersimError(str(exc).strip('"')) from None
+    perf_kw: dict[str, Any] = {}
+    if args.restore_s is not None:
+        perf_kw["restore_s"] = args.restore_s
+    perf = PerformanceModel(**perf_kw)
+    rates = perf.prepare(jobs, cluster)
+    result = simulate(
+        jobs,
+        cluster,
+        policy,
+        placement,
+        rates=rates,
+        options=EngineOptions(seed=args.seed, until=args.until),
+    )
+    out: dict[str, Any] = dict(summary(result, carbon_start=args.start))
+    out.update(
+        {
+            "policy": policy.name,
+            "placement": placement.name,
+            "cluster": cluster.name,
+            "devices": cluster.total_devices,
+            "trace": str(args.trace),
+            "format": report.format,
+            "seed": args.seed,
+            "events": result.events,
+            "jobs_extrapolated": int(rates.extrapolated.sum()),
+        }
+    )
+    if args.out:
+        frame = per_job_frame(result)
+        path = Path(args.out)
+        if path.suffix == ".parquet":
+            frame.to_parquet(path, index=False)
+        elif path.suffix == ".csv":
+            frame.to_csv(path, index=False)
+        else:
+            raise ClustersimError(f"--out {path}: use a .csv or .parquet file name")
+    if args.json:
+        print(json.dumps(out, allow_nan=False, sort_keys=True))
+        return 0
+    print(f"{policy.name} on {cluster.name} ({cluster.total_devices} devices), {args.trace}")
+    for key, label in SUMMARY_ROWS:
+        print(f"  {label:<32} {_fmt(out.get(key))}")
+    notes = list(getattr(rates, "notes", []) or [])
+    for note in notes[:5]:
+        print(f"  note: {note}")
+    if args.out:
+        print(f"  per-job results written to {args.out}")
+    return 0
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    from scheduling.registry import POLICIES
+
+    for name, cls in POLICIES.items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0]
+        print(f"{name:<10} {doc}  [{cls.citation}]")
+    return 0
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from clustersim.presets import PRESETS, preset
+
+    for name in PRESETS:
+        c = preset(name)
+        print(f"{name:<20} {c.total_devices:>6} devices  {', '.join(c.type_names)}")
+    return 0
+
+
+def cmd_formats(args: argparse.Namespace) -> int:
+    from clustersim.traces import formats
+
+    for name, desc in formats().items():
+        print(f"{name:<16} {desc}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m clustersim", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="simulate a trace on a cluster under a policy")
+    r.add_argument("--cluster", help="JSON spec file, preset name, or shorthand v100:8,p100:8")
+    r.add_argument("--preset", help="cluster preset name (see `presets`)")
+    r.add_argument("--trace", required=True, help="trace file")
+    r.add_argument("--format", default=None, help="trace format (default: auto-detect)")
+    r.add_argument("--policy", default="fifo", help="policy name (see `policies`)")
+    r.add_argument("--param", action="append", default=[], help="policy parameter key=value")
+    r.add_argument("--placement", default="consolidate", help="placement strategy")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--until", type=float, default=float("inf"), help="stop at this time [s]")
+    r.add_argument("--restore-s", type=float, default=None, help="checkpoint/restore delay [s]")
+    r.add_argument(
+        "--start", default="2023-01-01T00:00:00Z", help="calendar time of t=0 (carbon hours)"
+    )
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--out", help="write per-job results (.csv or .parquet)")
+    r.set_defaults(func=cmd_run)
+    sub.add_parser("policies", help="list the policy registry").set_defaults(func=cmd_policies)
+    sub.add_parser("presets", help="list cluster presets").set_defaults(func=cmd_presets)
+    sub.add_parser("formats", help="list trace formats").set_defaults(func=cmd_formats)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ClustersimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

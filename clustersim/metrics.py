@@ -1,0 +1,538 @@
+"""Summary metrics, bounded time series and per-job tables of a run (DESIGN §3.6).
+
+Everything here is computed from a :class:`~clustersim.result.RunResult` alone, exactly: the
+timeline is piecewise constant, so every integral is a sum over segments, and carbon uses the
+exact integral of the hourly step intensity (:mod:`clustersim.carbon`).
+
+Definitions
+-----------
+Jobs
+    *completed*: ``finish`` is finite. *dropped*: ``drop_reason != ""`` (this includes jobs
+    still unfinished when the simulation ended). *started*: ``first_start`` is finite.
+JCT
+    ``finish - submit`` over completed jobs. Mean and percentiles (numpy's default linear
+    interpolation) p50/p95/p99.
+Queueing delay
+    ``first_start - submit`` over started jobs (completed or not).
+Job-size buckets
+    Mean JCT of completed jobs by gang size ``num_gpus``: ``jct_mean_s_gpus_1`` (1),
+    ``_2_4`` (2-4), ``_5_8`` (5-8), ``_9_plus`` (9 or more).
+Makespan
+    Last finish minus first submit.
+Accounting window
+    ``[first submit, end]`` where ``end`` is the later of the last finish and the end of the
+    last timeline segment in which any device is busy. It is the makespan window whenever every
+    started job completes, and it stretches to cover busy time of jobs cut off at the end of
+    the simulation, so no busy energy is lost. Utilisation, energy, carbon, cost and average
+    power are over this window (idle time before the first submit or after ``end`` is not
+    counted). Keys ``window_start_s`` and ``window_s`` give it.
+Utilisation
+    Busy device-seconds / (devices × window length), overall and per accelerator type
+    (``utilisation_<type>``, the type name lower-cased with every run of characters other
+    than letters and digits replaced by ``_``). All devices count as available (node
+    availability of edge devices is not subtracted).
+Idle while queued
+    ``idle_while_queued``: idle device-seconds in segments where at least one job waits, over
+    available device-seconds. An upper bound on fragmentation (free devices no queued job can
+    use); true fragmentation needs node-level state the result does not keep, so it is not
+    reported.
+Jain's index
+    Over users, ``(Σx)² / (n Σx²)``. A user's normalised throughput ``x`` is the device-seconds
+    their jobs received divided by the device-seconds they demanded while in the system:
+    ``Σ attained / Σ num_gpus × (end - submit)``, with ``end`` the finish time, or the end of
+    the timeline for jobs that did not complete. 1 means the user's jobs always held their full
+    gang from submission on. Jobs dropped without being admitted (too large, no usable type,
+    rejected) are excluded; jobs left unfinished count. Jobs whose user is ``""`` count as one
+    user each, so a trace without users gives Jain's index over jobs.
+Finish-time fairness (Themis)
+    ``ρ = JCT / JCT_isolated`` per completed job. ``JCT_isolated = standalone ×
+    max(1, N × num_gpus / devices)``: the job's run time if it had an equal ``1/N`` share of
+    the cluster, time-sliced when that share holds fewer devices than its gang.
+    ``standalone = Σ device_time / num_gpus`` (its own wall time on the devices it held,
+    including restore delays). ``N`` = time-averaged number of jobs in the system (queued plus
+    running, from the timeline) over the job's lifetime ``[submit, finish)``, at least 1.
+    Reported as ``ftf_rho_max``, ``ftf_rho_mean`` and ``ftf_share_le_1`` (share of jobs with
+    ``ρ ≤ 1``, relative tolerance 1e-9).
+Deadlines
+    ``deadline_met_share``: of jobs with a finite deadline, the share that completed no later
+    than it (dropped and unfinished jobs miss).
+Energy
+    Per region, facility power = (Σ over types of busy devices × ``busy_w`` + idle devices ×
+    ``idle_w`` + Σ node overhead) × PUE, integrated over the window; in kWh. Nodes never power
+    down, so every device is either busy or idle. ``avg_power_kw`` = energy / window hours.
+Carbon
+    ``∫ facility power × intensity(region, t) dt`` per region, in kg CO2e, with the zone's
+    hourly life-cycle intensity (simulation time 0 = ``carbon_start``) or, for a region without
+    a zone, its constant ``carbon_g_per_kwh``. ``carbon_intensity_mean_g_per_kwh`` = carbon /
+    energy.
+Cost
+    ``cost_basis="provisioned"``: Σ device price per hour × devices × window hours;
+    ``"allocated"``: Σ device price per hour × busy device-hours. ``electricity_cost_usd`` =
+    Σ region energy × region ``price_per_kwh``, reported separately (on-demand device prices
+    already include power). ``work_per_dollar`` = completed reference GPU-hours / cost, where
+    reference GPU-hours = Σ over completed jobs of their device-seconds on all types / 3600.
+Undefined values
+    A mean, percentile, ratio or index over nothing (no completed job, a zero-length window,
+    no deadline, zero cost) is ``None``; counts, sums, energy, carbon and cost are then ``0``.
+    No value is ever NaN or infinite, so ``json.dumps(..., allow_nan=False)`` succeeds.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from clustersim.carbon import DEFAULT_START, J_PER_KWH, CarbonSeries, load_zone
+from clustersim.cluster import Cluster
+from clustersim.errors import ClustersimError
+from clustersim.result import DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+
+FloatArray = npt.NDArray[np.float64]
+Number = float | int | None
+
+#: Cost bases accepted by :func:`summary`.
+COST_BASES = ("provisioned", "allocated")
+#: Job-size buckets: (key suffix, smallest gang, largest gang).
+SIZE_BUCKETS: tuple[tuple[str, int, int], ...] = (
+    ("1", 1, 1),
+    ("2_4", 2, 4),
+    ("5_8", 5, 8),
+    ("9_plus", 9, np.iinfo(np.int64).max),
+)
+_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_REJECTED)
+_RHO_TOL = 1e-9
+
+
+def sanitize(name: str) -> str:
+    """Key-safe form of a type name: lower case, other characters runs become ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "type"
+
+
+def type_keys(cluster: Cluster) -> list[str]:
+    """Sanitized, unique key suffix of every accelerator type (``_2``, ``_3`` on clashes)."""
+    keys: list[str] = []
+    for t in cluster.types:
+        base = key = sanitize(t.name)
+        k = 2
+        while key in keys:
+            key = f"{base}_{k}"
+            k += 1
+        keys.append(key)
+    return keys
+
+
+# -- small numeric helpers -------------------------------------------------------------------
+
+
+def _num(x: float) -> float | None:
+    """A finite float, or ``None``."""
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _mean(x: FloatArray) -> float | None:
+    return _num(float(np.mean(x))) if len(x) else None
+
+
+def _pct(x: FloatArray, q: float) -> float | None:
+    return _num(float(np.percentile(x, q))) if len(x) else None
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return _num(a / b) if b > 0 else None
+
+
+def _cum_at(seg_t: FloatArray, values: FloatArray, points: FloatArray) -> FloatArray:
+    """Exact integral from ``seg_t[0]`` to ``points`` of piecewise-constant ``values``.
+
+    Parameters
+    ----------
+    seg_t : (s + 1,) float64
+        Segment boundaries, ascending, ``s >= 1``.
+    values : (s,) or (s, k) float64
+        Value in each segment.
+    points : (m,) float64
+        Times within ``[seg_t[0], seg_t[-1]]``.
+
+    Returns
+    -------
+    (m,) or (m, k) float64
+    """
+    dt = np.diff(seg_t)
+    v = values.reshape(len(dt), -1)
+    cum = np.concatenate((np.zeros((1, v.shape[1])), np.cumsum(v * dt[:, None], axis=0)))
+    i = np.clip(np.searchsorted(seg_t, points, side="right") - 1, 0, len(dt) - 1)
+    out = cum[i] + v[i] * (points - seg_t[i])[:, None]
+    return np.asarray(out.reshape((len(points), *values.shape[1:])), dtype=np.float64)
+
+
+# -- timeline quantities ---------------------------------------------------------------------
+
+
+def _devices(cluster: Cluster) -> FloatArray:
+    """(n_types, n_regions) devices of each type in each region."""
+    nt, nr = cluster.n_types, len(cluster.regions)
+    flat = np.bincount(
+        cluster.node_type * nr + cluster.node_region,
+        weights=cluster.node_devices,
+        minlength=nt * nr,
+    )
+    return np.asarray(flat.reshape(nt, nr), dtype=np.float64)
+
+
+def _region_power_w(result: RunResult) -> FloatArray:
+    """(s, n_regions) facility power (incl. PUE) of each region in each segment, W."""
+    cl = result.cluster
+    busy = np.asarray(result.seg_busy, dtype=np.float64)
+    busy_w = np.array([t.busy_w for t in cl.types], dtype=np.float64)
+    idle_w = np.array([t.idle_w for t in cl.types], dtype=np.float64)
+    pue = np.array([r.pue for r in cl.regions], dtype=np.float64)
+    overhead = np.bincount(
+        cl.node_region, weights=cl.node_overhead_w, minlength=len(cl.regions)
+    ).astype(np.float64)
+    idle_power = (_devices(cl) * idle_w[:, None]).sum(axis=0)  # all devices idle, (n_regions,)
+    extra = np.einsum("str,t->sr", busy, busy_w - idle_w)
+    return np.asarray((idle_power + overhead + extra) * pue, dtype=np.float64)
+
+
+def _region_series(cluster: Cluster, carbon_start: str) -> list[CarbonSeries]:
+    """The carbon series of each region: its zone's hourly data, else its constant."""
+    return [
+        load_zone(r.carbon_zone, carbon_start)
+        if r.carbon_zone
+        else CarbonSeries.constant(r.carbon_g_per_kwh)
+        for r in cluster.regions
+    ]
+
+
+def _segments(result: RunResult) -> int:
+    return max(len(result.seg_t) - 1, 0)
+
+
+def _window(result: RunResult) -> tuple[float, float]:
+    """The accounting window ``(start, end)`` (see the module docstring)."""
+    seg_t = np.asarray(result.seg_t, dtype=np.float64)
+    if len(seg_t) == 0:
+        return 0.0, 0.0
+    start = float(seg_t[0])
+    end = start
+    fin = result.finish[np.isfinite(result.finish)]
+    if len(fin):
+        end = max(end, float(fin.max()))
+    s = _segments(result)
+    if s:
+        busy_any = np.asarray(result.seg_busy).reshape(s, -1).sum(axis=1) > 0
+        if busy_any.any():
+            end = max(end, float(seg_t[int(np.flatnonzero(busy_any)[-1]) + 1]))
+    return start, end
+
+
+def _clipped_t(result: RunResult, window: tuple[float, float]) -> FloatArray:
+    return np.clip(np.asarray(result.seg_t, dtype=np.float64), window[0], window[1])
+
+
+# -- per-job quantities ----------------------------------------------------------------------
+
+
+def _ftf_rho(result: RunResult) -> FloatArray:
+    """(n,) Themis finish-time fairness ρ of each completed job; ``nan`` otherwise."""
+    jobs = result.jobs
+    n = len(jobs)
+    rho = np.full(n, np.nan)
+    done = np.flatnonzero(result.completed)
+    s = _segments(result)
+    if len(done) == 0 or s == 0:
+        return rho
+    seg_t = np.asarray(result.seg_t, dtype=np.float64)
+    active = (np.asarray(result.seg_queued) + np.asarray(result.seg_running)).astype(np.float64)
+    submit = jobs.submit_time[done]
+    finish = result.finish[done]
+    lo, hi = seg_t[0], seg_t[-1]
+    a = np.clip(submit, lo, hi)
+    b = np.clip(finish, lo, hi)
+    area = _cum_at(seg_t, active, b) - _cum_at(seg_t, active, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_avg = np.where(b > a, area / (b - a), 1.0)
+    n_avg = np.maximum(n_avg, 1.0)
+    gpus = jobs.num_gpus[done].astype(np.float64)
+    standalone = result.device_time[done].sum(axis=1) / gpus
+    total = float(result.cluster.total_devices)
+    isolated = standalone * np.maximum(1.0, n_avg * gpus / total) if total > 0 else standalone
+    jct = finish - submit
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho[done] = np.where(isolated > 0, jct / isolated, np.nan)
+    return rho
+
+
+def _jain(result: RunResult) -> float | None:
+    """Jain's index over users' normalised throughput (see the module docstring)."""
+    jobs = result.jobs
+    keep = ~np.isin(result.drop_reason.astype(str), _NOT_ADMITTED)
+    if not keep.any():
+        return None
+    idx = np.flatnonzero(keep)
+    t_end = float(result.seg_t[-1]) if len(result.seg_t) else 0.0
+    end = np.where(np.isfinite(result.finish[idx]), result.finish[idx], t_end)
+    demand = jobs.num_gpus[idx] * np.maximum(end - jobs.submit_time[idx], 0.0)
+    got = result.attained[idx]
+    users = np.array(
+        [f"u:{u}" if u else f"j:{i}" for u, i in zip(jobs.user[idx], idx, strict=True)],
+        dtype=object,
+    )
+    _, inverse = np.unique(users.astype(str), return_inverse=True)
+    got_u = np.bincount(inverse, weights=got)
+    demand_u = np.bincount(inverse, weights=demand)
+    ok = demand_u > 0
+    if not ok.any():
+        return None
+    x = got_u[ok] / demand_u[ok]
+    sq = float((x**2).sum())
+    return _num(float(x.sum()) ** 2 / (len(x) * sq)) if sq > 0 else None
+
+
+# -- public API ------------------------------------------------------------------------------
+
+
+def summary(
+    result: RunResult,
+    *,
+    carbon_start: str = DEFAULT_START,
+    cost_basis: str = "provisioned",
+) -> dict[str, Number]:
+    """Summary metrics of a run as one flat, JSON-safe dict (definitions: module docstring).
+
+    Parameters
+    ----------
+    result
+        The run.
+    carbon_start
+        Calendar instant (ISO 8601, UTC) of simulation time 0, for hourly carbon intensity.
+    cost_basis
+        ``"provisioned"`` (every device for the whole window) or ``"allocated"`` (busy
+        device-hours only).
+
+    Returns
+    -------
+    dict
+        Stable keys mapping to ``int``, ``float`` or ``None`` (undefined), never NaN.
+
+    Raises
+    ------
+    ClustersimError
+        Unknown ``cost_basis``, carbon zone, or unparsable ``carbon_start``.
+    """
+    if cost_basis not in COST_BASES:
+        raise ClustersimError(f"cost basis {cost_basis!r} is not one of {', '.join(COST_BASES)}")
+    jobs, cl = result.jobs, result.cluster
+    out: dict[str, Number] = {}
+    done = result.completed
+    started = np.isfinite(result.first_start)
+    submit = jobs.submit_time
+
+    out["jobs_total"] = len(jobs)
+    out["jobs_completed"] = int(done.sum())
+    out["jobs_dropped"] = int(result.dropped.sum())
+    out["jobs_started"] = int(started.sum())
+
+    jct = result.finish[done] - submit[done]
+    out["jct_mean_s"] = _mean(jct)
+    for q in (50, 95, 99):
+        out[f"jct_p{q}_s"] = _pct(jct, q)
+    qd = result.first_start[started] - submit[started]
+    out["queue_delay_mean_s"] = _mean(qd)
+    for q in (50, 95, 99):
+        out[f"queue_delay_p{q}_s"] = _pct(qd, q)
+    gpus_done = jobs.num_gpus[done]
+    for suffix, lo, hi in SIZE_BUCKETS:
+        out[f"jct_mean_s_gpus_{suffix}"] = _mean(jct[(gpus_done >= lo) & (gpus_done <= hi)])
+    out["makespan_s"] = (
+        _num(float(result.finish[done].max() - submit.min())) if done.any() else None
+    )
+
+    # Timeline over the accounting window.
+    window = _window(result)
+    span = window[1] - window[0]
+    out["window_start_s"] = _num(window[0])
+    out["window_s"] = _num(span)
+    s = _segments(result)
+    dev = _devices(cl)  # (n_types, n_regions)
+    dev_type = dev.sum(axis=1)
+    total_dev = float(dev.sum())
+    keys = type_keys(cl)
+    if s:
+        t = _clipped_t(result, window)
+        dt = np.diff(t)
+        busy = np.asarray(result.seg_busy, dtype=np.float64)
+        busy_type_s = (busy.sum(axis=2) * dt[:, None]).sum(axis=0)  # (n_types,)
+        queued = np.asarray(result.seg_queued) > 0
+        idle_dev = total_dev - busy.reshape(s, -1).sum(axis=1)
+        idle_queued_s = float((idle_dev * dt * queued).sum())
+        power = _region_power_w(result)  # (s, n_regions)
+        energy_kwh_r = (power * dt[:, None]).sum(axis=0) / J_PER_KWH
+        series = _region_series(cl, carbon_start)
+        carbon_g = sum(
+            (ser.energy_weighted(t, power[:, r]) for r, ser in enumerate(series)), start=0.0
+        )
+    else:
+        busy_type_s = np.zeros(cl.n_types)
+        idle_queued_s = 0.0
+        energy_kwh_r = np.zeros(len(cl.regions))
+        carbon_g = 0.0
+
+    avail = total_dev * span
+    out["utilisation"] = _ratio(float(busy_type_s.sum()), avail)
+    for k, key in enumerate(keys):
+        out[f"utilisation_{key}"] = _ratio(float(busy_type_s[k]), float(dev_type[k]) * span)
+    out["busy_device_hours"] = float(busy_type_s.sum()) / 3600.0
+    out["idle_while_queued"] = _ratio(idle_queued_s, avail)
+
+    out["jain_index"] = _jain(result)
+    rho = _ftf_rho(result)
+    rho = rho[np.isfinite(rho)]
+    out["ftf_rho_max"] = _num(float(rho.max())) if len(rho) else None
+    out["ftf_rho_mean"] = _mean(rho)
+    out["ftf_share_le_1"] = _mean((rho <= 1.0 + _RHO_TOL).astype(np.float64))
+
+    has_deadline = np.isfinite(jobs.deadline)
+    met = done & has_deadline & (np.nan_to_num(result.finish, nan=np.inf) <= jobs.deadline)
+    out["deadline_met_share"] = _ratio(float(met.sum()), float(has_deadline.sum()))
+
+    out["preemptions"] = int(np.asarray(result.preemptions).sum())
+    out["migrations"] = int(np.asarray(result.migrations).sum())
+
+    energy_kwh = float(energy_kwh_r.sum())
+    out["energy_kwh"] = energy_kwh
+    out["avg_power_kw"] = _ratio(energy_kwh, span / 3600.0)
+    out["carbon_kg"] = float(carbon_g) / 1000.0
+    out["carbon_intensity_mean_g_per_kwh"] = _ratio(float(carbon_g), energy_kwh)
+
+    price = np.array([t.price_per_hour for t in cl.types], dtype=np.float64)
+    if cost_basis == "provisioned":
+        cost = float((price * dev_type).sum()) * span / 3600.0
+    else:
+        cost = float((price * busy_type_s).sum()) / 3600.0
+    out["cost_usd"] = cost
+    kwh_price = np.array([r.price_per_kwh for r in cl.regions], dtype=np.float64)
+    out["electricity_cost_usd"] = float((energy_kwh_r * kwh_price).sum())
+    ref_gpu_h = float(result.device_time[done].sum()) / 3600.0
+    out["reference_gpu_hours_completed"] = ref_gpu_h
+    out["work_per_dollar"] = _ratio(ref_gpu_h, cost)
+    return out
+
+
+def _bin_edges(seg_t: FloatArray, max_points: int) -> FloatArray:
+    """Segment boundaries if they fit in ``max_points`` bins, else equal-width bins."""
+    edges = np.unique(seg_t)
+    if len(edges) - 1 <= max_points:
+        return edges
+    return np.linspace(seg_t[0], seg_t[-1], max_points + 1)
+
+
+def timeseries(
+    result: RunResult, max_points: int = 5000, carbon_start: str = DEFAULT_START
+) -> dict[str, list[float]]:
+    """The run's timeline as at most ``max_points`` time-weighted bin averages.
+
+    The whole timeline ``[seg_t[0], seg_t[-1]]`` is covered. When it has at most
+    ``max_points`` non-empty segments each point is one segment (exact values); otherwise the
+    span is cut into ``max_points`` equal bins and each value is the exact time-weighted average
+    of the piecewise-constant data over its bin, so ``Σ value × dt_s`` equals the integral.
+
+    Parameters
+    ----------
+    result
+        The run.
+    max_points
+        Largest number of points (>= 1).
+    carbon_start
+        Calendar instant of simulation time 0 for hourly carbon intensity.
+
+    Returns
+    -------
+    dict of str to list of float
+        ``t_s`` (bin start, s), ``dt_s`` (bin width, s), ``utilisation`` (busy / all devices),
+        ``busy_<type>`` (average busy devices of each type), ``queued`` and ``running``
+        (average jobs), ``power_kw`` (facility power incl. PUE, all regions),
+        ``carbon_rate_kg_per_h`` (all regions) and ``carbon_intensity_g_per_kwh`` (average
+        intensity of the first region with a carbon zone, else of the first region's constant).
+        All lists have the same length; empty for a run without a timeline.
+    """
+    if max_points < 1:
+        raise ClustersimError(f"max_points must be at least 1, got {max_points}")
+    cl = result.cluster
+    keys = type_keys(cl)
+    names = ["t_s", "dt_s", "utilisation", *(f"busy_{k}" for k in keys), "queued", "running"]
+    names += ["power_kw", "carbon_rate_kg_per_h", "carbon_intensity_g_per_kwh"]
+    seg_t = np.asarray(result.seg_t, dtype=np.float64)
+    s = _segments(result)
+    if s == 0 or seg_t[-1] <= seg_t[0]:
+        return {name: [] for name in names}
+
+    edges = _bin_edges(seg_t, max_points)
+    t0, t1 = edges[:-1], edges[1:]
+    width = t1 - t0
+
+    def average(values: FloatArray) -> FloatArray:
+        area = _cum_at(seg_t, values, t1) - _cum_at(seg_t, values, t0)
+        return np.asarray(area / (width if area.ndim == 1 else width[:, None]), dtype=np.float64)
+
+    busy_type = np.asarray(result.seg_busy, dtype=np.float64).sum(axis=2)  # (s, n_types)
+    power = _region_power_w(result)  # (s, n_regions)
+    series = _region_series(cl, carbon_start)
+    # Exact cumulative grams at the bin edges: whole segments, then the partial one.
+    i = np.clip(np.searchsorted(seg_t, edges, side="right") - 1, 0, s - 1)
+    grams_at = np.zeros(len(edges))
+    for r, ser in enumerate(series):
+        f_seg = ser.cumulative(seg_t)
+        cum = np.concatenate(([0.0], np.cumsum(power[:, r] * np.diff(f_seg))))
+        grams_at += (cum[i] + power[i, r] * (ser.cumulative(edges) - f_seg[i])) / J_PER_KWH
+
+    zoned = [r for r, reg in enumerate(cl.regions) if reg.carbon_zone]
+    shown = series[zoned[0]] if zoned else series[0] if series else CarbonSeries.constant(0.0)
+    total_dev = float(cl.total_devices)
+    busy_avg = average(busy_type)
+    out: dict[str, list[float]] = {"t_s": t0.tolist(), "dt_s": width.tolist()}
+    util = busy_avg.sum(axis=1) / total_dev if total_dev > 0 else np.zeros(len(t0))
+    out["utilisation"] = util.tolist()
+    for k, key in enumerate(keys):
+        out[f"busy_{key}"] = busy_avg[:, k].tolist()
+    out["queued"] = average(np.asarray(result.seg_queued, dtype=np.float64)).tolist()
+    out["running"] = average(np.asarray(result.seg_running, dtype=np.float64)).tolist()
+    out["power_kw"] = (average(power.sum(axis=1)) / 1000.0).tolist()
+    out["carbon_rate_kg_per_h"] = (np.diff(grams_at) / 1000.0 / (width / 3600.0)).tolist()
+    out["carbon_intensity_g_per_kwh"] = shown.mean_intensity(t0, t1).tolist()
+    return out
+
+
+def per_job_frame(result: RunResult) -> pd.DataFrame:
+    """One row per job with its outcome.
+
+    Columns: ``job_id, submit, first_start, finish, jct, queue_delay, num_gpus, job_type,
+    user, vc, attained_gpu_s, preemptions, migrations, drop_reason, ftf_rho``. Times in
+    seconds; ``jct``/``finish`` are NaN for jobs that did not complete, ``first_start`` and
+    ``queue_delay`` for jobs that never started, ``ftf_rho`` for jobs that did not complete
+    (see the module docstring for ρ).
+    """
+    jobs = result.jobs
+    return pd.DataFrame(
+        {
+            "job_id": jobs.job_id.astype(str),
+            "submit": jobs.submit_time,
+            "first_start": result.first_start,
+            "finish": result.finish,
+            "jct": result.finish - jobs.submit_time,
+            "queue_delay": result.first_start - jobs.submit_time,
+            "num_gpus": jobs.num_gpus,
+            "job_type": jobs.job_type.astype(str),
+            "user": jobs.user.astype(str),
+            "vc": jobs.vc.astype(str),
+            "attained_gpu_s": result.attained,
+            "preemptions": result.preemptions,
+            "migrations": result.migrations,
+            "drop_reason": result.drop_reason.astype(str),
+            "ftf_rho": _ftf_rho(result),
+        }
+    )

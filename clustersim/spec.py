@@ -1,0 +1,835 @@
+"""Cluster specifications: plain JSON-compatible dicts in, :class:`~clustersim.cluster.Cluster` out.
+
+A spec is what the REST API accepts unchanged and what a JSON spec file holds::
+
+    {"name": "demo",
+     "regions": [{"name": "us-west", "carbon_zone": "US-CAL-CISO", "pue": 1.2,
+                  "price_per_kwh": 0.12}],
+     "racks": [{"name": "r1", "region": "us-west", "oversubscription": 2.0}],
+     "accelerators": [{"name": "MyChip", "kind": "gpu", "fp16_tflops": 100, ...}],
+     "pools": [{"name": "v100s", "accelerator": "V100-SXM2-16GB", "nodes": 4,
+                "devices_per_node": 8, "rack": "r1", "intra_gbs": 300, "nic_gbps": 100,
+                "cpu_cores": 64, "host_mem_gb": 512, "overhead_w": 300,
+                "availability": 1.0}]}
+
+Only ``pools`` is required. The keys, their meaning and defaults:
+
+``name``
+    Display name (default ``"cluster"``).
+``regions``
+    List of ``{name, carbon_zone="", pue=1.2, price_per_kwh=0.10, carbon_g_per_kwh=400}``
+    (defaults of :class:`~clustersim.cluster.Region`). Default: one region ``"default"``
+    with no carbon zone. Racks and pools that name no region are in the first region.
+``racks``
+    List of ``{name, region=<first region>, oversubscription=1.0}``; ``oversubscription``
+    is the ratio of a rack's uplink (1.0 = non-blocking, must be >= 1).
+``accelerators``
+    User-defined accelerator types, ``{name, kind="gpu", fp16_tflops, memory_gb,
+    memory_bw_tbs, busy_w, idle_w=11.4 % of busy_w, price_per_hour, release_year,
+    aliases=[], assumptions=[]}``. A type named like a catalog key replaces it (e.g. to
+    change a price).
+``pools``
+    Groups of identical nodes, ``{name=pool<i>, accelerator, nodes, devices_per_node, rack |
+    racks, rack_oversubscription, region, intra_gbs, nic_gbps=100, cpu_cores, host_mem_gb,
+    overhead_w, availability=1.0}``:
+
+    - ``accelerator``: catalog key or alias (any case) or a user-defined type;
+    - ``devices_per_node``: default by kind, 8 for GPUs and NPUs, 4 for TPU hosts, 1 for edge;
+    - ``rack`` names a declared rack; ``racks: N`` instead spreads the nodes as evenly as
+      possible over N new racks ``<pool>-rack<i>`` (uplink ratio ``rack_oversubscription``,
+      default 1.0); with neither, the pool gets one new rack ``<pool>-rack``;
+    - ``region``: for the pool's new racks; with ``rack`` it must be that rack's region;
+    - ``intra_gbs``: default from the catalog (NVLink-class for SXM parts, PCIe for PCIe
+      parts, see :mod:`clustersim.catalog`);
+    - ``overhead_w``: non-accelerator power of a node; default
+      :data:`DEFAULT_OVERHEAD_W_PER_DEVICE` per device, 0 for edge devices;
+    - ``cpu_cores``, ``host_mem_gb``: validated and recorded in the spec, but the
+      :class:`~clustersim.cluster.Cluster` has no field for them yet, so they do not
+      survive a round trip;
+    - ``availability``: probability a node is online, in (0, 1].
+
+Every invalid spec raises :class:`~clustersim.errors.SpecError` whose ``field`` is the dotted
+path of the offending value (``"pools[1].devices_per_node"``); unknown keys are errors too.
+
+Nodes are laid out pool by pool, each pool's nodes rack by rack. ``Cluster.types`` holds the
+types present, in order of first appearance in ``pools``. Racks are indexed declared racks
+first, then the pools' new racks; regions in spec order.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clustersim.catalog import IDLE_FRACTION, KINDS, Catalog, load_catalog
+from clustersim.cluster import AcceleratorType, Cluster, Region
+from clustersim.errors import SpecError
+
+GAVEL_DEVICES_PER_SERVER = 4  # our choice, not Gavel's; the lead may change it
+"""Devices per server assumed by Gavel-style shorthand (``"v100:8"`` = two 4-GPU servers).
+
+Gavel's sweep scripts take the server size per type as a parameter (``--num_gpus_per_server``,
+``1:1:1`` by default, i.e. no consolidation at all). We assume 4, the shape of the common cloud
+V100 server (AWS p3.8xlarge), so multi-GPU jobs can be consolidated. Override per type with
+``"v100:8:8"``.
+"""
+
+DEFAULT_REGION_NAME = "default"
+"""Name of the region created when a spec gives none."""
+
+DEFAULT_NIC_GBPS = 100.0
+"""Node network bandwidth when a pool gives no ``nic_gbps`` (Gbit/s)."""
+
+DEFAULT_OVERHEAD_W_PER_DEVICE = 50.0
+"""Non-accelerator node power per device when a pool gives no ``overhead_w`` (W).
+
+From the Teads/CCF AWS model: a p3.16xlarge (8 V100) draws 429 W besides its GPUs at 50 %
+load (CPU package 183 W + DRAM 195 W + 52 W rest of the machine), 54 W per GPU. Edge devices
+get 0 W: their module power already includes the CPU.
+"""
+
+DEFAULT_DEVICES_PER_NODE: Mapping[str, int] = {"gpu": 8, "npu": 8, "tpu": 4, "edge": 1}
+"""Devices per node by accelerator kind when a pool gives no ``devices_per_node``."""
+
+MAX_NODES = 1_000_000
+"""Most nodes a spec may describe (guards the web API against absurd requests)."""
+
+MAX_DEVICES_PER_NODE = 1024
+"""Most devices one node may hold."""
+
+_TOP_KEYS = ("name", "regions", "racks", "accelerators", "pools")
+_REGION_KEYS = ("name", "carbon_zone", "pue", "price_per_kwh", "carbon_g_per_kwh")
+_RACK_KEYS = ("name", "region", "oversubscription")
+_ACCEL_KEYS = (
+    "name",
+    "kind",
+    "fp16_tflops",
+    "memory_gb",
+    "memory_bw_tbs",
+    "busy_w",
+    "idle_w",
+    "price_per_hour",
+    "release_year",
+    "aliases",
+    "assumptions",
+)
+_ACCEL_REQUIRED = (
+    "name",
+    "fp16_tflops",
+    "memory_gb",
+    "memory_bw_tbs",
+    "busy_w",
+    "price_per_hour",
+    "release_year",
+)
+_POOL_KEYS = (
+    "name",
+    "accelerator",
+    "nodes",
+    "devices_per_node",
+    "rack",
+    "racks",
+    "rack_oversubscription",
+    "region",
+    "intra_gbs",
+    "nic_gbps",
+    "cpu_cores",
+    "host_mem_gb",
+    "overhead_w",
+    "availability",
+)
+_MISSING: Any = object()
+
+
+# -- small typed readers; each raises SpecError naming the field ------------------------------
+
+
+def _path(parent: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else key
+
+
+def _check_keys(obj: Mapping[Any, Any], allowed: Sequence[str], path: str) -> None:
+    for k in obj:
+        if k not in allowed:
+            name = k if isinstance(k, str) else repr(k)
+            close = difflib.get_close_matches(str(k), allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(allowed)}"
+            raise SpecError(_path(path, name), f"unknown key{hint}")
+
+
+def _object(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SpecError(path or "spec", f"must be an object, not {_kind(value)}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise SpecError(path, f"must be a list, not {_kind(value)}")
+    return list(value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return type(value).__name__
+
+
+def _str(obj: Mapping[str, Any], key: str, path: str, default: Any = _MISSING) -> str:
+    p = _path(path, key)
+    if key not in obj:
+        if default is _MISSING:
+            raise SpecError(p, "is required")
+        return str(default)
+    v = obj[key]
+    if not isinstance(v, str):
+        raise SpecError(p, f"must be a string, not {_kind(v)}")
+    return v
+
+
+def _name(obj: Mapping[str, Any], key: str, path: str, default: Any = _MISSING) -> str:
+    v = _str(obj, key, path, default).strip()
+    if not v:
+        raise SpecError(_path(path, key), "must not be empty")
+    return v
+
+
+def _number(
+    obj: Mapping[str, Any],
+    key: str,
+    path: str,
+    default: Any = _MISSING,
+    *,
+    low: float | None = None,
+    low_open: bool = False,
+    high: float | None = None,
+) -> float:
+    p = _path(path, key)
+    if key not in obj:
+        if default is _MISSING:
+            raise SpecError(p, "is required")
+        return float(default)
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise SpecError(p, f"must be a number, not {_kind(v)}")
+    x = float(v)
+    if not math.isfinite(x):
+        raise SpecError(p, "must be a finite number")
+    if low is not None and (x <= low if low_open else x < low):
+        raise SpecError(p, f"must be {'>' if low_open else '>='} {low:g}, not {x:g}")
+    if high is not None and x > high:
+        raise SpecError(p, f"must be <= {high:g}, not {x:g}")
+    return x
+
+
+def _integer(
+    obj: Mapping[str, Any],
+    key: str,
+    path: str,
+    default: Any = _MISSING,
+    *,
+    low: int = 1,
+    high: int | None = None,
+) -> int:
+    p = _path(path, key)
+    if key not in obj:
+        if default is _MISSING:
+            raise SpecError(p, "is required")
+        return int(default)
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise SpecError(p, f"must be an integer, not {_kind(v)}")
+    if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
+        raise SpecError(p, f"must be an integer, not {v!r}")
+    n = int(v)
+    if n < low:
+        raise SpecError(p, f"must be >= {low}, not {n}")
+    if high is not None and n > high:
+        raise SpecError(p, f"must be <= {high}, not {n}")
+    return n
+
+
+def _strings(obj: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
+    if key not in obj:
+        return ()
+    p = _path(path, key)
+    items = _list(obj[key], p)
+    for i, s in enumerate(items):
+        if not isinstance(s, str) or not s.strip():
+            raise SpecError(_path(p, i), f"must be a non-empty string, not {_kind(s)}")
+    return tuple(s.strip() for s in items)
+
+
+def _unique(name: str, seen: dict[str, str], path: str, what: str) -> None:
+    if name in seen:
+        raise SpecError(path, f"duplicate {what} name {name!r} (first used at {seen[name]})")
+    seen[name] = path
+
+
+# -- spec -> Cluster ----------------------------------------------------------------------------
+
+
+def _parse_accelerator(obj: Mapping[str, Any], path: str) -> AcceleratorType:
+    _check_keys(obj, _ACCEL_KEYS, path)
+    for k in _ACCEL_REQUIRED:
+        if k not in obj:
+            raise SpecError(_path(path, k), "is required")
+    kind = _str(obj, "kind", path, "gpu")
+    if kind not in KINDS:
+        raise SpecError(_path(path, "kind"), f"must be one of {', '.join(KINDS)}, not {kind!r}")
+    busy = _number(obj, "busy_w", path, low=0, low_open=True)
+    assumptions = _strings(obj, "assumptions", path)
+    if "idle_w" in obj:
+        idle = _number(obj, "idle_w", path, low=0, high=busy)
+    else:
+        idle = round(IDLE_FRACTION * busy, 1)
+        assumptions += (
+            f"idle_w: [assumed] {IDLE_FRACTION:.1%} of busy_w (the Teads model's idle/max ratio)",
+        )
+    return AcceleratorType(
+        name=_name(obj, "name", path),
+        kind=kind,
+        fp16_tflops=_number(obj, "fp16_tflops", path, low=0, low_open=True),
+        memory_gb=_number(obj, "memory_gb", path, low=0, low_open=True),
+        memory_bw_tbs=_number(obj, "memory_bw_tbs", path, low=0, low_open=True),
+        busy_w=busy,
+        idle_w=idle,
+        price_per_hour=_number(obj, "price_per_hour", path, low=0),
+        release_year=_integer(obj, "release_year", path, low=1990, high=2100),
+        aliases=_strings(obj, "aliases", path),
+        assumptions=assumptions,
+    )
+
+
+def _resolve(catalog: Catalog, name: str, path: str) -> AcceleratorType:
+    t = catalog.resolve(name)
+    if t is None:
+        raise SpecError(path, catalog.unknown_message(name))
+    return t
+
+
+def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -> Cluster:
+    """Build a :class:`~clustersim.cluster.Cluster` from a spec dict (see the module docstring).
+
+    Parameters
+    ----------
+    spec
+        The JSON-compatible spec.
+    catalog
+        Accelerator catalog for names in ``pools[*].accelerator``; default
+        :func:`~clustersim.catalog.load_catalog`. The spec's ``accelerators`` are added to it.
+
+    Returns
+    -------
+    Cluster
+        With node arrays of shape ``(n_nodes,)`` and ``rack_oversub`` of shape ``(n_racks,)``.
+
+    Raises
+    ------
+    SpecError
+        For any invalid spec; ``field`` is the dotted path of the offending value.
+    """
+    spec = _object(spec, "spec")
+    _check_keys(spec, _TOP_KEYS, "")
+    base = catalog if catalog is not None else load_catalog()
+    name = _name(spec, "name", "", "cluster")
+
+    # regions
+    regions: list[Region] = []
+    region_index: dict[str, int] = {}
+    if "regions" in spec:
+        items = _list(spec["regions"], "regions")
+        if not items:
+            raise SpecError("regions", "must not be empty (leave it out for one default region)")
+        seen: dict[str, str] = {}
+        for i, item in enumerate(items):
+            p = _path("regions", i)
+            r = _object(item, p)
+            _check_keys(r, _REGION_KEYS, p)
+            rname = _name(r, "name", p)
+            _unique(rname, seen, _path(p, "name"), "region")
+            d = Region(name=rname)
+            region_index[rname] = len(regions)
+            regions.append(
+                Region(
+                    name=rname,
+                    carbon_zone=_str(r, "carbon_zone", p, d.carbon_zone).strip(),
+                    pue=_number(r, "pue", p, d.pue, low=1.0),
+                    price_per_kwh=_number(r, "price_per_kwh", p, d.price_per_kwh, low=0),
+                    carbon_g_per_kwh=_number(r, "carbon_g_per_kwh", p, d.carbon_g_per_kwh, low=0),
+                )
+            )
+    else:
+        regions.append(Region(name=DEFAULT_REGION_NAME))
+        region_index[DEFAULT_REGION_NAME] = 0
+
+    def region_of(obj: Mapping[str, Any], path: str) -> int:
+        if "region" not in obj:
+            return 0
+        rname = _str(obj, "region", path)
+        if rname not in region_index:
+            known = ", ".join(r.name for r in regions)
+            raise SpecError(_path(path, "region"), f"undefined region {rname!r} (defined: {known})")
+        return region_index[rname]
+
+    # racks
+    rack_names: dict[str, str] = {}  # name -> path where defined
+    rack_index: dict[str, int] = {}
+    rack_region: list[int] = []
+    rack_oversub: list[float] = []
+    if "racks" in spec:
+        for i, item in enumerate(_list(spec["racks"], "racks")):
+            p = _path("racks", i)
+            r = _object(item, p)
+            _check_keys(r, _RACK_KEYS, p)
+            rname = _name(r, "name", p)
+            _unique(rname, rack_names, _path(p, "name"), "rack")
+            rack_index[rname] = len(rack_oversub)
+            rack_region.append(region_of(r, p))
+            rack_oversub.append(_number(r, "oversubscription", p, 1.0, low=1.0))
+
+    # user-defined accelerators
+    catalog_ = base
+    if "accelerators" in spec:
+        seen = {}
+        for i, item in enumerate(_list(spec["accelerators"], "accelerators")):
+            p = _path("accelerators", i)
+            acc = _parse_accelerator(_object(item, p), p)
+            _unique(acc.name, seen, _path(p, "name"), "accelerator")
+            try:
+                catalog_ = catalog_.with_types([acc])
+            except ValueError as exc:
+                raise SpecError(_path(p, "name"), str(exc)) from None
+
+    # pools
+    if "pools" not in spec:
+        raise SpecError("pools", "is required: a cluster needs at least one pool of nodes")
+    pools = _list(spec["pools"], "pools")
+    if not pools:
+        raise SpecError("pools", "must not be empty: a cluster needs at least one pool of nodes")
+    types: list[AcceleratorType] = []
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("type", "dev", "rack", "region", "intra", "nic", "over", "avail")
+    }
+    pool_names: dict[str, str] = {}
+    total_nodes = 0
+    for i, item in enumerate(pools):
+        p = _path("pools", i)
+        pool = _object(item, p)
+        _check_keys(pool, _POOL_KEYS, p)
+        pname = _name(pool, "name", p, f"pool{i}")
+        _unique(pname, pool_names, _path(p, "name"), "pool")
+        acc = _resolve(catalog_, _name(pool, "accelerator", p), _path(p, "accelerator"))
+        nodes = _integer(pool, "nodes", p, high=MAX_NODES)
+        total_nodes += nodes
+        if total_nodes > MAX_NODES:
+            raise SpecError(_path(p, "nodes"), f"the cluster would exceed {MAX_NODES} nodes")
+        dev = _integer(
+            pool,
+            "devices_per_node",
+            p,
+            DEFAULT_DEVICES_PER_NODE[acc.kind],
+            high=MAX_DEVICES_PER_NODE,
+        )
+        intra = _number(
+            pool, "intra_gbs", p, catalog_.default_intra_gbs(acc.name), low=0, low_open=True
+        )
+        nic = _number(pool, "nic_gbps", p, DEFAULT_NIC_GBPS, low=0, low_open=True)
+        default_over = 0.0 if acc.kind == "edge" else DEFAULT_OVERHEAD_W_PER_DEVICE * dev
+        over = _number(pool, "overhead_w", p, default_over, low=0)
+        avail = _number(pool, "availability", p, 1.0, low=0, low_open=True, high=1.0)
+        if "cpu_cores" in pool:
+            _integer(pool, "cpu_cores", p, high=1_000_000)
+        if "host_mem_gb" in pool:
+            _number(pool, "host_mem_gb", p, low=0, low_open=True)
+
+        # racks of this pool: a list of (rack index, node count)
+        placement: list[tuple[int, int]] = []
+        if "rack" in pool:
+            for k in ("racks", "rack_oversubscription"):
+                if k in pool:
+                    raise SpecError(_path(p, k), "give either 'rack' (a declared rack) or 'racks'")
+            rname = _str(pool, "rack", p)
+            if rname not in rack_index:
+                known = ", ".join(rack_index) or "none"
+                raise SpecError(_path(p, "rack"), f"undefined rack {rname!r} (defined: {known})")
+            ri = rack_index[rname]
+            if "region" in pool and region_of(pool, p) != rack_region[ri]:
+                raise SpecError(
+                    _path(p, "region"),
+                    f"rack {rname!r} is in region {regions[rack_region[ri]].name!r}",
+                )
+            placement.append((ri, nodes))
+        else:
+            n_racks = _integer(pool, "racks", p, 1, high=nodes) if "racks" in pool else 0
+            oversub = _number(pool, "rack_oversubscription", p, 1.0, low=1.0)
+            region = region_of(pool, p)
+            names = (
+                [f"{pname}-rack"] if n_racks == 0 else [f"{pname}-rack{j}" for j in range(n_racks)]
+            )
+            q, extra_nodes = divmod(nodes, max(n_racks, 1))
+            counts = [q + 1] * extra_nodes + [q] * (max(n_racks, 1) - extra_nodes)
+            for rname, count in zip(names, counts, strict=True):
+                if rname in rack_names:
+                    raise SpecError(
+                        _path(p, "racks" if n_racks else "name"),
+                        f"the pool's new rack {rname!r} clashes with the rack defined "
+                        f"at {rack_names[rname]}",
+                    )
+                rack_names[rname] = _path(p, "racks" if n_racks else "name")
+                rack_index[rname] = len(rack_oversub)
+                rack_region.append(region)
+                rack_oversub.append(oversub)
+                placement.append((rack_index[rname], count))
+
+        if acc not in types:
+            types.append(acc)
+        t = types.index(acc)
+        for ri, count in placement:
+            for key, value in (
+                ("type", t),
+                ("dev", dev),
+                ("rack", ri),
+                ("region", rack_region[ri]),
+                ("intra", intra),
+                ("nic", nic),
+                ("over", over),
+                ("avail", avail),
+            ):
+                cols[key].append(np.full(count, value))
+
+    def cat(key: str, dtype: type) -> Any:
+        return np.concatenate(cols[key]).astype(dtype)
+
+    return Cluster(
+        name=name,
+        types=tuple(types),
+        node_type=cat("type", np.int64),
+        node_devices=cat("dev", np.int64),
+        node_rack=cat("rack", np.int64),
+        node_region=cat("region", np.int64),
+        node_intra_gbs=cat("intra", np.float64),
+        node_nic_gbps=cat("nic", np.float64),
+        node_overhead_w=cat("over", np.float64),
+        rack_oversub=np.asarray(rack_oversub, dtype=np.float64),
+        regions=tuple(regions),
+        node_availability=cat("avail", np.float64),
+    )
+
+
+# -- Cluster -> spec ----------------------------------------------------------------------------
+
+
+def _accelerator_spec(t: AcceleratorType) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "kind": t.kind,
+        "fp16_tflops": float(t.fp16_tflops),
+        "memory_gb": float(t.memory_gb),
+        "memory_bw_tbs": float(t.memory_bw_tbs),
+        "busy_w": float(t.busy_w),
+        "idle_w": float(t.idle_w),
+        "price_per_hour": float(t.price_per_hour),
+        "release_year": int(t.release_year),
+        "aliases": list(t.aliases),
+        "assumptions": list(t.assumptions),
+    }
+
+
+def _same_type(a: AcceleratorType, b: AcceleratorType) -> bool:
+    return (
+        a.name,
+        a.kind,
+        a.fp16_tflops,
+        a.memory_gb,
+        a.memory_bw_tbs,
+        a.busy_w,
+        a.idle_w,
+        a.price_per_hour,
+        a.release_year,
+        a.assumptions,
+    ) == (
+        b.name,
+        b.kind,
+        b.fp16_tflops,
+        b.memory_gb,
+        b.memory_bw_tbs,
+        b.busy_w,
+        b.idle_w,
+        b.price_per_hour,
+        b.release_year,
+        b.assumptions,
+    )
+
+
+def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[str, Any]:
+    """The spec dict of a cluster; ``cluster_from_spec`` of it rebuilds the same cluster.
+
+    Types equal to a catalog entry (aliases aside) are referred to by key; other types are
+    written out under ``accelerators``. Runs of consecutive identical nodes become one pool
+    each; racks are named ``rack0``, ``rack1``, ... in index order.
+
+    Parameters
+    ----------
+    cluster
+        The cluster.
+    catalog
+        The catalog the spec will be read with; default
+        :func:`~clustersim.catalog.load_catalog`.
+
+    Returns
+    -------
+    dict
+        JSON-compatible (``json.dumps`` works on it).
+
+    Raises
+    ------
+    ValueError
+        If a rack holds nodes of several regions (a spec cannot say that).
+    """
+    cat = catalog if catalog is not None else load_catalog()
+    n = cluster.n_nodes
+    avail = cluster.node_availability if len(cluster.node_availability) == n else np.ones(n)
+    n_racks = len(cluster.rack_oversub)
+    rack_region = np.zeros(n_racks, dtype=np.int64)
+    for r in range(n_racks):
+        regs = np.unique(cluster.node_region[cluster.node_rack == r])
+        if len(regs) > 1:
+            raise ValueError(f"rack {r} holds nodes of several regions {regs.tolist()}")
+        if len(regs):
+            rack_region[r] = regs[0]
+    accelerators = []
+    for t in cluster.types:
+        known = cat.resolve(t.name)
+        if known is None or not _same_type(known, t):
+            accelerators.append(_accelerator_spec(t))
+    pools: list[dict[str, Any]] = []
+    cols = (
+        cluster.node_type,
+        cluster.node_devices,
+        cluster.node_rack,
+        cluster.node_intra_gbs,
+        cluster.node_nic_gbps,
+        cluster.node_overhead_w,
+        avail,
+    )
+    start = 0
+    for i in range(1, n + 1):
+        if i < n and all(c[i] == c[start] for c in cols):
+            continue
+        pools.append(
+            {
+                "name": f"pool{len(pools)}",
+                "accelerator": cluster.types[int(cluster.node_type[start])].name,
+                "nodes": i - start,
+                "devices_per_node": int(cluster.node_devices[start]),
+                "rack": f"rack{int(cluster.node_rack[start])}",
+                "intra_gbs": float(cluster.node_intra_gbs[start]),
+                "nic_gbps": float(cluster.node_nic_gbps[start]),
+                "overhead_w": float(cluster.node_overhead_w[start]),
+                "availability": float(avail[start]),
+            }
+        )
+        start = i
+    spec: dict[str, Any] = {
+        "name": cluster.name,
+        "regions": [
+            {
+                "name": r.name,
+                "carbon_zone": r.carbon_zone,
+                "pue": float(r.pue),
+                "price_per_kwh": float(r.price_per_kwh),
+                "carbon_g_per_kwh": float(r.carbon_g_per_kwh),
+            }
+            for r in cluster.regions
+        ],
+        "racks": [
+            {
+                "name": f"rack{r}",
+                "region": cluster.regions[int(rack_region[r])].name,
+                "oversubscription": float(cluster.rack_oversub[r]),
+            }
+            for r in range(n_racks)
+        ],
+    }
+    if accelerators:
+        spec["accelerators"] = accelerators
+    spec["pools"] = pools
+    return spec
+
+
+# -- Gavel-style shorthand and the one-argument loader -------------------------------------------
+
+
+def spec_from_shorthand(text: str, catalog: Catalog | None = None) -> dict[str, Any]:
+    """The spec of Gavel-style shorthand such as ``"v100:8,p100:8,k80:8"``.
+
+    Each item is ``type:count[:devices_per_server]``; ``count`` counts devices (as Gavel's
+    ``cluster_spec`` does), ``devices_per_server`` defaults to
+    :data:`GAVEL_DEVICES_PER_SERVER`. Items are separated by ``,`` or ``|`` (Gavel's own
+    ``v100:36|p100:36|k80:36``). A count of 0 drops the type; a count that is not a multiple
+    of the server size gets one smaller last server. Each type gets its own rack.
+
+    Parameters
+    ----------
+    text
+        The shorthand.
+    catalog
+        For the type names; default :func:`~clustersim.catalog.load_catalog`.
+
+    Raises
+    ------
+    SpecError
+        With ``field="cluster"`` for any malformed item, unknown type or empty result.
+    """
+    cat = catalog if catalog is not None else load_catalog()
+    items = [s.strip() for s in text.replace("|", ",").split(",")]
+    if not any(items):
+        raise SpecError("cluster", "empty shorthand; expected e.g. 'v100:8,p100:8,k80:8'")
+    racks: list[dict[str, Any]] = []
+    pools: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for item in items:
+        parts = [s.strip() for s in item.split(":")]
+        if len(parts) not in (2, 3) or not all(parts):
+            raise SpecError(
+                "cluster",
+                f"bad item {item!r}: expected type:count or type:count:devices_per_server",
+            )
+        t = cat.resolve(parts[0])
+        if t is None:
+            raise SpecError("cluster", f"in {item!r}: {cat.unknown_message(parts[0])}")
+        if t.name in seen:
+            raise SpecError(
+                "cluster", f"{item!r} repeats {t.name} (already given as {seen[t.name]!r})"
+            )
+        seen[t.name] = item
+        try:
+            count = int(parts[1])
+            per = int(parts[2]) if len(parts) == 3 else GAVEL_DEVICES_PER_SERVER
+        except ValueError:
+            raise SpecError("cluster", f"bad item {item!r}: counts must be integers") from None
+        if count < 0 or per < 1 or per > MAX_DEVICES_PER_NODE:
+            raise SpecError(
+                "cluster",
+                f"bad item {item!r}: count must be >= 0 and devices per server in "
+                f"1..{MAX_DEVICES_PER_NODE}",
+            )
+        if count == 0:
+            continue
+        label = parts[0].lower()
+        racks.append({"name": label})
+        full, rest = divmod(count, per)
+        if full:
+            pools.append(
+                {
+                    "name": label,
+                    "accelerator": t.name,
+                    "nodes": full,
+                    "devices_per_node": per,
+                    "rack": label,
+                }
+            )
+        if rest:
+            pools.append(
+                {
+                    "name": f"{label}-rest",
+                    "accelerator": t.name,
+                    "nodes": 1,
+                    "devices_per_node": rest,
+                    "rack": label,
+                }
+            )
+    if not pools:
+        raise SpecError("cluster", f"{text!r} describes no devices")
+    return {"name": ",".join(i for i in items if i), "racks": racks, "pools": pools}
+
+
+def cluster_from_shorthand(text: str, catalog: Catalog | None = None) -> Cluster:
+    """Build a cluster from Gavel-style shorthand (see :func:`spec_from_shorthand`).
+
+    Parameters
+    ----------
+    text
+        E.g. ``"v100:8,p100:8,k80:8"`` or ``"v100:16:8"``.
+    catalog
+        For the type names; default :func:`~clustersim.catalog.load_catalog`.
+
+    Raises
+    ------
+    SpecError
+        With ``field="cluster"`` for malformed shorthand.
+    """
+    spec = spec_from_shorthand(text, catalog)
+    return cluster_from_spec(spec, catalog)
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def load_cluster(arg: str, catalog: Catalog | None = None) -> Cluster:
+    """A cluster from a JSON spec file path, a preset name, or shorthand (tried in that order).
+
+    Parameters
+    ----------
+    arg
+        ``"cluster.json"``, ``"philly"`` or ``"v100:8,p100:8"``.
+    catalog
+        Accelerator catalog; default :func:`~clustersim.catalog.load_catalog`.
+
+    Raises
+    ------
+    SpecError
+        ``field="cluster"`` when ``arg`` is none of the three or a file cannot be read; the
+        spec's own field paths for an invalid spec.
+    """
+    from clustersim import presets  # presets import this module
+
+    text = arg.strip()
+    if not text:
+        raise SpecError("cluster", "empty cluster argument")
+    if _is_file(text) or text.lower().endswith(".json"):
+        path = Path(text)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecError("cluster", f"cannot read spec file {text!r}: {exc.strerror}") from None
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise SpecError(
+                "cluster",
+                f"{text}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            ) from None
+        return cluster_from_spec(obj, catalog)
+    if text.lower() in presets.PRESETS:
+        return presets.preset(text.lower(), catalog)
+    if ":" in text:
+        return cluster_from_shorthand(text, catalog)
+    names = ", ".join(presets.preset_names())
+    raise SpecError(
+        "cluster",
+        f"{arg!r} is not a JSON spec file, a preset ({names}) or shorthand like 'v100:8,p100:8'",
+    )

@@ -1,0 +1,488 @@
+"""Summary metrics, time series and per-job tables on hand-built results with hand-worked values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustersim.carbon import load_zone
+from clustersim.cluster import AcceleratorType, Cluster, Region
+from clustersim.jobs import JobTable
+from clustersim.metrics import per_job_frame, sanitize, summary, timeseries
+from clustersim.result import DROP_TOO_LARGE, DROP_UNFINISHED, RunResult
+
+H = 3600.0
+NAN = float("nan")
+
+REQUIRED = (
+    "jobs_total",
+    "jobs_completed",
+    "jobs_dropped",
+    "jct_mean_s",
+    "jct_p50_s",
+    "jct_p95_s",
+    "jct_p99_s",
+    "queue_delay_mean_s",
+    "makespan_s",
+    "utilisation",
+    "jain_index",
+    "ftf_rho_max",
+    "cost_usd",
+    "work_per_dollar",
+    "energy_kwh",
+    "carbon_kg",
+    "preemptions",
+)
+
+
+def accel(
+    name: str = "V100-SXM2-16GB", busy_w: float = 300.0, idle_w: float = 50.0, price: float = 2.0
+) -> AcceleratorType:
+    return AcceleratorType(
+        name=name,
+        kind="gpu",
+        fp16_tflops=100.0,
+        memory_gb=16.0,
+        memory_bw_tbs=0.9,
+        busy_w=busy_w,
+        idle_w=idle_w,
+        price_per_hour=price,
+        release_year=2017,
+    )
+
+
+def make_cluster(
+    node_type: Sequence[int] = (0,),
+    node_devices: Sequence[int] = (2,),
+    node_region: Sequence[int] | None = None,
+    types: tuple[AcceleratorType, ...] | None = None,
+    regions: tuple[Region, ...] | None = None,
+    overhead_w: float = 100.0,
+) -> Cluster:
+    n = len(node_type)
+    return Cluster(
+        name="test",
+        types=types or (accel(),),
+        node_type=np.asarray(node_type, dtype=np.int64),
+        node_devices=np.asarray(node_devices, dtype=np.int64),
+        node_rack=np.zeros(n, dtype=np.int64),
+        node_region=np.zeros(n, dtype=np.int64)
+        if node_region is None
+        else np.asarray(node_region, dtype=np.int64),
+        node_intra_gbs=np.full(n, 300.0),
+        node_nic_gbps=np.full(n, 100.0),
+        node_overhead_w=np.full(n, overhead_w),
+        rack_oversub=np.ones(1),
+        regions=regions or (Region("home", pue=1.5, price_per_kwh=0.1, carbon_g_per_kwh=400.0),),
+    )
+
+
+def make_result(
+    cluster: Cluster,
+    *,
+    submit: Sequence[float],
+    gpus: Sequence[int],
+    first_start: Sequence[float],
+    finish: Sequence[float],
+    device_time: Sequence[Sequence[float]],
+    seg_t: Sequence[float],
+    seg_busy: Sequence[Sequence[Sequence[float]]],
+    seg_queued: Sequence[int],
+    seg_running: Sequence[int],
+    users: Sequence[str] | None = None,
+    deadline: Sequence[float] | None = None,
+    drop_reason: Sequence[str] | None = None,
+    preemptions: Sequence[int] | None = None,
+) -> RunResult:
+    n = len(submit)
+    jobs = JobTable.from_columns(
+        job_id=[f"j{i}" for i in range(n)],
+        submit_time=np.asarray(submit, dtype=np.float64),
+        num_gpus=np.asarray(gpus, dtype=np.int64),
+        work=np.ones(n),
+        user=list(users) if users is not None else [""] * n,
+        deadline=np.asarray(deadline, dtype=np.float64) if deadline is not None else None,
+    )
+    dev = np.asarray(device_time, dtype=np.float64).reshape(n, cluster.n_types)
+    return RunResult(
+        jobs=jobs,
+        cluster=cluster,
+        policy="fifo",
+        placement="packed",
+        seed=0,
+        first_start=np.asarray(first_start, dtype=np.float64),
+        finish=np.asarray(finish, dtype=np.float64),
+        drop_reason=np.array(list(drop_reason) if drop_reason else [""] * n, dtype=object),
+        attained=dev.sum(axis=1),
+        type_time=dev / np.asarray(gpus, dtype=np.float64)[:, None],
+        device_time=dev,
+        preemptions=np.asarray(preemptions or [0] * n, dtype=np.int64),
+        migrations=np.zeros(n, dtype=np.int64),
+        max_nodes=np.ones(n, dtype=np.int64),
+        seg_t=np.asarray(seg_t, dtype=np.float64),
+        seg_busy=np.asarray(seg_busy, dtype=np.float64).reshape(
+            len(seg_t) - 1 if len(seg_t) else 0, cluster.n_types, len(cluster.regions)
+        ),
+        seg_queued=np.asarray(seg_queued, dtype=np.int64),
+        seg_running=np.asarray(seg_running, dtype=np.int64),
+    )
+
+
+def two_jobs(**kw: object) -> RunResult:
+    """2 devices on one node. Job 0 (1 GPU, alice) runs [0, 1 h); job 1 (2 GPUs, bob), submitted
+    at 0 too, waits for it and runs [1 h, 2 h)."""
+    args: dict[str, object] = dict(
+        submit=[0.0, 0.0],
+        gpus=[1, 2],
+        first_start=[0.0, H],
+        finish=[H, 2 * H],
+        device_time=[[H], [2 * H]],
+        seg_t=[0.0, H, 2 * H],
+        seg_busy=[[[1.0]], [[2.0]]],
+        seg_queued=[1, 0],
+        seg_running=[1, 1],
+        users=["alice", "bob"],
+        deadline=[4000.0, 7000.0],
+        preemptions=[0, 3],
+    )
+    args.update(kw)
+    cluster = args.pop("cluster", None) or make_cluster()
+    return make_result(cluster, **args)  # type: ignore[arg-type]
+
+
+def test_summary_of_two_jobs_matches_hand_computation() -> None:
+    m = summary(two_jobs())
+    for key in REQUIRED:
+        assert key in m
+    assert (m["jobs_total"], m["jobs_completed"], m["jobs_dropped"]) == (2, 2, 0)
+    assert m["jct_mean_s"] == pytest.approx(5400.0)
+    assert m["jct_p50_s"] == pytest.approx(5400.0)
+    assert m["jct_p95_s"] == pytest.approx(3600.0 + 0.95 * 3600.0)
+    assert m["jct_p99_s"] == pytest.approx(3600.0 + 0.99 * 3600.0)
+    assert m["queue_delay_mean_s"] == pytest.approx(1800.0)
+    assert m["queue_delay_p50_s"] == pytest.approx(1800.0)
+    assert m["jct_mean_s_gpus_1"] == pytest.approx(3600.0)
+    assert m["jct_mean_s_gpus_2_4"] == pytest.approx(7200.0)
+    assert m["jct_mean_s_gpus_5_8"] is None
+    assert m["jct_mean_s_gpus_9_plus"] is None
+    assert m["makespan_s"] == pytest.approx(7200.0)
+    # busy device-seconds 1 h × 1 + 1 h × 2 = 3 device-hours over 2 devices × 2 h
+    assert m["utilisation"] == pytest.approx(0.75)
+    assert m["utilisation_v100_sxm2_16gb"] == pytest.approx(0.75)
+    # power: (1×300 + 1×50 + 100) × 1.5 = 675 W, then (2×300 + 100) × 1.5 = 1050 W, 1 h each
+    assert m["energy_kwh"] == pytest.approx(1.725)
+    assert m["avg_power_kw"] == pytest.approx(0.8625)
+    assert m["carbon_kg"] == pytest.approx(1.725 * 0.4)
+    assert m["electricity_cost_usd"] == pytest.approx(0.1725)
+    # provisioned: 2 devices × $2/h × 2 h; completed work 3 device-hours
+    assert m["cost_usd"] == pytest.approx(8.0)
+    assert m["work_per_dollar"] == pytest.approx(3.0 / 8.0)
+    # alice got 1 h of 1 h demanded, bob 2 device-h of 4 device-h: x = 1, 0.5
+    assert m["jain_index"] == pytest.approx(1.5**2 / (2 * 1.25))
+    # job 0: N = 2 over [0, 1 h], isolated = 1 h × max(1, 2×1/2) -> ρ = 1.
+    # job 1: N = 1.5 over [0, 2 h], isolated = 1 h × max(1, 1.5×2/2) = 1.5 h -> ρ = 4/3.
+    assert m["ftf_rho_max"] == pytest.approx(4 / 3)
+    assert m["ftf_rho_mean"] == pytest.approx(7 / 6)
+    assert m["ftf_share_le_1"] == pytest.approx(0.5)
+    assert m["deadline_met_share"] == pytest.approx(0.5)
+    assert m["preemptions"] == 3
+    assert m["migrations"] == 0
+    # idle device-seconds while a job waits: 1 device × 1 h, over 4 device-hours
+    assert m["idle_while_queued"] == pytest.approx(0.25)
+
+
+def test_allocated_cost_charges_busy_device_hours_only() -> None:
+    m = summary(two_jobs(), cost_basis="allocated")
+    assert m["cost_usd"] == pytest.approx(6.0)
+    assert m["work_per_dollar"] == pytest.approx(0.5)
+
+
+def test_it_rejects_an_unknown_cost_basis() -> None:
+    from clustersim.errors import ClustersimError
+
+    with pytest.raises(ClustersimError):
+        summary(two_jobs(), cost_basis="spot")
+
+
+def test_jain_is_one_for_equal_users_and_lower_for_unequal() -> None:
+    equal = two_jobs(
+        first_start=[0.0, 0.0],
+        finish=[H, H],
+        gpus=[1, 1],
+        device_time=[[H], [H]],
+        seg_t=[0.0, H],
+        seg_busy=[[[2.0]]],
+        seg_queued=[0],
+        seg_running=[2],
+    )
+    assert summary(equal)["jain_index"] == pytest.approx(1.0)
+    assert summary(two_jobs())["jain_index"] == pytest.approx(0.9)
+
+
+def test_jobs_without_a_user_count_as_one_user_each() -> None:
+    # Anonymous jobs are separate users: same values as alice/bob.
+    assert summary(two_jobs(users=["", ""]))["jain_index"] == pytest.approx(0.9)
+    # One named user owning both: a single user, index 1.
+    assert summary(two_jobs(users=["carol", "carol"]))["jain_index"] == pytest.approx(1.0)
+
+
+def test_carbon_follows_the_hourly_intensity_of_the_zone() -> None:
+    start = "2023-01-01T00:30:00Z"
+    region = Region("de", carbon_zone="DE", pue=1.5, price_per_kwh=0.1, carbon_g_per_kwh=1.0)
+    result = two_jobs(cluster=make_cluster(regions=(region,)))
+    m = summary(result, carbon_start=start)
+    v = load_zone("DE").values
+    # 675 W over 00:30-01:30 (half at hour 0, half at hour 1), 1050 W over 01:30-02:30.
+    grams = 0.675 * (v[0] + v[1]) / 2 + 1.050 * (v[1] + v[2]) / 2
+    assert m["carbon_kg"] == pytest.approx(grams / 1000.0)
+    assert m["carbon_intensity_mean_g_per_kwh"] == pytest.approx(grams / 1.725)
+    assert m["energy_kwh"] == pytest.approx(1.725)
+
+
+def test_energy_and_carbon_are_summed_over_regions_and_types() -> None:
+    cheap = accel("T4", busy_w=70.0, idle_w=10.0, price=0.5)
+    cluster = make_cluster(
+        node_type=[0, 1],
+        node_devices=[2, 4],
+        node_region=[0, 1],
+        types=(accel(), cheap),
+        regions=(
+            Region("a", pue=1.0, carbon_g_per_kwh=100.0, price_per_kwh=0.2),
+            Region("b", pue=2.0, carbon_g_per_kwh=500.0, price_per_kwh=0.1),
+        ),
+    )
+    busy = np.zeros((1, 2, 2))
+    busy[0, 0, 0] = 2.0  # both V100 (region a) busy
+    busy[0, 1, 1] = 1.0  # one T4 (region b) busy
+    result = make_result(
+        cluster,
+        submit=[0.0, 0.0],
+        gpus=[2, 1],
+        first_start=[0.0, 0.0],
+        finish=[H, H],
+        device_time=[[2 * H, 0.0], [0.0, H]],
+        seg_t=[0.0, H],
+        seg_busy=busy.tolist(),
+        seg_queued=[0],
+        seg_running=[2],
+    )
+    m = summary(result)
+    region_a = (2 * 300.0 + 100.0) * 1.0  # W
+    region_b = (70.0 + 3 * 10.0 + 100.0) * 2.0
+    assert m["energy_kwh"] == pytest.approx((region_a + region_b) / 1000.0)
+    assert m["carbon_kg"] == pytest.approx((region_a * 100.0 + region_b * 500.0) / 1e6)
+    assert m["electricity_cost_usd"] == pytest.approx(region_a / 1000 * 0.2 + region_b / 1000 * 0.1)
+    assert m["utilisation_v100_sxm2_16gb"] == pytest.approx(1.0)
+    assert m["utilisation_t4"] == pytest.approx(0.25)
+    assert m["utilisation"] == pytest.approx(0.5)
+    assert m["cost_usd"] == pytest.approx(2 * 2.0 + 4 * 0.5)
+
+
+def test_unfinished_busy_time_stretches_the_window() -> None:
+    # Job 1 is still running when the simulation ends at 3 h.
+    result = two_jobs(
+        finish=[H, NAN],
+        seg_t=[0.0, H, 3 * H],
+        device_time=[[H], [4 * H]],
+        drop_reason=["", DROP_UNFINISHED],
+    )
+    m = summary(result)
+    assert m["makespan_s"] == pytest.approx(H)
+    assert m["window_s"] == pytest.approx(3 * H)
+    assert m["utilisation"] == pytest.approx((H + 4 * H) / (2 * 3 * H))
+    assert m["jobs_dropped"] == 1
+    assert m["jct_mean_s_gpus_2_4"] is None
+
+
+def json_safe(obj: object) -> bool:
+    json.dumps(obj, allow_nan=False)
+    return True
+
+
+def test_empty_results_are_json_safe() -> None:
+    dropped = make_result(
+        make_cluster(),
+        submit=[0.0, 5.0],
+        gpus=[8, 8],
+        first_start=[NAN, NAN],
+        finish=[NAN, NAN],
+        device_time=[[0.0], [0.0]],
+        seg_t=[0.0, 5.0],
+        seg_busy=[[[0.0]]],
+        seg_queued=[0],
+        seg_running=[0],
+        drop_reason=[DROP_TOO_LARGE, DROP_TOO_LARGE],
+        deadline=[10.0, NAN],
+    )
+    no_jobs = make_result(
+        make_cluster(),
+        submit=[],
+        gpus=[],
+        first_start=[],
+        finish=[],
+        device_time=[],
+        seg_t=[],
+        seg_busy=[],
+        seg_queued=[],
+        seg_running=[],
+    )
+    for result in (dropped, no_jobs):
+        m = summary(result)
+        assert json_safe(m)
+        for key in REQUIRED:
+            assert key in m
+        assert m["jobs_completed"] == 0
+        assert m["jct_mean_s"] is None
+        assert m["makespan_s"] is None
+        assert m["jain_index"] is None
+        assert m["energy_kwh"] == 0.0
+        assert m["cost_usd"] == 0.0
+        assert m["work_per_dollar"] is None
+        assert json_safe(timeseries(result))
+        assert len(per_job_frame(result)) == len(result.jobs)
+    assert summary(dropped)["deadline_met_share"] == 0.0
+
+
+def test_summary_of_a_normal_run_is_json_safe_with_plain_types() -> None:
+    m = summary(two_jobs())
+    assert json_safe(m)
+    assert all(v is None or type(v) in (int, float) for v in m.values())
+
+
+def test_timeseries_keeps_exact_segments_when_they_fit() -> None:
+    ts = timeseries(two_jobs())
+    assert ts["t_s"] == [0.0, H]
+    assert ts["dt_s"] == [H, H]
+    assert ts["utilisation"] == [0.5, 1.0]
+    assert ts["busy_v100_sxm2_16gb"] == [1.0, 2.0]
+    assert ts["queued"] == [1.0, 0.0]
+    assert ts["running"] == [1.0, 1.0]
+    assert ts["power_kw"] == pytest.approx([0.675, 1.05])
+    assert ts["carbon_rate_kg_per_h"] == pytest.approx([0.27, 0.42])
+    assert ts["carbon_intensity_g_per_kwh"] == pytest.approx([400.0, 400.0])
+    ts1 = timeseries(two_jobs(), max_points=1)
+    assert ts1["busy_v100_sxm2_16gb"] == [1.5]
+
+
+def random_result(seed: int, segments: int, zone: str = "") -> RunResult:
+    rng = np.random.default_rng(seed)
+    types = (accel("A100"), accel("K80", busy_w=150.0, idle_w=30.0, price=0.5))
+    regions = (Region("x", carbon_zone=zone, pue=1.3), Region("y", pue=1.1))
+    cluster = make_cluster(
+        node_type=[0, 1, 1],
+        node_devices=[8, 4, 4],
+        node_region=[0, 0, 1],
+        types=types,
+        regions=regions,
+    )
+    cap = np.array([[8, 0], [4, 4]], dtype=np.float64)
+    seg_t = np.concatenate(([0.0], np.cumsum(rng.exponential(600.0, size=segments))))
+    busy = np.floor(rng.uniform(0, 1, size=(segments, 2, 2)) * (cap + 1))
+    n = 12
+    submit = np.sort(rng.uniform(0, seg_t[-1] / 2, size=n))
+    submit[0] = 0.0
+    gpus = rng.integers(1, 10, size=n)
+    start = submit + rng.uniform(0, seg_t[-1] / 4, size=n)
+    finish = np.where(
+        rng.uniform(size=n) < 0.8,
+        np.minimum(start + 1 + rng.exponential(seg_t[-1] / 4, size=n), seg_t[-1]),
+        NAN,
+    )
+    run = np.nan_to_num(finish - start, nan=seg_t[-1] - start)
+    dev = np.zeros((n, 2))
+    dev[np.arange(n), rng.integers(0, 2, size=n)] = run * gpus
+    return make_result(
+        cluster,
+        submit=submit.tolist(),
+        gpus=gpus.tolist(),
+        first_start=start.tolist(),
+        finish=finish.tolist(),
+        device_time=dev.tolist(),
+        seg_t=seg_t.tolist(),
+        seg_busy=busy.tolist(),
+        seg_queued=rng.integers(0, 5, size=segments).tolist(),
+        seg_running=rng.integers(1, 6, size=segments).tolist(),
+        users=[f"u{u}" for u in rng.integers(0, 4, size=n)],
+        drop_reason=["" if np.isfinite(f) else DROP_UNFINISHED for f in finish],
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), segments=st.integers(1, 60))
+def test_invariants_hold_on_random_runs(seed: int, segments: int) -> None:
+    result = random_result(seed, segments)
+    m = summary(result)
+    assert json_safe(m)
+    for key, value in m.items():
+        if key.startswith("utilisation") and value is not None:
+            assert 0.0 <= value <= 1.0 + 1e-12
+    jain = m["jain_index"]
+    assert jain is not None
+    assert 0.0 < jain <= 1.0 + 1e-12
+    assert m["ftf_share_le_1"] is None or 0.0 <= m["ftf_share_le_1"] <= 1.0
+    assert m["energy_kwh"] is not None
+    assert m["energy_kwh"] > 0
+
+
+@pytest.mark.parametrize("zone", ["", "GB"])
+def test_timeseries_is_bounded_and_preserves_integrals(zone: str) -> None:
+    result = random_result(3, 2000, zone=zone)
+    start = "2023-04-01T10:00:00Z"
+    ts = timeseries(result, max_points=300, carbon_start=start)
+    assert json_safe(ts)
+    assert len(ts["t_s"]) <= 300
+    assert {len(v) for v in ts.values()} == {len(ts["t_s"])}
+    dt = np.asarray(ts["dt_s"])
+    seg_dt = np.diff(result.seg_t)
+    assert dt.sum() == pytest.approx(seg_dt.sum())
+    for k, name in enumerate(("busy_a100", "busy_k80")):
+        exact = (result.seg_busy[:, k, :].sum(axis=1) * seg_dt).sum()
+        assert (np.asarray(ts[name]) * dt).sum() == pytest.approx(exact, rel=1e-9)
+    exact_busy = (result.seg_busy.sum(axis=(1, 2)) * seg_dt).sum()
+    util = np.asarray(ts["utilisation"]) * result.cluster.total_devices
+    assert (util * dt).sum() == pytest.approx(exact_busy, rel=1e-9)
+    queued = (result.seg_queued * seg_dt).sum()
+    assert (np.asarray(ts["queued"]) * dt).sum() == pytest.approx(queued, rel=1e-9)
+    # Energy and carbon of the series equal the summary's when the window is the timeline.
+    m = summary(result, carbon_start=start)
+    assert m["window_s"] == pytest.approx(seg_dt.sum())
+    kwh = (np.asarray(ts["power_kw"]) * dt / 3600.0).sum()
+    assert kwh == pytest.approx(m["energy_kwh"], rel=1e-9)
+    kg = (np.asarray(ts["carbon_rate_kg_per_h"]) * dt / 3600.0).sum()
+    assert kg == pytest.approx(m["carbon_kg"], rel=1e-9)
+    assert all(v > 0 for v in ts["carbon_intensity_g_per_kwh"])
+
+
+def test_per_job_frame_has_the_documented_columns() -> None:
+    frame = per_job_frame(two_jobs())
+    assert list(frame.columns) == [
+        "job_id",
+        "submit",
+        "first_start",
+        "finish",
+        "jct",
+        "queue_delay",
+        "num_gpus",
+        "job_type",
+        "user",
+        "vc",
+        "attained_gpu_s",
+        "preemptions",
+        "migrations",
+        "drop_reason",
+        "ftf_rho",
+    ]
+    assert frame["jct"].tolist() == [H, 2 * H]
+    assert frame["queue_delay"].tolist() == [0.0, H]
+    assert frame["ftf_rho"].tolist() == pytest.approx([1.0, 4 / 3])
+    assert frame["attained_gpu_s"].tolist() == [H, 2 * H]
+
+
+def test_type_names_are_sanitized_for_keys() -> None:
+    assert sanitize("V100-SXM2-16GB") == "v100_sxm2_16gb"
+    assert sanitize("TPU v5e (pod)") == "tpu_v5e_pod"
