@@ -122,9 +122,7 @@ class JobTable:
                 if n is None:
                     n = len(arr)
                 elif len(arr) != n:
-                    raise ClustersimError(
-                        f"job column {name!r} has {len(arr)} rows, expected {n}"
-                    )
+                    raise ClustersimError(f"job column {name!r} has {len(arr)} rows, expected {n}")
                 out[name] = arr
             elif default is None and name not in ("min_gpus", "max_gpus"):
                 raise ClustersimError(f"job column {name!r} is required")

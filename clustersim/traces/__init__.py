@@ -1,0 +1,128 @@
+"""Trace readers: public cluster traces → :class:`~clustersim.jobs.JobTable` (DESIGN §3.2).
+
+>>> from clustersim.traces import read_trace
+>>> jobs, report = read_trace("philly.csv")            # doctest: +SKIP
+>>> jobs, report = read_trace("0e4a51.trace.gz", format="gavel")  # doctest: +SKIP
+
+Every reader returns the table and a :class:`ParseReport`; every failure is a
+:class:`~clustersim.errors.TraceError` naming the file, line and field (see
+:mod:`clustersim.traces.base` for which problems fail the file and which only drop a row).
+
+Adding a format
+---------------
+1. Write ``clustersim/traces/<format>.py`` with one :class:`TraceReader` subclass: ``name``,
+   ``description``, ``sniff`` (never raises, looks only at the head bytes) and ``parse``
+   (use :class:`~clustersim.traces.base.DelimitedText` and
+   :class:`~clustersim.traces.base.ColumnParser` for delimited text: they are vectorised
+   and give exact line numbers).
+2. Add one line to :data:`READERS` below. Its position is its priority in auto-detection:
+   specific formats before generic ones.
+3. Add ``tests/test_traces_<format>.py`` and the reader to the fuzz battery's list.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from clustersim.errors import TraceError
+from clustersim.jobs import JobTable
+from clustersim.traces.base import ParseReport, TraceReader, load_bytes, read_head
+from clustersim.traces.gavel import GavelReader
+from clustersim.traces.philly import PhillyReader
+
+__all__ = [
+    "READERS",
+    "ParseReport",
+    "TraceReader",
+    "detect_format",
+    "formats",
+    "get_reader",
+    "read_trace",
+]
+
+#: Registered readers by name, in auto-detection order.
+READERS: dict[str, TraceReader] = {
+    reader.name: reader
+    for reader in (
+        PhillyReader(),
+        GavelReader(),
+    )
+}
+
+
+def formats() -> dict[str, str]:
+    """Registered format names with their one-line descriptions, in detection order."""
+    return {name: reader.description for name, reader in READERS.items()}
+
+
+def get_reader(format: str, path: str = "") -> TraceReader:
+    """The reader registered as ``format``.
+
+    Raises
+    ------
+    TraceError
+        If no reader has that name (the message lists the known ones).
+    """
+    try:
+        return READERS[format]
+    except (KeyError, TypeError):
+        raise TraceError(
+            path, 0, "format", f"unknown format {format!r}; known formats: {_known()}"
+        ) from None
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """Name of the first registered reader whose ``sniff`` accepts the file.
+
+    Raises
+    ------
+    TraceError
+        If the file cannot be read, or no reader recognises it.
+    """
+    name = os.fspath(path)
+    head = read_head(name)
+    if not head.strip() and not load_bytes(name).strip():  # the full read reports bad gzip
+        raise TraceError(name, 0, "", "empty file")
+    base = os.path.basename(name)
+    if base.lower().endswith(".gz"):
+        base = base[:-3]
+    for reader in READERS.values():
+        if reader.sniff(head, base):
+            return reader.name
+    raise TraceError(name, 0, "format", f"unrecognised trace format; choose one of: {_known()}")
+
+
+def read_trace(
+    path: str | os.PathLike[str], format: str | None = None, **options: Any
+) -> tuple[JobTable, ParseReport]:
+    """Read a trace file (plain or gzip-compressed) into a job table.
+
+    Parameters
+    ----------
+    path
+        The file.
+    format
+        Registered reader name (see :func:`formats`); ``None`` detects it from the content.
+    **options
+        Passed to the reader.
+
+    Returns
+    -------
+    jobs : JobTable
+        The kept jobs, sorted by submit time.
+    report : ParseReport
+        Counts, drop reasons, warnings and assumptions.
+
+    Raises
+    ------
+    TraceError
+        If the format is unknown or cannot be detected, or the file is not valid in it.
+    """
+    name = os.fspath(path)
+    reader = get_reader(format, name) if format is not None else READERS[detect_format(name)]
+    return reader.read(name, **options)
+
+
+def _known() -> str:
+    return ", ".join(READERS)

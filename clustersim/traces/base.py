@@ -1,0 +1,796 @@
+"""The trace-reader framework: parse reports, the reader base class and text helpers.
+
+A trace reader turns one file format into a :class:`~clustersim.jobs.JobTable` plus a
+:class:`ParseReport` saying what it read, what it dropped and why, and which assumptions it
+made. Readers are small subclasses of :class:`TraceReader`, registered in
+:data:`clustersim.traces.READERS`.
+
+Error rule
+----------
+Every failure is a :class:`~clustersim.errors.TraceError` carrying the path, the 1-based line
+number (0 when the problem is not on one line) and the field name. Readers tell two kinds of bad
+input apart:
+
+*Structural* problems mean the file is not (or no longer) in the format, so any reading of it
+would be a guess. They raise on the first offending line:
+
+- the file cannot be opened, is not valid gzip, is not UTF-8 text or contains NUL bytes;
+- a required header column is missing;
+- a line has the wrong number of fields;
+- a required field is empty or does not parse (not a number, not a timestamp, ``nan``);
+- the file is empty, or no row survives the row checks below.
+
+*Row-level* problems are values that parse but that the simulator cannot use, and that are
+known to occur in real traces (zero-length jobs, jobs that asked for no GPU, overflowing
+numbers). The row is dropped and counted under one reason in :attr:`ParseReport.drop_reasons`
+(a row failing several checks is counted once, under the first reason its reader checks);
+the rest of the file is kept. Suspicious but usable values are kept and counted in
+:attr:`ParseReport.warnings`.
+
+Text handling
+-------------
+Input may be gzip-compressed (detected by its magic bytes, not its name). Text must be UTF-8
+(a leading byte-order mark is ignored); ``\\r\\n`` and lone ``\\r`` line ends count as one line
+end, like an editor counts them. Lines that are empty or hold only spaces and tabs are skipped
+everywhere (they still count for line numbers). Delimited formats are parsed without quoting:
+a quote character is an ordinary character, so a record is exactly one line and line numbers
+are exact.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from clustersim.errors import ClustersimError, TraceError
+from clustersim.jobs import JobTable
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+ObjArray = npt.NDArray[np.object_]
+
+#: How many line numbers a drop reason or a warning keeps.
+FIRST_LINES = 5
+#: Bytes of a file that :meth:`TraceReader.sniff` sees.
+HEAD_BYTES = 64 * 1024
+#: Gang sizes above this are treated as garbage (a row-level drop), which also keeps the
+#: float-to-int64 conversion exact.
+MAX_GPUS = 1_000_000
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass
+class LineTally:
+    """How many rows something happened to, and the first few of their line numbers.
+
+    Attributes
+    ----------
+    count : int
+        Number of rows.
+    first_lines : list of int
+        1-based line numbers of the first (up to :data:`FIRST_LINES`) rows, ascending.
+    """
+
+    count: int = 0
+    first_lines: list[int] = field(default_factory=list)
+
+    def add(self, lines: npt.ArrayLike) -> None:
+        """Count the rows on ``lines`` (a 1-D sequence of 1-based line numbers)."""
+        arr = np.asarray(lines, dtype=np.int64).ravel()
+        self.count += len(arr)
+        merged = sorted({*self.first_lines, *(int(x) for x in np.sort(arr)[:FIRST_LINES])})
+        self.first_lines = merged[:FIRST_LINES]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"count": int, "first_lines": [int, ...]}``."""
+        return {"count": self.count, "first_lines": list(self.first_lines)}
+
+
+@dataclass
+class ParseReport:
+    """What a reader did with one file.
+
+    Attributes
+    ----------
+    format : str
+        Registry name of the reader.
+    path : str
+        The file, as given by the caller.
+    jobs_read : int
+        Job rows found in the file.
+    jobs_kept : int
+        Rows in the returned table.
+    jobs_dropped : int
+        Rows dropped (``jobs_read - jobs_kept``).
+    drop_reasons : dict of str to LineTally
+        Why rows were dropped: reason → count and first line numbers. Counts sum to
+        ``jobs_dropped``.
+    warnings : list of str
+        Data-quality warnings about kept data, each with a row count and the first line
+        numbers.
+    assumptions : list of str
+        Interpretations the reader made (units, defaults, ignored fields, time origin).
+    time_span_s : float
+        Last minus first submit time of the kept jobs, s.
+    start_time : str or None
+        Calendar time (ISO 8601) of ``submit_time == 0`` when the trace has calendar times,
+        else ``None``.
+    """
+
+    format: str
+    path: str
+    jobs_read: int = 0
+    jobs_kept: int = 0
+    jobs_dropped: int = 0
+    drop_reasons: dict[str, LineTally] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    time_span_s: float = 0.0
+    start_time: str | None = None
+
+    def drop(self, reason: str, lines: npt.ArrayLike) -> None:
+        """Record rows on ``lines`` as dropped for ``reason`` (no-op when empty)."""
+        arr = np.asarray(lines, dtype=np.int64).ravel()
+        if len(arr):
+            self.drop_reasons.setdefault(reason, LineTally()).add(arr)
+
+    def warn(self, message: str, lines: npt.ArrayLike | None = None) -> None:
+        """Add a warning; with ``lines``, append the row count and first line numbers.
+
+        Nothing is added when ``lines`` is given but empty.
+        """
+        if lines is None:
+            self.warnings.append(message)
+            return
+        arr = np.asarray(lines, dtype=np.int64).ravel()
+        if len(arr):
+            self.warnings.append(f"{message}: {_rows_text(arr)}")
+
+    def assume(self, text: str) -> None:
+        """Record an assumption."""
+        self.assumptions.append(text)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-compatible builtins (str, int, float, None, list, dict)."""
+        return {
+            "format": self.format,
+            "path": self.path,
+            "jobs_read": int(self.jobs_read),
+            "jobs_kept": int(self.jobs_kept),
+            "jobs_dropped": int(self.jobs_dropped),
+            "drop_reasons": {k: v.to_dict() for k, v in self.drop_reasons.items()},
+            "warnings": list(self.warnings),
+            "assumptions": list(self.assumptions),
+            "time_span_s": float(self.time_span_s),
+            "start_time": self.start_time,
+        }
+
+
+def _rows_text(lines: IntArray) -> str:
+    first = ", ".join(str(int(x)) for x in np.sort(lines)[:FIRST_LINES])
+    more = ", ..." if len(lines) > FIRST_LINES else ""
+    noun = "row" if len(lines) == 1 else "rows"
+    return f"{len(lines)} {noun} (line {first}{more})"
+
+
+class TraceReader(ABC):
+    """Base class of the trace readers: one subclass per file format.
+
+    Subclasses set :attr:`name` and :attr:`description` and implement :meth:`sniff` and
+    :meth:`parse`. :meth:`read` loads the file (decompressing gzip and checking that it is
+    UTF-8 text) and hands the bytes to :meth:`parse`. A reader for files too big for memory
+    overrides :meth:`read` instead.
+
+    Readers hold no per-file state: one instance serves every call.
+    """
+
+    #: Registry name, e.g. ``"philly"``.
+    name: ClassVar[str]
+    #: One line for users choosing a format.
+    description: ClassVar[str]
+
+    @abstractmethod
+    def sniff(self, head: bytes, filename: str) -> bool:
+        """Whether a file looks like this format.
+
+        Parameters
+        ----------
+        head
+            The first (up to :data:`HEAD_BYTES`) bytes of the file, decompressed; may end in
+            the middle of a line or of a UTF-8 sequence, and may be anything at all.
+        filename
+            The file's base name without a ``.gz`` suffix.
+
+        Returns
+        -------
+        bool
+            True when the reader is confident it can read the file. Must not raise.
+        """
+
+    @abstractmethod
+    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+        """Parse a whole file.
+
+        Parameters
+        ----------
+        data
+            The file's content as UTF-8 text bytes, already checked by :func:`check_text`
+            (no NUL bytes, no byte-order mark, ``\\n`` line ends).
+        path
+            Name used in errors and in the report.
+        **options
+            Reader-specific options.
+
+        Raises
+        ------
+        TraceError
+            On any input the reader cannot use (see the module docstring for the rule).
+        """
+
+    def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
+        """Read a trace file (plain or gzip-compressed).
+
+        Parameters
+        ----------
+        path
+            The file.
+        **options
+            Reader-specific options, passed to :meth:`parse`.
+
+        Returns
+        -------
+        jobs : JobTable
+            The kept jobs, sorted by submit time.
+        report : ParseReport
+            What was read, dropped, warned about and assumed.
+
+        Raises
+        ------
+        TraceError
+            If the file cannot be read or is not valid in this format.
+        """
+        name = os.fspath(path)
+        return self.parse(check_text(load_bytes(name), name), name, **options)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+# --------------------------------------------------------------------------------------------
+# Loading bytes
+
+
+def load_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The whole content of ``path``, gunzipped when it starts with the gzip magic bytes.
+
+    Raises
+    ------
+    TraceError
+        If the file cannot be opened or is a broken gzip stream.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise TraceError(name, 0, "", f"cannot read file: {exc.strerror or exc}") from None
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise TraceError(name, 0, "", f"not a valid gzip file: {exc}") from None
+    return data
+
+
+def read_head(path: str | os.PathLike[str], size: int = HEAD_BYTES) -> bytes:
+    """Up to the first ``size`` bytes of ``path`` (decompressed when gzip), for sniffing.
+
+    A truncated gzip stream gives what could be decompressed; the full read reports it.
+
+    Raises
+    ------
+    TraceError
+        If the file cannot be opened or its gzip data is broken.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            raw = f.read(size)
+            if raw[:2] != _GZIP_MAGIC:
+                return raw
+            inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+            out = bytearray()
+            chunk = raw
+            while chunk and len(out) < size and not inflater.eof:
+                # max_length bounds the output, so a decompression bomb costs nothing here.
+                out += inflater.decompress(chunk, size - len(out))
+                chunk = inflater.unconsumed_tail or f.read(size)
+            return bytes(out)
+    except OSError as exc:
+        raise TraceError(name, 0, "", f"cannot read file: {exc.strerror or exc}") from None
+    except zlib.error as exc:
+        raise TraceError(name, 0, "", f"not a valid gzip file: {exc}") from None
+
+
+def check_text(data: bytes, path: str) -> bytes:
+    """Check that ``data`` is UTF-8 text and normalise it.
+
+    Returns the bytes without a leading byte-order mark and with ``\\r\\n`` and lone ``\\r``
+    line ends replaced by ``\\n``.
+
+    Raises
+    ------
+    TraceError
+        At the line of the first NUL byte or invalid UTF-8 sequence.
+    """
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise TraceError(
+            path, data.count(b"\n", 0, nul) + 1, "", "binary content (NUL byte): not a text trace"
+        )
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise TraceError(
+            path, line, "", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at column {col})"
+        ) from None
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Delimited text
+
+
+class DelimitedText:
+    """The non-blank lines of a delimited text file, with line numbers and field counts.
+
+    Scanning is vectorised (numpy over the bytes); it assumes unquoted fields, so each line
+    is one record.
+
+    Parameters
+    ----------
+    data
+        Text checked by :func:`check_text`.
+    sep
+        The one-character field separator.
+
+    Attributes
+    ----------
+    lines : (m,) int64
+        1-based line numbers of the non-blank lines.
+    nfields : (m,) int64
+        Number of fields on each non-blank line.
+    """
+
+    def __init__(self, data: bytes, sep: str) -> None:
+        if len(sep) != 1:
+            raise ValueError("sep must be one character")
+        self.data = data
+        self.sep = sep
+        buf = np.frombuffer(data, dtype=np.uint8)
+        newlines = np.flatnonzero(buf == ord("\n"))
+        starts = np.concatenate(([0], newlines + 1)).astype(np.int64)
+        ends = np.concatenate((newlines, [len(data)])).astype(np.int64)
+        if len(data) == 0 or data.endswith(b"\n"):
+            starts, ends = starts[:-1], ends[:-1]  # no line after the final newline
+        blank = ends == starts
+        # Lines that start with a space or tab may hold nothing else: check those few one by
+        # one (rare in real traces).
+        maybe = np.flatnonzero(~blank)
+        maybe = maybe[np.isin(buf[starts[maybe]], (ord(" "), ord("\t")))]
+        for i in maybe:
+            if not data[starts[i] : ends[i]].strip(b" \t"):
+                blank[i] = True
+        keep = np.flatnonzero(~blank)
+        self._starts = starts[keep]
+        self._ends = ends[keep]
+        self.lines: IntArray = (keep + 1).astype(np.int64)
+        seps = np.flatnonzero(buf == ord(sep))
+        self.nfields: IntArray = (
+            np.searchsorted(seps, self._ends) - np.searchsorted(seps, self._starts) + 1
+        ).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def line_text(self, i: int) -> str:
+        """Text of the ``i``-th non-blank line (0-based index into :attr:`lines`)."""
+        return self.data[self._starts[i] : self._ends[i]].decode("utf-8")
+
+    def fields(self, i: int) -> list[str]:
+        """Fields of the ``i``-th non-blank line."""
+        return self.line_text(i).split(self.sep)
+
+    def check_field_count(self, path: str, names: list[str], start: int = 0) -> None:
+        """Check that the lines from index ``start`` on have ``len(names)`` fields.
+
+        Raises
+        ------
+        TraceError
+            At the first line with another count; the field is the first missing one, or
+            ``""`` when the line has too many.
+        """
+        n = len(names)
+        bad = np.flatnonzero(self.nfields[start:] != n)
+        if len(bad) == 0:
+            return
+        i = start + int(bad[0])
+        got = int(self.nfields[i])
+        what = {",": "comma", "\t": "tab", ";": "semicolon"}.get(self.sep, repr(self.sep))
+        raise TraceError(
+            path,
+            int(self.lines[i]),
+            names[got] if got < n else "",
+            f"expected {n} {what}-separated fields, found {got}",
+        )
+
+    def columns(self, path: str, names: list[str], start: int = 0) -> dict[str, pa.Array]:
+        """The lines from index ``start`` on, split into string columns.
+
+        Parameters
+        ----------
+        path
+            For errors.
+        names
+            Column names, one per field (duplicates: the last one wins).
+        start
+            Index of the first line to include (1 to skip a header).
+
+        Returns
+        -------
+        dict of str to pyarrow.StringArray
+            ``len(self) - start`` values per column; value ``k`` is from line
+            ``self.lines[start + k]``.
+
+        Raises
+        ------
+        TraceError
+            If a line has the wrong number of fields.
+        """
+        self.check_field_count(path, names, start)
+        m = len(self) - start
+        if m <= 0:
+            return {name: pa.array([], type=pa.string()) for name in names}
+        starts, ends = self._starts[start:], self._ends[start:]
+        if np.all(starts[1:] == ends[:-1] + 1):
+            body = self.data[starts[0] : ends[-1]]  # contiguous: one slice
+        else:
+            body = b"\n".join(self.data[s:e] for s, e in zip(starts, ends, strict=True))
+        positional = [f"f{i}" for i in range(len(names))]
+        longest = int((ends - starts).max())
+        try:
+            table = self._read_csv(body, positional, longest)
+        except (pa.ArrowException, OverflowError) as exc:  # pragma: no cover - defensive
+            raise TraceError(path, 0, "", f"cannot split the file into fields: {exc}") from None
+        if table.num_rows != m:  # cannot happen with unquoted single-line records
+            raise TraceError(path, 0, "", f"internal error: parsed {table.num_rows} of {m} rows")
+        return {name: table.column(i).combine_chunks() for i, name in enumerate(names)}
+
+    def _read_csv(self, body: bytes, positional: list[str], longest: int) -> pa.Table:
+        """Split ``body`` (non-blank lines, all with the right field count) with pyarrow."""
+        return pacsv.read_csv(
+            io.BytesIO(body),
+            read_options=pacsv.ReadOptions(
+                column_names=positional, block_size=max(1 << 20, 2 * longest + 64)
+            ),
+            parse_options=pacsv.ParseOptions(
+                delimiter=self.sep,
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=False,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={c: pa.string() for c in positional},
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Column conversion
+
+#: What a number looks like (used only to locate values pyarrow refused to convert).
+_NUMBER = (
+    r"^[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)$"
+)
+_TIME_TEXT = "YYYY-MM-DD HH:MM:SS"
+
+
+class ColumnParser:
+    """Converts string columns of one table, remembering the first bad value of each.
+
+    The conversions are vectorised. Call :meth:`check` after converting every required
+    column: it raises at the earliest line with a bad value (the first-converted column on a
+    tie), so the user sees the first problem in the file, not the first problem in the first
+    column.
+
+    Parameters
+    ----------
+    path
+        For errors.
+    lines : (m,) int64
+        Line number of each row.
+    """
+
+    def __init__(self, path: str, lines: IntArray) -> None:
+        self.path = path
+        self.lines = lines
+        self._first: list[tuple[int, int, str, str]] = []
+
+    def _record(self, bad: BoolArray, values: pa.Array, name: str, what: str) -> None:
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            text = str(values[i].as_py())
+            msg = "empty" if not text.strip() else f"{what}: {_clip(text)!r}"
+            self._first.append((int(self.lines[i]), len(self._first), name, msg))
+
+    def numbers(self, values: pa.Array, name: str) -> FloatArray:
+        """A required numeric column as float64.
+
+        Numbers are decimal, optionally signed, with an optional exponent; ``inf`` and
+        overflowing values become ``±inf`` (readers drop those rows). Empty values,
+        surrounding spaces and anything else (including ``nan``) are errors.
+        """
+        out, bad = to_float(values)
+        self._record(bad, values, name, "not a number")
+        return out
+
+    def timestamps(self, values: pa.Array, name: str) -> npt.NDArray[np.datetime64]:
+        """A required column of naive calendar times ``YYYY-MM-DD HH:MM:SS``.
+
+        A ``T`` may replace the space. Impossible dates and times (February 30, 24:00:00,
+        leap seconds) are errors.
+
+        Returns
+        -------
+        (m,) datetime64[s]
+        """
+        out, bad = to_datetime(values)
+        self._record(bad, values, name, f"not a time of the form {_TIME_TEXT}")
+        return out
+
+    def text(self, values: pa.Array, name: str) -> ObjArray:
+        """A required text column (values kept exactly as written); blank values are errors."""
+        self._record(blank(values), values, name, "empty")
+        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+
+    def check(self) -> None:
+        """Raise :class:`TraceError` at the earliest bad value found so far, if any."""
+        if self._first:
+            line, _, name, msg = min(self._first)
+            raise TraceError(self.path, line, name, msg)
+
+
+def blank(values: pa.Array) -> BoolArray:
+    """(m,) bool: values that are empty or only whitespace."""
+    trimmed = pc.utf8_trim_whitespace(values)
+    return np.asarray(pc.equal(trimmed, "").to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def to_float(values: pa.Array) -> tuple[FloatArray, BoolArray]:
+    """Convert a string column to float64.
+
+    Returns
+    -------
+    numbers : (m,) float64
+        ``nan`` where the value is not a number.
+    bad : (m,) bool
+        Values that are not numbers (empty, text, ``nan``).
+    """
+    try:
+        out = _cast_float(values)
+    except pa.ArrowInvalid:
+        ok = np.asarray(
+            pc.match_substring_regex(values, _NUMBER).to_numpy(zero_copy_only=False), dtype=bool
+        )
+        try:
+            out = _cast_float(pc.if_else(pa.array(ok), values, "nan"))
+        except pa.ArrowInvalid:  # pragma: no cover - pyarrow refused a number the regex took
+            out = np.array([_float_or_nan(v) for v in values.to_pylist()], dtype=np.float64)
+        out[~ok] = np.nan
+    return out, np.isnan(out)
+
+
+def _cast_float(values: pa.Array) -> FloatArray:
+    arr = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+    return np.array(arr, dtype=np.float64)  # a writable copy
+
+
+def to_datetime(values: pa.Array) -> tuple[npt.NDArray[np.datetime64], BoolArray]:
+    """Convert ``YYYY-MM-DD HH:MM:SS`` strings (or with a ``T``) to datetime64[s].
+
+    Returns
+    -------
+    times : (m,) datetime64[s]
+        ``NaT`` where the value is not such a time.
+    bad : (m,) bool
+        Values of another form, or impossible dates or times.
+    """
+    n = len(values)
+    out = np.full(n, np.datetime64("NaT"), dtype="datetime64[s]")
+    if n == 0:
+        return out, np.zeros(0, dtype=bool)
+    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    offsets = np.frombuffer(values.buffers()[1], dtype=width)[values.offset : values.offset + n + 1]
+    buf = values.buffers()[2]
+    data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
+    rows = np.flatnonzero(np.diff(offsets) == 19)
+    if len(rows) == n:  # the usual case: every value has the right length, back to back
+        chars = data[offsets[0] : offsets[0] + 19 * n].reshape(n, 19)
+    else:
+        chars = data[offsets[rows].astype(np.int64)[:, None] + np.arange(19)]
+    digits = chars[:, _TIME_DIGITS] - np.uint8(ord("0"))  # wraps around below "0"
+    ok = np.all(digits <= 9, axis=1)
+    ok &= (chars[:, 4] == ord("-")) & (chars[:, 7] == ord("-"))
+    ok &= (chars[:, 10] == ord(" ")) | (chars[:, 10] == ord("T"))
+    ok &= (chars[:, 13] == ord(":")) & (chars[:, 16] == ord(":"))
+    d = digits.astype(np.int32)
+    year = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
+    month, day = d[:, 4] * 10 + d[:, 5], d[:, 6] * 10 + d[:, 7]
+    hour, minute, second = (
+        d[:, 8] * 10 + d[:, 9],
+        d[:, 10] * 10 + d[:, 11],
+        d[:, 12] * 10 + d[:, 13],
+    )
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    month_days = _MONTH_DAYS[np.clip(month, 1, 12) - 1] + ((month == 2) & leap)
+    ok &= (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
+    ok &= (hour < 24) & (minute < 60) & (second < 60)
+    days = _days_from_civil(year, month, day).astype(np.int64)
+    seconds = days * 86400 + (hour * 3600 + minute * 60 + second)
+    out[rows[ok]] = seconds[ok].astype("datetime64[s]")
+    return out, np.isnat(out)
+
+
+_TIME_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+_MONTH_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int32)
+
+
+def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's algorithm)."""
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * np.where(month > 2, month - 3, month + 9) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _float_or_nan(value: object) -> float:
+    try:
+        return float(str(value))
+    except ValueError:
+        return float("nan")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# Row checks and building the table
+
+
+def drop_rows(
+    report: ParseReport, lines: IntArray, checks: list[tuple[str, BoolArray]]
+) -> BoolArray:
+    """Apply row-level checks in order; return the mask of rows to keep.
+
+    Parameters
+    ----------
+    report
+        Receives one drop reason per check that matched rows.
+    lines : (m,) int64
+        Line numbers of the rows.
+    checks
+        ``(reason, bad)`` pairs, ``bad`` an (m,) bool mask. A row is counted under the first
+        check it fails.
+
+    Returns
+    -------
+    (m,) bool
+        True for rows that pass every check.
+    """
+    keep = np.ones(len(lines), dtype=bool)
+    for reason, bad in checks:
+        hit = bad & keep
+        if hit.any():
+            report.drop(reason, lines[hit])
+            keep &= ~hit
+    return keep
+
+
+def gpu_counts(values: FloatArray) -> tuple[BoolArray, BoolArray, BoolArray]:
+    """Row checks for a gang-size column held as floats.
+
+    Returns
+    -------
+    below_one, not_integer, too_large : (m,) bool
+        Rows with fewer than 1 device, a fractional (or non-finite) count, and more than
+        :data:`MAX_GPUS` devices.
+    """
+    with np.errstate(invalid="ignore"):
+        below = values < 1
+        too_large = values > MAX_GPUS
+        not_integer = ~np.isfinite(values) | (np.floor(values) != values)
+    return below, not_integer & ~below & ~too_large, too_large & ~below
+
+
+def build_table(path: str, report: ParseReport, **columns: Any) -> JobTable:
+    """Build the table, finish the report's totals and time span, and check it is non-empty.
+
+    Raises
+    ------
+    TraceError
+        If no job is left, or (a reader bug) if the table rejects a column.
+    """
+    n = len(columns["submit_time"])
+    report.jobs_kept = n
+    report.jobs_dropped = report.jobs_read - n
+    if n == 0:
+        if report.jobs_read == 0:
+            raise TraceError(path, 0, "", "no jobs in the file")
+        reasons = ", ".join(f"{k}: {v.count}" for k, v in report.drop_reasons.items())
+        raise TraceError(
+            path, 0, "", f"no valid job: all {report.jobs_read} rows dropped ({reasons})"
+        )
+    try:
+        table = JobTable.from_columns(**columns)
+    except ClustersimError as exc:
+        raise TraceError(path, 0, "", str(exc)) from None
+    report.time_span_s = float(table.submit_time[-1] - table.submit_time[0])
+    return table
+
+
+def check_options(reader: TraceReader, path: str, options: dict[str, Any], known: set[str]) -> None:
+    """Raise :class:`TraceError` naming any option ``reader`` does not accept."""
+    unknown = sorted(set(options) - known)
+    if unknown:
+        accepted = ", ".join(sorted(known)) or "none"
+        raise TraceError(
+            path,
+            0,
+            unknown[0],
+            f"unknown option(s) {', '.join(unknown)} for format {reader.name!r} "
+            f"(accepted: {accepted})",
+        )
+
+
+def head_lines(head: bytes, limit: int = 5) -> list[str]:
+    """Up to ``limit`` complete non-blank lines of a sniffing head, decoded leniently.
+
+    A last line cut off by the head size is included only when the head is the whole file
+    (shorter than :data:`HEAD_BYTES`).
+    """
+    if head.startswith(_BOM):
+        head = head[len(_BOM) :]
+    text = head.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    parts = text.split("\n")
+    if len(head) >= HEAD_BYTES and len(parts) > 1:
+        parts = parts[:-1]
+    return [p for p in parts if p.strip(" \t")][:limit]

@@ -1,0 +1,732 @@
+"""Test oracle: a slow, readable re-implementation of Gavel's trace simulator.
+
+This is our own code, written from a reading of ``stanford-futuredata/gavel`` (see
+``docs/gavel-fidelity.md`` for the step-by-step description and the exact functions mirrored).
+It covers what ``scheduler/scripts/drivers/simulate_scheduler_with_trace.py`` does with the
+heterogeneity-agnostic policies ``fifo`` (``policies/fifo.py: FIFOPolicy``, mode ``base``) and
+``max_min_fairness`` (``policies/max_min_fairness.py: MaxMinFairnessPolicy``, i.e. LAS), for a
+trace without job packing, throughput estimation, SLOs or prices.
+
+Every rule that changes a completion time is reproduced, including Gavel's quirks:
+
+* rounds end when the *slowest* job of the round has run ``int(throughput * T)`` steps, so a
+  round lasts a little less than ``T`` and a round in which every job finishes early is short;
+* jobs that arrive during a round are admitted only at the end of the round;
+* the allocation is recomputed only when something changed *and* at least 1920 s passed since
+  the last recomputation (or the last recomputation happened at time 0, or the cluster is idle
+  with no arrivals left); jobs that arrived since then are not in the allocation and never run;
+* ``fifo`` picks the worker type with a loop variable that leaks out of a ``for`` loop, so it
+  does not use the random choice it draws (it takes the alphabetically last type that still has
+  free GPUs, may over-subscribe it, and removes the randomly drawn entry from its list);
+* jobs on a worker type are then ordered by ``allocation / (time share since the last reset)``,
+  so jobs sharing an over-subscribed type are time-sliced, not run to completion;
+* a multi-GPU job whose last round has fewer steps left than GPUs "fails" that round, and is
+  dropped (no completion time) after 5 such failures.
+
+What cannot be reproduced exactly: Gavel solves the max-min LP with CVXPY + ECOS. The LP of the
+agnostic policy has many optimal solutions; ECOS, an interior-point solver, returns some point in
+the relative interior of the optimal face (with ~1e-11 noise) that only its iterations determine.
+We take the analytic centre of that face instead (``_mmf_barrier``, log-barrier path following):
+on clusters with equal GPU counts per type both split every job's share equally over the types,
+but the shares of jobs whose share is not pinned down, and all splits on unequal clusters,
+differ somewhat (measured effect on average JCT: 0.02-1 %). Ties between jobs with equal
+allocations are broken by Gavel's secondary keys (deficit, allocation, job order) here and by
+solver noise in Gavel. ``lp_backend="cvxpy-ecos"`` solves with CVXPY and ECOS instead when both
+are importable (they are not dependencies of this project); with it, per-job completion times
+matched a line-by-line transcription of Gavel's simulation code exactly.
+
+Only the standard library and numpy are needed. Runs in O(rounds x active jobs) Python steps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# Gavel constants (scheduler.py).
+MAX_FAILED_ATTEMPTS = 5
+DEFAULT_ROUND_SECONDS = 360.0  # Scheduler(time_per_iteration=360); the driver's default is 1920.
+MIN_TIME_BETWEEN_ALLOCATION_RESETS = 1920.0  # Scheduler(minimum_time_between_allocation_resets)
+# _schedule_jobs_on_workers hard-codes this list before shuffling it.
+GAVEL_WORKER_TYPE_ORDER = ("v100", "p100", "k80")
+POLICIES = ("fifo", "max_min_fairness")
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One trace line, reduced to what the simulator uses."""
+
+    job_type: str
+    total_steps: int
+    scale_factor: int
+    arrival_time: float
+    priority_weight: float = 1.0
+
+
+def parse_trace_line(line: str) -> TraceJob:
+    """Parse one tab-separated Gavel trace line (7-, 10- or 12-field variant)."""
+    f = line.rstrip("\r\n").split("\t")
+    if len(f) == 7:
+        # job_type, command, num_steps_arg, needs_data_dir, total_steps, arrival_time, scale_factor
+        return TraceJob(f[0], int(f[4]), int(f[6]), float(f[5]))
+    if len(f) == 10:
+        # job_type, command, working_directory, num_steps_arg, needs_data_dir, total_steps,
+        # scale_factor, priority_weight, SLO, arrival_time   (Gavel utils.parse_trace)
+        return TraceJob(f[0], int(f[5]), int(f[6]), float(f[9]), float(f[7]))
+    if len(f) == 12:
+        # job_type, command, working_directory, num_steps_arg, needs_data_dir, total_steps,
+        # scale_factor, mode, priority_weight, SLO, duration, arrival_time   (Shockwave)
+        return TraceJob(f[0], int(f[5]), int(f[6]), float(f[11]), float(f[8]))
+    raise ValueError(f"expected 7, 10 or 12 tab-separated fields, got {len(f)}")
+
+
+def parse_trace(path: str | Path) -> list[TraceJob]:
+    """Parse a Gavel/Shockwave ``.trace`` file; jobs keep file order (= Gavel job ids)."""
+    jobs = []
+    with open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                jobs.append(parse_trace_line(line))
+            except ValueError as exc:
+                raise ValueError(f"{path}:{lineno}: {exc}") from None
+    return jobs
+
+
+def load_throughputs(path: str | Path) -> dict[str, dict[tuple[str, int], float]]:
+    """Isolated throughputs (steps/s of the whole job) per worker type and (job type, scale factor).
+
+    Mirrors ``utils.read_all_throughputs_json_v2`` + ``Scheduler._set_initial_throughput``: only
+    the consolidated keys (``v100``, ``p100``, ``k80``) and the ``"null"`` entry are ever read.
+    """
+    with open(path) as fh:
+        raw = json.load(fh)
+    out: dict[str, dict[tuple[str, int], float]] = {}
+    for worker_type, table in raw.items():
+        parsed = {}
+        for key, value in table.items():
+            name, sf = key[2:-1].rsplit("', ", 1)  # "('<type>', <sf>)"
+            parsed[(name, int(sf))] = float(value["null"])
+        out[worker_type] = parsed
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GavelResult:
+    """What Gavel's simulator would report for one run."""
+
+    jct: list[float | None]  # per job in file order; None = dropped after 5 failed rounds
+    finish_time: list[float | None]
+    average_jct: float  # get_average_jct(): mean over completed jobs, seconds
+    makespan: float  # "Total duration": simulated clock at the end
+    utilization: float  # get_cluster_utilization() (mean over GPUs)
+    num_rounds: int
+    num_allocation_resets: int
+    rounds: list[tuple[float, dict[int, str]]] = field(default_factory=list)  # if recorded
+
+    @property
+    def average_jct_hours(self) -> float:
+        return self.average_jct / 3600.0
+
+
+# --------------------------------------------------------------------------------------------
+# Policies
+# --------------------------------------------------------------------------------------------
+
+
+class _FifoBase:
+    """Gavel ``FIFOPolicy(mode='base', seed=seed)``, including its worker-type bug."""
+
+    name = "FIFO"
+
+    def __init__(self, seed: int | None):
+        self._rng = random.Random()
+        if seed is not None:
+            self._rng.seed(seed)
+        self._allocation: dict[int, str] = {}  # persists across calls in base mode
+
+    def get_allocation(
+        self,
+        throughputs: Mapping[int, Mapping[str, float]],
+        scale_factors: Mapping[int, int],
+        cluster_spec: Mapping[str, int],
+    ) -> dict[int, dict[str, float]]:
+        available = dict(cluster_spec)
+        queue = [j for j in sorted(throughputs) if j not in self._allocation]
+        # Replace completed jobs by the head of the queue on the same worker type.
+        for job in sorted(self._allocation):
+            worker_type = self._allocation[job]
+            if job not in throughputs:
+                if queue:
+                    head = queue[0]
+                    if (
+                        scale_factors[head] <= available[worker_type]
+                        and throughputs[head][worker_type] > 0.0
+                    ):
+                        queue.pop(0)
+                        self._allocation[head] = worker_type
+                        available[worker_type] -= scale_factors[head]
+                del self._allocation[job]
+            else:
+                available[worker_type] -= scale_factors[job]
+        types = sorted(t for t in available if available[t] > 0)
+        while queue and types:
+            job = queue.pop(0)
+            sf = scale_factors[job]
+            fitting = [(i, t) for i, t in enumerate(types) if available[t] >= sf]
+            if not fitting:
+                break
+            drawn = self._rng.randrange(len(fitting))
+            # Gavel never assigns the drawn type: `worker_type` still holds the last value of
+            # the loop `for i, worker_type in enumerate(available_worker_types)`.
+            worker_type = types[-1]
+            if throughputs[job][worker_type] > 0.0:
+                self._allocation[job] = worker_type
+                available[worker_type] -= sf
+                if available[worker_type] == 0:
+                    types.pop(fitting[drawn][0])  # removes the *drawn* entry
+        out = {j: {t: 0.0 for t in cluster_spec} for j in throughputs}
+        for job, worker_type in self._allocation.items():
+            out[job][worker_type] = 1.0
+        return out
+
+
+class _MaxMinFairnessAgnostic:
+    """Gavel ``MaxMinFairnessPolicy``: ``max_min_fairness_perf`` with every throughput = 1.
+
+    LP: maximise min_i (sf_i / (w_i * p_i)) * sum_j x_ij  subject to  x >= 0,
+    sum_i sf_i x_ij <= N_j,  sum_j x_ij <= 1, where p_i = 1 is the "proportional" throughput.
+    """
+
+    name = "MaxMinFairness"
+
+    def __init__(self, lp_backend: str = "barrier"):
+        if lp_backend not in ("barrier", "cvxpy-ecos"):
+            raise ValueError(f"unknown lp_backend {lp_backend!r}")
+        self._backend = lp_backend
+
+    def get_allocation(
+        self,
+        throughputs: Mapping[int, Mapping[str, float]],
+        scale_factors: Mapping[int, int],
+        priority_weights: Mapping[int, float],
+        cluster_spec: Mapping[str, int],
+    ) -> dict[int, dict[str, float]]:
+        job_ids = sorted(throughputs)
+        if not job_ids:
+            return {}
+        worker_types = sorted(throughputs[job_ids[0]])
+        m, n = len(job_ids), len(worker_types)
+        num_workers = np.array([cluster_spec[t] for t in worker_types], dtype=float)
+        # ProportionalPolicy: x_prop[i, j] = N_j / m, rows rescaled to sum 1 -> p_i = 1.
+        x_prop = np.array([[cluster_spec[t] / m for t in worker_types] for _ in range(m)])
+        x_prop = x_prop / np.sum(x_prop, axis=1).max()
+        proportional = np.sum(np.ones((m, n)) * x_prop, axis=1)
+        sfs = np.array([scale_factors[j] for j in job_ids], dtype=float)
+        weights = np.array([1.0 / priority_weights[j] for j in job_ids]) * (1.0 / proportional)
+        coeff = (np.ones(m) * weights) * sfs
+        if self._backend == "cvxpy-ecos":
+            x = _mmf_cvxpy(coeff, sfs, num_workers)
+        else:
+            x = _mmf_barrier(coeff, sfs, num_workers)
+        x = x.clip(min=0.0).clip(max=1.0)
+        return {
+            job: {t: float(x[i, k]) for k, t in enumerate(worker_types)}
+            for i, job in enumerate(job_ids)
+        }
+
+
+def _mmf_cvxpy(coeff: np.ndarray, sfs: np.ndarray, num_workers: np.ndarray) -> np.ndarray:
+    """Gavel's own formulation, solved by CVXPY + ECOS (optional; for cross-checks)."""
+    import cvxpy as cp
+
+    m, n = len(coeff), len(num_workers)
+    sfa = np.repeat(sfs.reshape(m, 1), n, axis=1)
+    x = cp.Variable((m, n))
+    objective = cp.Maximize(
+        cp.min(cp.sum(cp.multiply(np.ones((m, n)) * coeff.reshape(m, 1), x), axis=1))
+    )
+    constraints = [
+        x >= 0,
+        cp.sum(cp.multiply(sfa, x), axis=0) <= num_workers,
+        cp.sum(x, axis=1) <= 1,
+    ]
+    cp.Problem(objective, constraints).solve(solver="ECOS")
+    return np.asarray(x.value)
+
+
+def _mmf_barrier(
+    coeff: np.ndarray,
+    sfs: np.ndarray,
+    num_workers: np.ndarray,
+    mu_final: float = 1e-9,
+) -> np.ndarray:
+    """Analytic centre of the optimal face of Gavel's max-min LP (log-barrier path following).
+
+    Variables x (m x n) and t; maximise t subject to the slacks
+    x_ij >= 0, N_j - sum_i sf_i x_ij >= 0, 1 - sum_j x_ij >= 0, c_i sum_j x_ij - t >= 0.
+    The central path {argmin -t/mu - sum log(slack)} tends, as mu -> 0, to the analytic centre of
+    the optimal face: a canonical interior optimum, close to (not identical with) the interior
+    point ECOS stops at. The Newton systems are solved in O(m n) with the arrow-plus-low-rank
+    structure of the Hessian.
+    """
+    m, n = len(coeff), len(num_workers)
+    c = coeff.astype(float)
+    total = float(num_workers.sum())
+    big_x = 0.5 * min(1.0, total / float(sfs.sum()))
+    x = np.outer(np.full(m, big_x), num_workers / total)
+    t = 0.5 * float(np.min(c * x.sum(axis=1)))
+
+    def slacks(x: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        row = x.sum(axis=1)
+        return x, num_workers - sfs @ x, 1.0 - row, c * row - t
+
+    def value(x: np.ndarray, t: float, mu: float) -> float:
+        s_x, s_cap, s_row, s_t = slacks(x, t)
+        if s_x.min() <= 0 or s_cap.min() <= 0 or s_row.min() <= 0 or s_t.min() <= 0:
+            return math.inf
+        return -t / mu - (
+            np.log(s_x).sum() + np.log(s_cap).sum() + np.log(s_row).sum() + np.log(s_t).sum()
+        )
+
+    mu = 1.0
+    while True:
+        for _ in range(200):  # Newton iterations at this mu
+            s_x, s_cap, s_row, s_t = slacks(x, t)
+            # Gradient of  -t/mu - sum log s.
+            gx = -1.0 / s_x + np.outer(sfs, 1.0 / s_cap) + (1.0 / s_row - c / s_t)[:, None]
+            gt = -1.0 / mu + np.sum(1.0 / s_t)
+            # Hessian: per-job blocks diag(d) + alpha * 11^T, cross x-t terms b, tt term beta,
+            # plus one rank-one term per worker type (capacity rows).
+            d = 1.0 / s_x**2
+            alpha = 1.0 / s_row**2 + c**2 / s_t**2
+            bvec = -c / s_t**2  # each entry of row i of the x-t cross term
+            beta = np.sum(1.0 / s_t**2)
+            w_cap = 1.0 / s_cap**2
+
+            def solve_blocks(
+                y: np.ndarray, d: np.ndarray = d, alpha: np.ndarray = alpha
+            ) -> np.ndarray:
+                # (diag(d_i) + alpha_i 11^T)^{-1} y_i for every row i (Sherman-Morrison).
+                yd = y / d
+                sinv = (1.0 / d).sum(axis=1)
+                return yd - (alpha * yd.sum(axis=1) / (1.0 + alpha * sinv))[:, None] / d
+
+            # Woodbury for P = D + sum_j w_j u_j u_j^T, with u_j = sfs on column j.
+            # Columns of D^{-1} U: for column j, vector e_{.,j} * sfs -> solve_blocks.
+            dinv_u = np.empty((n, m, n))
+            for j in range(n):
+                e = np.zeros((m, n))
+                e[:, j] = sfs
+                dinv_u[j] = solve_blocks(e)
+            utdu = np.array([[np.sum(dinv_u[k][:, j] * sfs) for k in range(n)] for j in range(n)])
+            small = np.diag(1.0 / w_cap) + utdu
+
+            def solve_p(
+                y: np.ndarray, dinv_u: np.ndarray = dinv_u, small: np.ndarray = small
+            ) -> np.ndarray:
+                dy = solve_blocks(y)
+                rhs = np.array([np.sum(dy[:, j] * sfs) for j in range(n)])
+                coef = np.linalg.lstsq(small, rhs, rcond=None)[0]
+                return dy - np.tensordot(coef, dinv_u, axes=1)
+
+            b = np.repeat(bvec[:, None], n, axis=1)
+            with np.errstate(all="ignore"):
+                p_gx = solve_p(-gx)
+                p_b = solve_p(b)
+                dt = (-gt - np.sum(b * p_gx)) / (beta - np.sum(b * p_b))
+                dx = p_gx - p_b * dt
+                decrement = -(np.sum(gx * dx) + gt * dt)
+            if not (np.isfinite(decrement) and np.all(np.isfinite(dx))) or decrement < 0:
+                return x  # numerically at the end of the path: keep the last good iterate
+            if decrement / 2.0 <= 1e-12:
+                break
+            step = 1.0
+            f0 = value(x, t, mu)
+            while value(x + step * dx, t + step * dt, mu) > f0 - 0.25 * step * decrement:
+                step *= 0.5
+                if step < 1e-14:
+                    break
+            x, t = x + step * dx, t + step * dt
+        if mu <= mu_final:
+            return x
+        mu = max(mu * 0.1, mu_final)
+
+
+# --------------------------------------------------------------------------------------------
+# Simulator
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Job:
+    spec: TraceJob
+    throughput: dict[str, float]
+    steps_run: int = 0
+    failures: int = 0
+    latest_timestamp: float | None = None
+
+
+class GavelSimulator:
+    """Mirror of ``Scheduler.simulate`` (trace mode, ``ideal=False``) for fifo / LAS."""
+
+    def __init__(
+        self,
+        jobs: Sequence[TraceJob],
+        cluster: Mapping[str, int],
+        throughputs: Mapping[str, Mapping[tuple[str, int], float]],
+        policy: str = "fifo",
+        seed: int = 0,
+        gpus_per_server: Mapping[str, int] | None = None,
+        round_seconds: float = DEFAULT_ROUND_SECONDS,
+        reset_interval: float = MIN_TIME_BETWEEN_ALLOCATION_RESETS,
+        lp_backend: str = "barrier",
+        record_rounds: bool = False,
+    ):
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        if not jobs:
+            raise ValueError("empty trace")
+        arrivals = [j.arrival_time for j in jobs]
+        if any(b < a for a, b in itertools.pairwise(arrivals)):
+            raise ValueError("arrival times must be non-decreasing (Gavel asserts this)")
+        self.jobs_in = list(jobs)
+        self.oracle = throughputs
+        self.T = float(round_seconds)
+        self.reset_interval = float(reset_interval)
+        self.record_rounds = record_rounds
+        # Scheduler._initialize_seeds: only these two generators matter for a trace run.
+        self.worker_type_shuffler = random.Random(seed + 5)
+        self.policy_name = policy
+        if policy == "fifo":
+            self.policy: _FifoBase | _MaxMinFairnessAgnostic = _FifoBase(seed)
+        else:
+            self.policy = _MaxMinFairnessAgnostic(lp_backend)
+        # simulate(): one _register_worker_callback per server, in sorted type order; a type
+        # whose count is not a multiple of its server size loses the remainder (floor).
+        self.cluster_spec: dict[str, int] = {}
+        for worker_type in sorted(cluster):
+            per_server = 1 if gpus_per_server is None else int(gpus_per_server[worker_type])
+            servers = int(cluster[worker_type]) // per_server
+            if servers > 0:
+                self.cluster_spec[worker_type] = servers * per_server
+        if not self.cluster_spec:
+            raise ValueError("cluster has no GPUs")
+        self.worker_types = list(self.cluster_spec)
+
+        self.active: dict[int, _Job] = {}
+        self.job_time: dict[int, dict[str, float]] = {}
+        self.worker_time = {t: 0.0 for t in self.worker_types}
+        self.priorities: dict[str, dict[int, float]] = {t: {} for t in self.worker_types}
+        self.deficits: dict[str, dict[int, float]] = {t: {} for t in self.worker_types}
+        self.allocation: dict[int, dict[str, float]] = {}
+        self.need_to_update_allocation = True  # set by _register_worker_callback
+        self.last_reset_time = 0.0
+        self.now = 0.0
+        self.jct: list[float | None] = [None] * len(jobs)
+        self.finish: list[float | None] = [None] * len(jobs)
+        self.busy_gpu_seconds = 0.0
+        self.num_resets = 0
+        self.rounds: list[tuple[float, dict[int, str]]] = []
+
+    # ---- job bookkeeping (add_job / _remove_job / _done_callback) ----------------------------
+
+    def _add_job(self, job_id: int) -> None:
+        spec = self.jobs_in[job_id]
+        key = (spec.job_type, spec.scale_factor)
+        throughput = {}
+        for worker_type in self.worker_types:
+            table = self.oracle[worker_type]
+            if key not in table:  # Gavel: KeyError in _read_throughputs_for_job_type
+                raise KeyError(
+                    f"job {job_id}: {key!r} has no measured throughput on {worker_type!r}"
+                )
+            throughput[worker_type] = table[key]
+        self.active[job_id] = _Job(spec, throughput)
+        self.job_time[job_id] = {t: self.T / 2.0 for t in self.worker_types}
+        for worker_type in self.worker_types:
+            self.priorities[worker_type][job_id] = 0.0
+            self.deficits[worker_type][job_id] = 0.0
+        self.need_to_update_allocation = True
+
+    def _remove_job(self, job_id: int) -> None:
+        job = self.active.pop(job_id)
+        if job.failures < MAX_FAILED_ATTEMPTS:
+            assert job.latest_timestamp is not None
+            self.finish[job_id] = job.latest_timestamp
+            self.jct[job_id] = job.latest_timestamp - job.spec.arrival_time
+        del self.job_time[job_id]
+        for worker_type in self.worker_types:
+            del self.priorities[worker_type][job_id]
+            del self.deficits[worker_type][job_id]
+        self.need_to_update_allocation = True
+
+    def _done(self, job_id: int, worker_type: str, num_steps: int, exec_time: float) -> None:
+        job = self.active[job_id]
+        sf = job.spec.scale_factor
+        # The simulator hands each of the sf workers num_steps // sf steps (the last one gets
+        # the rest); a worker reporting <= 0 steps or <= 0 s marks the micro-task failed.
+        if (sf > 1 and num_steps // sf <= 0) or num_steps <= 0 or exec_time <= 0:
+            job.failures += 1
+            if job.failures >= MAX_FAILED_ATTEMPTS:
+                self._remove_job(job_id)
+            self.need_to_update_allocation = True
+            return
+        job.failures = 0
+        job.steps_run += num_steps
+        self.job_time[job_id][worker_type] += exec_time
+        self.worker_time[worker_type] += exec_time
+        self.busy_gpu_seconds += exec_time * sf
+        if job.spec.total_steps - job.steps_run <= 0:
+            self._remove_job(job_id)
+
+    # ---- allocation and priorities (_reset_time_run_so_far / _update_priorities) -------------
+
+    def _reset_time_run_so_far(self) -> None:
+        elapsed = self.now - self.last_reset_time
+        half = self.T / 2.0
+        for worker_type in self.worker_types:
+            self.worker_time[worker_type] = 0.0
+            for job_id, times in self.job_time.items():
+                time_received = times[worker_type] - half
+                if job_id in self.allocation:
+                    should = self.allocation[job_id][worker_type] * elapsed
+                else:
+                    should = 0
+                self.deficits[worker_type][job_id] += should - time_received
+                times[worker_type] = half
+                self.worker_time[worker_type] += times[worker_type]
+        self.last_reset_time = self.now
+
+    def _compute_allocation(self) -> dict[int, dict[str, float]]:
+        throughputs = {j: dict(job.throughput) for j, job in self.active.items()}
+        scale_factors = {j: job.spec.scale_factor for j, job in self.active.items()}
+        if isinstance(self.policy, _FifoBase):
+            return self.policy.get_allocation(throughputs, scale_factors, self.cluster_spec)
+        weights = {j: job.spec.priority_weight for j, job in self.active.items()}
+        return self.policy.get_allocation(throughputs, scale_factors, weights, self.cluster_spec)
+
+    def _update_priorities(self) -> None:
+        since_reset = self.now - self.last_reset_time
+        interval_elapsed = since_reset >= self.reset_interval
+        if self.need_to_update_allocation and (interval_elapsed or self.last_reset_time == 0):
+            self._reset_time_run_so_far()
+            self.allocation = self._compute_allocation()
+            self.need_to_update_allocation = False
+            self.num_resets += 1
+        for worker_type in self.worker_types:
+            total = self.worker_time[worker_type]
+            for job_id in self.priorities[worker_type]:
+                if job_id not in self.allocation:
+                    self.priorities[worker_type][job_id] = 0.0
+                    continue
+                share = self.allocation[job_id][worker_type]
+                fraction = 0.0 if total == 0.0 else self.job_time[job_id][worker_type] / total
+                priority = share * 1e9
+                if share == 0.0:
+                    pass
+                elif self.active[job_id].throughput[worker_type] == 0:
+                    priority = 0
+                elif fraction > 0.0:
+                    priority = share / fraction
+                self.priorities[worker_type][job_id] = priority
+
+    # ---- one scheduling decision (_schedule_jobs_on_workers and its helper) ------------------
+
+    def _schedule(self) -> dict[int, str]:
+        self._update_priorities()
+        order = [t for t in GAVEL_WORKER_TYPE_ORDER if t in self.cluster_spec]
+        # Not 'Perf' and not 'Packing' in the policy name -> shuffle every round.
+        self.worker_type_shuffler.shuffle(order)
+        queue = []
+        for worker_type in order:
+            entries = []
+            for job_id in self.priorities[worker_type]:
+                share = self.allocation[job_id][worker_type] if job_id in self.allocation else 0.0
+                entries.append(
+                    (
+                        job_id,
+                        worker_type,
+                        self.priorities[worker_type][job_id],
+                        self.deficits[worker_type][job_id],
+                        share,
+                    )
+                )
+            # Stable sort, descending on (priority, deficit, allocation): ties keep job order.
+            queue += sorted(entries, key=lambda e: (e[2], e[3], e[4]), reverse=True)
+        left = dict(self.cluster_spec)
+        placed: dict[int, str] = {}
+        for job_id, worker_type, priority, _deficit, _share in queue:
+            if left[worker_type] == 0 or job_id in placed:
+                continue
+            job = self.active[job_id]
+            if job.throughput[worker_type] <= 0:
+                continue
+            if self.policy_name == "fifo" and priority <= 0.0:
+                continue
+            sf = job.spec.scale_factor
+            if sf > left[worker_type]:
+                continue
+            left[worker_type] -= sf
+            placed[job_id] = worker_type
+        # _assign_workers_to_job is skipped for jobs missing from the allocation: they hold the
+        # GPUs in the count above but are not dispatched.
+        return {j: t for j, t in placed.items() if j in self.allocation}
+
+    # ---- main loop (Scheduler.simulate, from_trace=True) -------------------------------------
+
+    def run(self) -> GavelResult:
+        queued = list(range(len(self.jobs_in)))
+        remaining = len(self.jobs_in)
+        running: list[tuple[float, int, str, int]] = []  # (finish, job, type, steps)
+        round_start, round_end = 0.0, None
+        self.now = self.jobs_in[0].arrival_time
+        num_rounds = 0
+        idle_iterations = 0
+        while True:
+            if remaining == 0:
+                break
+            if queued:
+                next_arrival: float | None = self.jobs_in[queued[0]].arrival_time
+            else:
+                next_arrival = None
+                if not running:
+                    self.last_reset_time = 0  # "force a reset"
+            latest = max((r[0] for r in running), default=0.0)
+            if latest > 0:
+                if round_end is not None:
+                    round_start = round_end
+                round_end = latest
+                self.now = latest
+            elif next_arrival is not None:
+                self.now = next_arrival
+            # Every running job's micro-task ends by `latest`; heap order = latest finish first.
+            for finish, job_id, worker_type, steps in sorted(running, key=lambda r: (-r[0], r[1])):
+                self.active[job_id].latest_timestamp = finish
+                self._done(job_id, worker_type, steps, finish - round_start)
+                if job_id not in self.active:
+                    remaining -= 1
+            running = []
+            while queued and self.jobs_in[queued[0]].arrival_time <= self.now:
+                self._add_job(queued.pop(0))
+            placed = self._schedule()
+            if self.record_rounds and placed:
+                self.rounds.append((self.now, dict(placed)))
+            for job_id, worker_type in placed.items():
+                job = self.active[job_id]
+                rate = job.throughput[worker_type]
+                steps = min(int(rate * self.T), job.spec.total_steps - job.steps_run)
+                running.append((self.now + steps / rate, job_id, worker_type, steps))
+            if running:
+                num_rounds += 1
+                idle_iterations = 0
+            elif not queued and remaining > 0:
+                idle_iterations += 1
+                if idle_iterations > 2:  # Gavel would loop forever here
+                    raise RuntimeError(
+                        f"no job can ever be scheduled (active jobs: {sorted(self.active)})"
+                    )
+        done = [x for x in self.jct if x is not None]
+        average = float(np.mean(done)) if done else math.nan
+        total_gpus = sum(self.cluster_spec.values())
+        utilization = self.busy_gpu_seconds / (total_gpus * self.now) if self.now > 0 else 0.0
+        return GavelResult(
+            jct=list(self.jct),
+            finish_time=list(self.finish),
+            average_jct=average,
+            makespan=self.now,
+            utilization=utilization,
+            num_rounds=num_rounds,
+            num_allocation_resets=self.num_resets,
+            rounds=self.rounds,
+        )
+
+
+def simulate(
+    jobs: Iterable[TraceJob],
+    cluster: Mapping[str, int],
+    throughputs: Mapping[str, Mapping[tuple[str, int], float]],
+    policy: str = "fifo",
+    seed: int = 0,
+    gpus_per_server: Mapping[str, int] | None = None,
+    round_seconds: float = DEFAULT_ROUND_SECONDS,
+    **kwargs: object,
+) -> GavelResult:
+    """Run Gavel's trace simulation for ``policy`` in {"fifo", "max_min_fairness"}."""
+    sim = GavelSimulator(
+        list(jobs),
+        cluster,
+        throughputs,
+        policy=policy,
+        seed=seed,
+        gpus_per_server=gpus_per_server,
+        round_seconds=round_seconds,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return sim.run()
+
+
+def parse_cluster(spec: str) -> dict[str, int]:
+    """``"v100:8,p100:8,k80:8"`` (ours) or ``"8:8:8"`` (Gavel's #v100:#p100:#k80)."""
+    if "," in spec or any(c.isalpha() for c in spec):
+        out = {}
+        for part in spec.split(","):
+            name, count = part.split(":")
+            out[name.strip().lower()] = int(count)
+        return out
+    v100, p100, k80 = (int(x) for x in spec.split(":"))
+    return {"v100": v100, "p100": p100, "k80": k80}
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description="Gavel reference simulation")
+    parser.add_argument("trace")
+    parser.add_argument("--policy", default="fifo", choices=POLICIES)
+    parser.add_argument("--cluster", default="v100:8,p100:8,k80:8")
+    parser.add_argument("--throughputs", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--round", type=float, default=DEFAULT_ROUND_SECONDS)
+    parser.add_argument("--lp-backend", default="barrier")
+    args = parser.parse_args()
+    tput_path = args.throughputs or (
+        Path(__file__).resolve().parents[2]
+        / "shared/data/throughput/gavel/simulation_throughputs.json"
+    )
+    started = time.perf_counter()
+    res = simulate(
+        parse_trace(args.trace),
+        parse_cluster(args.cluster),
+        load_throughputs(tput_path),
+        policy=args.policy,
+        seed=args.seed,
+        round_seconds=args.round,
+        lp_backend=args.lp_backend,
+    )
+    print(
+        f"average JCT {res.average_jct:.3f} s ({res.average_jct_hours:.2f} h), "
+        f"makespan {res.makespan:.1f} s, utilization {res.utilization:.3f}, "
+        f"rounds {res.num_rounds}, resets {res.num_allocation_resets}, "
+        f"dropped {sum(x is None for x in res.jct)}, "
+        f"{time.perf_counter() - started:.1f} s wall"
+    )
