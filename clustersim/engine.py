@@ -1,19 +1,21 @@
 """The discrete-event engine (DESIGN §3.4).
 
-One loop owns the clock. Job state is held in parallel numpy arrays; running jobs are also kept
-in compact arrays (``_r_*``) so that the next completion is one ``min`` over them and no
-per-job work happens between events: a running job's progress is implied by its predicted
-finish time, and the bookkeeping of held time is brought up to date lazily (when a job stops,
-or when a policy reads the dynamic arrays). Events at the same instant are handled as one
-batch: completions, then arrivals, then one policy call.
+One loop owns the clock. Job state is held in parallel numpy arrays indexed by job (jobs are
+indexed in submit order). Between events nothing is computed per job: a running job's progress
+is implied by its predicted finish time, which sits in one heap of ``(finish, job, epoch)``
+entries (the SimPy/vidur design: a heap and a counter owned by the simulator). The held-time
+bookkeeping of running jobs is brought up to date lazily — when a job stops, or when a policy
+reads the dynamic arrays of its :class:`~scheduling.base.State`. Events at the same instant are
+handled as one batch: completions, then arrivals, then one policy call.
 
-The order of everything is fixed (jobs are indexed in submit order, ties broken by index,
-randomness only from ``numpy.random.SeedSequence(seed)``), so the same inputs and seed give
+Everything is ordered (ties broken by job index, heap entries carry the job index), and
+randomness comes only from ``numpy.random.SeedSequence(seed)``, so the same inputs and seed give
 identical results in any process.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass
 
@@ -38,7 +40,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
-_EMPTY_F = np.zeros(0, dtype=np.float64)
+_Start = tuple[int, int, int, IntArray, IntArray]  # job, type, devices, nodes, counts
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class EngineOptions:
         Stop the simulation at this time (s); jobs not finished by then are reported as
         unfinished.
     round_origin
-        Time of the first round boundary for round-based policies (s).
+        Time of the first round boundary for round-based policies with a fixed grid (s).
     """
 
     seed: int = 0
@@ -83,19 +85,22 @@ class _Run:
         n, n_types = len(jobs), cluster.n_types
         self.n = n
         self.rate = rates.rate
+        self.best_rate = self.rate.max(axis=1) if n_types else np.zeros(n)
         if self.rate.shape != (n, n_types):
             raise SimulationError(f"rate matrix has shape {self.rate.shape}, want {(n, n_types)}")
+        self.restore = rates.restore_s.tolist()
+        self.gang = jobs.num_gpus.tolist()
         self.capacity = cluster.devices_per_type()
         self.free = self.capacity.copy()
         self.node_free = cluster.node_devices.astype(np.int64).copy()
         n_regions = len(cluster.regions)
         self.n_regions = n_regions
         self.node_group = cluster.node_type * n_regions + cluster.node_region
+        self.group_list = self.node_group.tolist()
         self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
-        # nodes of each type, for candidate search
         self.type_nodes = [np.flatnonzero(cluster.node_type == t) for t in range(n_types)]
 
-        # per-job state
+        # per-job state (arrays: what policies see)
         self.remaining = jobs.work.astype(np.float64).copy()
         self.running = np.zeros(n, dtype=bool)
         self.alloc_type = np.full(n, -1, dtype=np.int64)
@@ -107,21 +112,28 @@ class _Run:
         self.executed = np.zeros(n)
         self.type_time = np.zeros((n, n_types))
         self.device_time = np.zeros((n, n_types))
-        self.synced_at = np.zeros(n)
+        self.synced_at = np.zeros(n)  # executed/attained/remaining are exact up to here
+        self.tt_synced_at = np.zeros(n)  # type_time/device_time are exact up to here
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.migrations = np.zeros(n, dtype=np.int64)
         self.max_nodes = np.zeros(n, dtype=np.int64)
         self.drop = np.full(n, "", dtype=object)
+        self.is_active = np.zeros(n, dtype=bool)
+        self._mark = np.zeros(n, dtype=bool)  # scratch flags, always left all False
+        # running jobs: predicted finish, end of restore stall, current rate (work units/s)
+        self.fin = np.full(n, np.inf)
+        self.stall = np.zeros(n)
+        self.crate = np.zeros(n)
+        self.epoch = [0] * n
+        self.heap: list[tuple[float, int, int]] = []
+        self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
         self.placed: dict[int, tuple[IntArray, IntArray]] = {}
         self.last_key: dict[int, bytes] = {}
 
-        # compact arrays of running jobs
-        self._r_job = _EMPTY_I
-        self._r_fin = _EMPTY_F
-        self._r_stall = _EMPTY_F
-        self._r_rate = _EMPTY_F
-
-        self.active = _EMPTY_I
+        self._active = _EMPTY_I
+        self._added: list[IntArray] = []
+        self._removed: list[int] = []
+        self.pending = 0
         self.now = 0.0
         self.round_index = 0
         self.events = 0
@@ -129,22 +141,49 @@ class _Run:
         self.seg_busy: list[FloatArray] = []
         self.seg_queued: list[int] = []
         self.seg_running: list[int] = []
+        self.n_active = 0
 
-    # ------------------------------------------------------------------ bookkeeping
+    # ------------------------------------------------------------------ views
+    @property
+    def active(self) -> IntArray:
+        """Active jobs, ascending; additions and removals are applied lazily."""
+        if self._removed:
+            gone = np.sort(np.array(self._removed, dtype=np.int64))
+            base = self._active
+            self._active = np.delete(base, np.searchsorted(base, gone))
+            self._removed = []
+        if self._added:
+            self._active = np.concatenate([self._active, *self._added])
+            self._added = []
+        return self._active
+
+    def running_jobs(self) -> IntArray:
+        return np.fromiter(self.run_set, dtype=np.int64, count=len(self.run_set))
+
     def sync(self) -> None:
         """Bring the dynamic per-job arrays of running jobs up to ``now``."""
-        j = self._r_job
-        if len(j) == 0:
-            return
+        if self.run_set:
+            self._sync(self.running_jobs())
+
+    def sync_types(self) -> None:
+        """Bring ``type_time``/``device_time`` of running jobs up to ``now``."""
+        if self.run_set:
+            self._sync_types(self.running_jobs())
+
+    def _sync_types(self, j: IntArray) -> None:
+        dt = self.now - self.tt_synced_at[j]
+        t = self.alloc_type[j]
+        self.type_time[j, t] += dt
+        self.device_time[j, t] += dt * self.alloc_n[j]
+        self.tt_synced_at[j] = self.now
+
+    def _sync(self, j: IntArray) -> None:
         now = self.now
         dt = now - self.synced_at[j]
         self.executed[j] += dt
         self.attained[j] += dt * self.alloc_n[j]
-        t = self.alloc_type[j]
-        self.type_time[j, t] += dt
-        self.device_time[j, t] += dt * self.alloc_n[j]
         self.synced_at[j] = now
-        self.remaining[j] = self._r_rate * (self._r_fin - np.maximum(now, self._r_stall))
+        self.remaining[j] = self.crate[j] * (self.fin[j] - np.maximum(now, self.stall[j]))
 
     def _state(self) -> State:
         return State(
@@ -166,36 +205,64 @@ class _Run:
             executed=self.executed,
             type_time=self.type_time,
             round_index=self.round_index,
+            n_running=len(self.run_set),
+            pending=self.pending,
+            best_rate=self.best_rate,
             source=self,
         )
 
-    def _stop(self, pos: IntArray, completed: bool) -> None:
-        """Stop the running jobs at compact positions ``pos`` (completion or suspension)."""
-        if len(pos) == 0:
+    # ------------------------------------------------------------------ start / stop
+    def _stop(self, js: list[int], completed: bool) -> None:
+        """Stop running jobs ``js`` (completion or suspension) and free their devices."""
+        if not js:
             return
-        self.sync()
-        j = self._r_job[pos]
-        if completed:
-            self.remaining[j] = 0.0
-            self.finish[j] = self.now
-        for jj in j.tolist():
+        now = self.now
+        if len(js) <= 4:  # the common case: scalar updates beat fancy indexing
+            for jj in js:
+                dt = now - float(self.synced_at[jj])
+                n, t = int(self.alloc_n[jj]), int(self.alloc_type[jj])
+                self.executed[jj] += dt
+                self.attained[jj] += dt * n
+                self.synced_at[jj] = now
+                dt = now - float(self.tt_synced_at[jj])
+                self.type_time[jj, t] += dt
+                self.device_time[jj, t] += dt * n
+                self.remaining[jj] = (
+                    0.0
+                    if completed
+                    else float(self.crate[jj])
+                    * (float(self.fin[jj]) - max(now, float(self.stall[jj])))
+                )
+                if completed:
+                    self.finish[jj] = now
+            j = np.array(js, dtype=np.int64)
+        else:
+            j = np.array(js, dtype=np.int64)
+            self._sync(j)
+            self._sync_types(j)
+            if completed:
+                self.remaining[j] = 0.0
+                self.finish[j] = now
+        free, node_free, busy, group = self.free, self.node_free, self.busy, self.group_list
+        for jj in js:
             nodes, counts = self.placed.pop(jj)
-            self.node_free[nodes] += counts
-            self.busy -= np.bincount(
-                self.node_group[nodes], weights=counts, minlength=len(self.busy)
-            )
-        np.add.at(self.free, self.alloc_type[j], self.alloc_n[j])
+            if len(nodes) == 1:
+                node, c = int(nodes[0]), int(counts[0])
+                node_free[node] += c
+                busy[group[node]] -= c
+            else:
+                node_free[nodes] += counts
+                busy -= np.bincount(self.node_group[nodes], weights=counts, minlength=len(busy))
+            free[self.alloc_type[jj]] += self.alloc_n[jj]
+            del self.run_set[jj]
+            self.epoch[jj] += 1
         self.running[j] = False
         self.alloc_type[j] = -1
         self.alloc_n[j] = 0
-        keep = np.ones(len(self._r_job), dtype=bool)
-        keep[pos] = False
-        self._r_job = self._r_job[keep]
-        self._r_fin = self._r_fin[keep]
-        self._r_stall = self._r_stall[keep]
-        self._r_rate = self._r_rate[keep]
+        self.fin[j] = np.inf
 
     def _link_gbs(self, nodes: IntArray, ndev: int) -> float:
+        """Bandwidth of the slowest link a placement crosses, GB/s (``inf`` for one device)."""
         c = self.cluster
         if ndev <= 1:
             return float("inf")
@@ -207,41 +274,56 @@ class _Run:
             return nic
         return nic / float(c.rack_oversub[racks].max())
 
-    def _start_batch(self, starts: list[tuple[int, int, int, IntArray, IntArray]]) -> None:
-        """Start jobs: (job, type, ndev, nodes, counts) each, devices already reserved."""
+    def _start(self, starts: list[_Start]) -> None:
+        """Start jobs whose devices are already reserved."""
         if not starts:
             return
         now = self.now
-        j = np.array([s[0] for s in starts], dtype=np.int64)
-        t = np.array([s[1] for s in starts], dtype=np.int64)
-        nd = np.array([s[2] for s in starts], dtype=np.int64)
-        link = np.array([self._link_gbs(s[3], s[2]) for s in starts])
-        r = self.rates.placement_rate(j, t, nd, link)
-        if not np.all(r > 0):
-            bad = int(j[np.flatnonzero(~(r > 0))[0]])
-            raise SimulationError(f"job {self.jobs.job_id[bad]!r} got a zero rate on its placement")
-        resumed = np.isfinite(self.first_start[j])
-        stall = now + np.where(resumed, self.rates.restore_s[j], 0.0)
-        for (jj, _, _, nodes, _), res in zip(starts, resumed.tolist(), strict=True):
-            key = nodes.tobytes()
-            if res and self.last_key.get(jj) != key:
-                self.migrations[jj] += 1
-            self.last_key[jj] = key
-            if len(nodes) > self.max_nodes[jj]:
-                self.max_nodes[jj] = len(nodes)
-        self.first_start[j] = np.where(resumed, self.first_start[j], now)
-        self.last_start[j] = now
-        self.synced_at[j] = now
-        self.running[j] = True
-        self.alloc_type[j] = t
-        self.alloc_n[j] = nd
-        self._r_job = np.concatenate([self._r_job, j])
-        self._r_fin = np.concatenate([self._r_fin, stall + self.remaining[j] / r])
-        self._r_stall = np.concatenate([self._r_stall, stall])
-        self._r_rate = np.concatenate([self._r_rate, r])
+        rates = np.empty(len(starts))
+        multi = [i for i, s in enumerate(starts) if s[2] > 1 or self.gang[s[0]] > 1]
+        for i, s in enumerate(starts):
+            if s[2] == 1 and self.gang[s[0]] == 1:
+                rates[i] = self.rate[s[0], s[1]]  # one device: the consolidated rate itself
+        if multi:
+            sel = [starts[i] for i in multi]
+            rates[multi] = self.rates.placement_rate(
+                np.array([s[0] for s in sel], dtype=np.int64),
+                np.array([s[1] for s in sel], dtype=np.int64),
+                np.array([s[2] for s in sel], dtype=np.int64),
+                np.array([self._link_gbs(s[3], s[2]) for s in sel]),
+            )
+        for (j, t, nd, nodes, _), r in zip(starts, rates.tolist(), strict=True):
+            if not r > 0:
+                raise SimulationError(
+                    f"job {self.jobs.job_id[j]!r} got a zero rate on its placement"
+                )
+            resumed = self.first_start[j] == self.first_start[j]
+            stall = now + self.restore[j] if resumed else now
+            if resumed:
+                key = nodes.tobytes()
+                if self.last_key.get(j) != key:
+                    self.migrations[j] += 1
+                self.last_key[j] = key
+            else:
+                self.first_start[j] = now
+                self.last_key[j] = nodes.tobytes()
+            if len(nodes) > self.max_nodes[j]:
+                self.max_nodes[j] = len(nodes)
+            fin = stall + float(self.remaining[j]) / r
+            self.last_start[j] = now
+            self.synced_at[j] = now
+            self.tt_synced_at[j] = now
+            self.running[j] = True
+            self.alloc_type[j] = t
+            self.alloc_n[j] = nd
+            self.stall[j] = stall
+            self.crate[j] = r
+            self.fin[j] = fin
+            self.run_set[j] = None
+            heapq.heappush(self.heap, (fin, j, self.epoch[j]))
 
     def _reserve(self, j: int, t: int, nd: int) -> tuple[IntArray, IntArray] | None:
-        """Find and reserve devices for job ``j``: ``nd`` devices of type ``t``."""
+        """Find and reserve ``nd`` devices of type ``t`` for job ``j``."""
         if self.free[t] < nd:
             return None
         nodes_t = self.type_nodes[t]
@@ -250,33 +332,46 @@ class _Run:
         if got is None:
             return None
         nodes, counts = got
-        if (
-            int(counts.sum()) != nd
-            or np.any(counts > self.node_free[nodes])
-            or np.any(self.cluster.node_type[nodes] != t)
-        ):
-            raise SimulationError(
-                f"placement {self.placement.name!r} returned an invalid placement"
+        if len(nodes) == 1:
+            node, c = int(nodes[0]), int(counts[0])
+            if c != nd or c > self.node_free[node] or self.cluster.node_type[node] != t:
+                raise SimulationError(
+                    f"placement {self.placement.name!r} gave an invalid placement"
+                )
+            self.node_free[node] -= c
+            self.busy[self.group_list[node]] += c
+        else:
+            if (
+                int(counts.sum()) != nd
+                or np.any(counts > self.node_free[nodes])
+                or np.any(self.cluster.node_type[nodes] != t)
+            ):
+                raise SimulationError(
+                    f"placement {self.placement.name!r} gave an invalid placement"
+                )
+            self.node_free[nodes] -= counts
+            self.busy += np.bincount(
+                self.node_group[nodes], weights=counts, minlength=len(self.busy)
             )
-        self.node_free[nodes] -= counts
         self.free[t] -= nd
-        self.busy += np.bincount(self.node_group[nodes], weights=counts, minlength=len(self.busy))
         self.placed[j] = (nodes, counts)
         return nodes, counts
-
-    def _choose_type(self, j: int, want: int, nd: int, free: IntArray) -> int:
-        """Type for job ``j``: ``want`` if given, else current, else the fastest with room."""
-        if want >= 0:
-            return want
-        cur = int(self.alloc_type[j])
-        if cur >= 0:
-            return cur
-        return self._fastest(j, nd, free)
 
     def _fastest(self, j: int, nd: int, free: IntArray) -> int:
         r = self.rate[j]
         ok = (r > 0) & (free >= nd)
         return int(np.argmax(np.where(ok, r, -1.0))) if ok.any() else -1
+
+    def _choose_type(self, j: int, want: int, nd: int, free: IntArray) -> int:
+        """Type for job ``j``: ``want`` if given, else current, else the fastest with room."""
+        if want >= 0:
+            return want
+        if len(free) == 1:
+            return 0 if free[0] >= nd and self.rate[j, 0] > 0 else -1
+        cur = int(self.alloc_type[j])
+        if cur >= 0:
+            return cur
+        return self._fastest(j, nd, free)
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
@@ -284,66 +379,78 @@ class _Run:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)
         m = len(run)
-        if m == 0 and not self.policy.preemptive:
-            return
-        types = np.full(m, -1, dtype=np.int64) if d.types is None else np.asarray(d.types)
+        types = None if d.types is None else np.asarray(d.types, dtype=np.int64)
         nds = self.jobs.num_gpus[run] if d.ndev is None else np.asarray(d.ndev, dtype=np.int64)
-        if len(types) != m or len(nds) != m:
-            raise SimulationError("decision arrays have different lengths")
+        if (types is not None and len(types) != m) or len(nds) != m:
+            raise SimulationError(f"policy {self.policy.name!r}: decision arrays differ in length")
         if m:
-            bad = (
-                (self.finish[run] == self.finish[run])
-                | (self.jobs.submit_time[run] > self.now)
-                | (self.drop[run] != "")
-            )
+            bad = ~self.is_active[run]
             if bad.any():
                 jj = int(run[np.flatnonzero(bad)[0]])
                 raise SimulationError(
                     f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[jj]!r},"
                     " which is not active"
                 )
-            if np.any(nds < self.jobs.min_gpus[run]) or np.any(nds > self.jobs.max_gpus[run]):
-                raise SimulationError(
-                    f"policy {self.policy.name!r} gave a device count out of range"
-                )
+            if d.ndev is not None and (
+                np.any(nds < self.jobs.min_gpus[run]) or np.any(nds > self.jobs.max_gpus[run])
+            ):
+                raise SimulationError(f"policy {self.policy.name!r}: device count out of range")
+            if types is not None and np.any(types >= self.cluster.n_types):
+                raise SimulationError(f"policy {self.policy.name!r}: unknown accelerator type")
         if self.policy.preemptive:
             self._apply_preemptive(run, types, nds)
-        else:
+        elif m:
             self._apply_greedy(run, types, nds)
 
-    def _apply_greedy(self, run: IntArray, types: IntArray, nds: IntArray) -> None:
+    def _apply_greedy(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
+        """Start listed queued jobs in order; running jobs are left alone."""
         blocking = self.policy.blocking
-        starts = []
-        max_free = int(self.free.max()) if len(self.free) else 0
-        for j, want, nd in zip(run.tolist(), types.tolist(), nds.tolist(), strict=True):
-            if self.running[j]:
-                continue
-            if nd > max_free:
-                if blocking:
-                    break
-                continue
-            t = self._choose_type(j, want, nd, self.free)
-            got = self._reserve(j, t, nd) if t >= 0 else None
-            if got is None:
-                if blocking:
-                    break
-                continue
-            starts.append((j, t, nd, got[0], got[1]))
-            max_free = int(self.free.max())
-            if max_free == 0:
-                break
-        self._start_batch(starts)
+        free = self.free
+        max_free = int(free.max())
+        if not blocking:  # drop what cannot start now, in one vectorised step
+            ok = (nds <= max_free) & ~self.running[run]
+            run, nds = run[ok], nds[ok]
+            types = None if types is None else types[ok]
+        starts: list[_Start] = []
+        chunk = 64
+        for lo in range(0, len(run), chunk):
+            js = run[lo : lo + chunk].tolist()
+            ns = nds[lo : lo + chunk].tolist()
+            ts = [-1] * len(js) if types is None else types[lo : lo + chunk].tolist()
+            for j, want, nd in zip(js, ts, ns, strict=True):
+                if j in self.run_set:
+                    continue
+                got = None
+                t = -1
+                if nd <= max_free:
+                    t = self._choose_type(j, want, nd, free)
+                    got = self._reserve(j, t, nd) if t >= 0 else None
+                if got is None:
+                    if blocking:
+                        self._start(starts)
+                        return
+                    continue
+                starts.append((j, t, nd, got[0], got[1]))
+                max_free = int(free.max())
+                if max_free == 0:
+                    self._start(starts)
+                    return
+        self._start(starts)
 
-    def _apply_preemptive(self, run: IntArray, types: IntArray, nds: IntArray) -> None:
-        # 1. which jobs fit, by device count per type, in priority order
-        left = self.capacity.copy()
-        target: list[tuple[int, int, int]] = []
+    def _select(
+        self, run: IntArray, types: IntArray | None, nds: IntArray
+    ) -> tuple[IntArray, IntArray]:
+        """Positions in ``run`` that fit by device count, greedily in order, and their types."""
         blocking = self.policy.blocking
-        for j, want, nd in zip(run.tolist(), types.tolist(), nds.tolist(), strict=True):
-            if nd > left.max():
-                if blocking:
-                    break
-                continue
+        if self.cluster.n_types == 1 and (types is None or not np.any(types > 0)):
+            # one type: greedy fill by cumulative sums, one pass per distinct gap size
+            pos = np.flatnonzero(_greedy_fill(nds, int(self.capacity[0]), blocking))
+            return pos, np.zeros(len(pos), dtype=np.int64)
+        left = self.capacity.copy()
+        chosen: list[int] = []
+        chosen_t: list[int] = []
+        ts = [-1] * len(run) if types is None else types.tolist()
+        for i, (j, want, nd) in enumerate(zip(run.tolist(), ts, nds.tolist(), strict=True)):
             cur = int(self.alloc_type[j])
             if want >= 0:
                 t = want if self.rate[j, want] > 0 else -1
@@ -356,29 +463,57 @@ class _Run:
                     break
                 continue
             left[t] -= nd
-            target.append((j, t, nd))
-        keep = {
-            j
-            for j, t, nd in target
-            if self.running[j] and self.alloc_type[j] == t and self.alloc_n[j] == nd
-        }
-        # 2. suspend running jobs that are not kept
-        rj = self._r_job
-        out = np.flatnonzero(~np.isin(rj, np.fromiter(keep, dtype=np.int64, count=len(keep))))
-        if len(out):
-            self.preemptions[rj[out]] += 1
-            self._stop(out, completed=False)
+            chosen.append(i)
+            chosen_t.append(t)
+            if not left.any():
+                break
+        return np.array(chosen, dtype=np.int64), np.array(chosen_t, dtype=np.int64)
+
+    def _apply_preemptive(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
+        # 1. which jobs fit, by device count per type, in priority order
+        pos, tt = self._select(run, types, nds)
+        tj, tn = run[pos], nds[pos]
+        # 2. suspend running jobs that are not kept where they are
+        stay = self.running[tj] & (self.alloc_n[tj] == tn)
+        if self.cluster.n_types > 1:
+            stay &= self.alloc_type[tj] == tt
+        if int(stay.sum()) < len(self.run_set):
+            mark = self._mark
+            kept = tj[stay]
+            mark[kept] = True
+            rj = self.running_jobs()
+            out = rj[~mark[rj]]
+            mark[kept] = False
+            out.sort()
+            self.preemptions[out] += 1
+            self._stop(out.tolist(), completed=False)
         # 3. start the others in priority order
-        starts = []
-        for j, t, nd in target:
-            if j in keep:
-                continue
+        starts: list[_Start] = []
+        go = ~stay
+        for j, t, nd in zip(tj[go].tolist(), tt[go].tolist(), tn[go].tolist(), strict=True):
             got = self._reserve(j, t, nd)
             if got is not None:
                 starts.append((j, t, nd, got[0], got[1]))
-        self._start_batch(starts)
+        self._start(starts)
 
     # ------------------------------------------------------------------ main loop
+    def _next_finish(self) -> float:
+        heap, epoch = self.heap, self.epoch
+        while heap and heap[0][2] != epoch[heap[0][1]]:
+            heapq.heappop(heap)  # stale entry of a suspended job
+        return heap[0][0] if heap else np.inf
+
+    def _pop_finished(self, t: float) -> list[int]:
+        tol = t + 1e-9 + 1e-12 * abs(t)
+        heap, epoch = self.heap, self.epoch
+        done = []
+        while heap and heap[0][0] <= tol:
+            fin, j, ep = heapq.heappop(heap)
+            if ep == epoch[j]:
+                done.append(j)
+        done.sort()
+        return done
+
     def run(self) -> RunResult:
         jobs, rate = self.jobs, self.rate
         t0 = time.perf_counter()
@@ -388,68 +523,80 @@ class _Run:
         fits = (jobs.min_gpus[:, None] <= self.capacity[None, :]) & runnable
         self.drop[no_type] = DROP_NO_TYPE
         self.drop[~no_type & ~fits.any(axis=1)] = DROP_TOO_LARGE
-        ok = self.drop == ""
-        order = np.flatnonzero(ok)
-        submit = jobs.submit_time
+        order = np.flatnonzero(self.drop == "")
+        sub_arr = jobs.submit_time[order]
+        sub = sub_arr.tolist()
         n_ok = len(order)
         policy = self.policy
+        custom_admit = type(policy).admit is not Policy.admit
         round_s = policy.round_s
-        rounds_only = bool(round_s) and policy.rounds_only
+        relative = bool(round_s) and policy.rounds_only
         next_round = np.inf
         wake = np.inf
         ai = 0  # next arrival position in `order`
-        self.now = float(submit[order[0]]) if n_ok else 0.0
-        if round_s:
+        self.pending = n_ok
+        self.now = sub[0] if n_ok else 0.0
+        if round_s and not relative:
             k = np.ceil((self.now - self.opt.round_origin) / round_s)
             next_round = self.opt.round_origin + max(k, 0.0) * round_s
         until = self.opt.until
         while True:
-            t_arr = float(submit[order[ai]]) if ai < n_ok else np.inf
-            t_fin = float(self._r_fin.min()) if len(self._r_fin) else np.inf
-            has_active = len(self.active) > 0
-            t_round = next_round if (round_s and (has_active or t_arr <= next_round)) else np.inf
+            t_arr = sub[ai] if ai < n_ok else np.inf
+            t_fin = self._next_finish()
+            has_active = self.n_active > 0
+            t_round = next_round if (has_active or t_arr <= next_round) else np.inf
             t_next = min(t_arr, t_fin, t_round, wake if has_active else np.inf)
             if t_next == np.inf or t_next > until:
                 break
             self.now = t_next
             self.events += 1
+            was_running = bool(self.run_set)
             changed = False
             # completions
             if t_fin <= t_next:
-                tol = 1e-9 + 1e-12 * abs(t_next)
-                done = np.flatnonzero(self._r_fin <= t_next + tol)
-                done_jobs = self._r_job[done]
+                done = self._pop_finished(t_next)
                 self._stop(done, completed=True)
-                self.active = self.active[~np.isin(self.active, done_jobs)]
+                self.is_active[done] = False
+                self._removed.extend(done)
+                self.n_active -= len(done)
                 changed = True
             # arrivals
             if t_arr <= t_next:
-                hi = int(np.searchsorted(submit[order], t_next, side="right"))
+                hi = int(np.searchsorted(sub_arr, t_next, side="right"))
                 arriving = order[ai:hi]
                 ai = hi
-                st = self._state()
-                admit = np.asarray(policy.admit(st, arriving), dtype=bool)
-                if admit.shape != arriving.shape:
-                    raise SimulationError(f"policy {policy.name!r} admit() returned a wrong shape")
-                self.drop[arriving[~admit]] = DROP_REJECTED
-                self.active = np.concatenate([self.active, arriving[admit]])
-                changed = changed or bool(admit.any())
-            at_round = False
-            if round_s and t_next >= next_round:
+                self.pending = n_ok - ai
+                if custom_admit:
+                    admit = np.asarray(policy.admit(self._state(), arriving), dtype=bool)
+                    if admit.shape != arriving.shape:
+                        raise SimulationError(f"policy {policy.name!r}: admit() gave a wrong shape")
+                    self.drop[arriving[~admit]] = DROP_REJECTED
+                    arriving = arriving[admit]
+                self.is_active[arriving] = True
+                self._added.append(arriving)
+                self.n_active += len(arriving)
+                changed = changed or len(arriving) > 0
+            at_round = bool(round_s) and t_next >= next_round
+            if relative and not self.run_set and (changed or was_running):
+                # Gavel-style rounds: an idle cluster starts a round at once, and a round
+                # whose jobs have all finished ends there
                 at_round = True
+            if at_round:
                 self.round_index += 1
-                # next boundary strictly after now (skips empty stretches)
-                k = np.floor((t_next - self.opt.round_origin) / round_s) + 1
-                next_round = self.opt.round_origin + k * round_s
+                if relative:
+                    next_round = np.inf
+                else:  # next boundary of the fixed grid strictly after now
+                    k = np.floor((t_next - self.opt.round_origin) / round_s) + 1
+                    next_round = self.opt.round_origin + k * round_s
             at_wake = t_next >= wake
             if at_wake:
                 wake = np.inf
-            call = at_round or at_wake or (changed and not rounds_only)
-            if call and len(self.active):
+            call = at_round or at_wake or (changed and not relative)
+            if call and self.n_active:
                 if (
                     not policy.preemptive
                     and not at_round
-                    and (int(self.free.sum()) == 0 or len(self._r_job) == len(self.active))
+                    and (not self.free.any() or len(self.run_set) == self.n_active)
                 ):
                     pass  # nothing can start: skip the policy call
                 else:
@@ -457,17 +604,20 @@ class _Run:
                     self._apply(d)
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
+            if relative and at_round and self.run_set:
+                next_round = t_next + float(round_s)  # type: ignore[arg-type]
             # record the segment that starts now
             self.seg_t.append(t_next)
             self.seg_busy.append(self.busy.copy())
-            nr = len(self._r_job)
+            nr = len(self.run_set)
             self.seg_running.append(nr)
-            self.seg_queued.append(len(self.active) - nr)
+            self.seg_queued.append(self.n_active - nr)
         # close the timeline
         end = self.now
+        self.sync()
+        self.sync_types()
         unfinished = self.active
         if len(unfinished):
-            self.sync()
             self.drop[unfinished] = DROP_UNFINISHED
         if ai < n_ok:
             self.drop[order[ai:]] = DROP_UNFINISHED
@@ -500,6 +650,32 @@ class _Run:
             events=self.events,
             wall_s=time.perf_counter() - t0,
         )
+
+
+def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> npt.NDArray[np.bool_]:
+    """Greedy in-order fill of ``cap`` devices by demands ``d``: (m,) bool taken.
+
+    Equivalent to visiting the demands in order and taking each one that still fits
+    (stopping at the first that does not when ``blocking``), but vectorised: a prefix of
+    cumulative sums is taken, the first misfit sets the new gap, and only demands that fit in
+    that gap are considered next. The gap shrinks every pass, so passes are at most the
+    number of distinct demand sizes.
+    """
+    if int(d.sum()) <= cap:
+        return np.ones(len(d), dtype=bool)
+    take = np.zeros(len(d), dtype=bool)
+    idx = np.arange(len(d))
+    left = cap
+    while len(idx) and left > 0:
+        cs = np.cumsum(d[idx])
+        k = int(np.searchsorted(cs, left, side="right"))
+        take[idx[:k]] = True
+        if k == len(idx) or blocking:
+            break
+        left -= int(cs[k - 1]) if k else 0
+        rest = idx[k + 1 :]
+        idx = rest[d[rest] <= left]
+    return take
 
 
 def simulate(

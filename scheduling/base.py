@@ -40,7 +40,10 @@ class StateSource(Protocol):
     """What :class:`State` needs from the engine to bring the dynamic arrays up to date."""
 
     def sync(self) -> None:
-        """Bring ``remaining``, ``attained``, ``executed``, ``type_time`` up to ``now``."""
+        """Bring ``remaining``, ``attained`` and ``executed`` up to ``now``."""
+
+    def sync_types(self) -> None:
+        """Bring ``type_time`` up to ``now``."""
 
 
 class State:
@@ -83,6 +86,12 @@ class State:
         Total devices of each type.
     round_index : int
         Round boundaries passed so far (round-based policies), else 0.
+    n_running : int
+        Number of active jobs holding devices.
+    pending : int
+        Jobs of the trace that have not arrived yet.
+    best_rate : (n,) float64
+        Each job's full-gang rate on its fastest type (``rate.max(axis=1)``).
     remaining : (n,) float64
         Work left, in the job's work units (lazy).
     attained : (n,) float64
@@ -114,6 +123,9 @@ class State:
         executed: FloatArray,
         type_time: FloatArray,
         round_index: int = 0,
+        n_running: int | None = None,
+        pending: int = 0,
+        best_rate: FloatArray | None = None,
         source: StateSource | None = None,
     ) -> None:
         self.now = now
@@ -130,12 +142,16 @@ class State:
         self.free = free
         self.capacity = capacity
         self.round_index = round_index
+        self.n_running = int(running[active].sum()) if n_running is None else n_running
+        self.pending = pending
+        self.best_rate = rate.max(axis=1) if best_rate is None else best_rate
         self._remaining = remaining
         self._attained = attained
         self._executed = executed
         self._type_time = type_time
         self._source = source
         self._synced = source is None
+        self._synced_types = source is None
 
     def _sync(self) -> None:
         if not self._synced:
@@ -160,23 +176,32 @@ class State:
 
     @property
     def type_time(self) -> FloatArray:
-        self._sync()
+        if not self._synced_types:
+            assert self._source is not None
+            self._source.sync_types()
+            self._synced_types = True
         return self._type_time
 
-    def queued(self) -> IntArray:
-        """(q,) global indices of active jobs not holding devices, in submit order."""
-        return self.active[~self.running[self.active]]
+    def queued(self, limit: int | None = None) -> IntArray:
+        """Global indices of active jobs not holding devices, in submit order.
+
+        With ``limit``, only the first ``limit`` of them; this costs O(running + limit)
+        instead of O(active), which matters for long queues.
+        """
+        a = self.active if limit is None else self.active[: self.n_running + limit]
+        q = a[~self.running[a]]
+        return q if limit is None else q[:limit]
 
     def remaining_time(self, idx: IntArray) -> FloatArray:
         """Oracle remaining wall time of jobs ``idx`` on their fastest type, s.
 
         Uses the current type for running jobs. Jobs that can run nowhere get ``inf``.
         """
-        rates = self.rate[idx]
-        best = rates.max(axis=1) if rates.shape[1] else np.zeros(len(idx))
-        cur = self.alloc_type[idx]
-        on = cur >= 0
-        best[on] = rates[on, cur[on]]
+        best = self.best_rate[idx]
+        on = self.running[idx]
+        if on.any() and self.rate.shape[1] > 1:
+            ion = idx[on]
+            best[on] = self.rate[ion, self.alloc_type[ion]]
         with np.errstate(divide="ignore"):
             return np.where(best > 0, self.remaining[idx] / best, np.inf)
 

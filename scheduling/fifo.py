@@ -27,4 +27,7 @@ class FIFO(Policy):
         self.blocking = not backfill
 
     def schedule(self, state: State) -> Decision:
+        if self.blocking:
+            # each start takes at least one device, so the head of the queue is enough
+            return Decision(run=state.queued(limit=int(state.free.sum()) + 1))
         return Decision(run=state.queued())

@@ -168,13 +168,29 @@ class _HalfAndHalf(Policy):
         return Decision(run=state.active, fractions=np.full((len(state.active), 1), 0.5))
 
 
-def test_round_based_fractions_alternate_jobs_and_idle_until_the_round_ends() -> None:
+def test_round_based_fractions_alternate_jobs_round_by_round() -> None:
     # 1 GPU, rounds of 10 s, A and B 15 s each, both arrive at 0.
-    # round 0-10: A (tie, earlier job); 10-20: B (A has had its share); 20-30: tie again,
-    # A runs and ends at 25, the GPU idles until the round ends; 30-35: B.
+    # round 0-10: A (tie, earlier job); 10-20: B (A has had its share); 20-: tie again, A
+    # runs and ends at 25; every job of that round has finished, so the round ends there
+    # and B runs 25-30.
     t = jobs([(0, 1, 15), (0, 1, 15)])
     r = finish(_HalfAndHalf(), t, cl=ONE_GPU)
-    np.testing.assert_allclose(r.finish, [25, 35])
+    np.testing.assert_allclose(r.finish, [25, 30])
+
+
+def test_devices_freed_mid_round_stay_idle_until_the_round_ends() -> None:
+    # 2 GPUs, rounds of 10 s. A (5 s) and B (15 s) start a round at 0; C (3 s) arrives at 1
+    # and waits for the round to end at 10 although A frees a GPU at 5: C 10-13, B ends 15.
+    t = jobs([(0, 1, 5), (0, 1, 15), (1, 1, 3)])
+    r = finish(_HalfAndHalf(), t)
+    np.testing.assert_allclose(r.finish, [5, 15, 13])
+
+
+def test_an_idle_cluster_starts_a_round_at_the_next_arrival() -> None:
+    # 1 GPU, rounds of 10 s: A 0-4; the cluster idles; B arrives at 17 and starts at once
+    t = jobs([(0, 1, 4), (17, 1, 2)])
+    r = finish(_HalfAndHalf(), t, cl=ONE_GPU)
+    np.testing.assert_allclose(r.finish, [4, 19])
 
 
 def test_horizon_reports_unfinished_jobs() -> None:
