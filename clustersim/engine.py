@@ -508,7 +508,7 @@ class _Run:
         heap, epoch = self.heap, self.epoch
         done = []
         while heap and heap[0][0] <= tol:
-            fin, j, ep = heapq.heappop(heap)
+            _, j, ep = heapq.heappop(heap)
             if ep == epoch[j]:
                 done.append(j)
         done.sort()
@@ -530,6 +530,7 @@ class _Run:
         policy = self.policy
         custom_admit = type(policy).admit is not Policy.admit
         round_s = policy.round_s
+        round_len = float(round_s or 0.0)
         relative = bool(round_s) and policy.rounds_only
         next_round = np.inf
         wake = np.inf
@@ -605,7 +606,7 @@ class _Run:
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
             if relative and at_round and self.run_set:
-                next_round = t_next + float(round_s)  # type: ignore[arg-type]
+                next_round = t_next + round_len
             # record the segment that starts now
             self.seg_t.append(t_next)
             self.seg_busy.append(self.busy.copy())

@@ -14,7 +14,8 @@ input apart:
 *Structural* problems mean the file is not (or no longer) in the format, so any reading of it
 would be a guess. They raise on the first offending line:
 
-- the file cannot be opened, is not valid gzip, is not UTF-8 text or contains NUL bytes;
+- the file cannot be opened, is not valid gzip (or another container), is not UTF-8 text or
+  contains NUL bytes;
 - a required header column is missing;
 - a line has the wrong number of fields;
 - a required field is empty or does not parse (not a number, not a timestamp, ``nan``);
@@ -29,20 +30,19 @@ the rest of the file is kept. Suspicious but usable values are kept and counted 
 
 Text handling
 -------------
-Input may be gzip-compressed (detected by its magic bytes, not its name). Text must be UTF-8
-(a leading byte-order mark is ignored); ``\\r\\n`` and lone ``\\r`` line ends count as one line
-end, like an editor counts them. Lines that are empty or hold only spaces and tabs are skipped
-everywhere (they still count for line numbers). Delimited formats are parsed without quoting:
-a quote character is an ordinary character, so a record is exactly one line and line numbers
-are exact.
+Input may be compressed or archived (gzip, bzip2, xz, zip, tar, tar.gz; detected by magic
+bytes, not by name: see :mod:`clustersim.traces.compressed`; the ``member`` option picks a
+file in an archive). Text must be UTF-8 (a leading byte-order mark is ignored); ``\\r\\n``
+and lone ``\\r`` line ends count as one line end, like an editor counts them. Lines that are
+empty or hold only spaces and tabs are skipped everywhere (they still count for line numbers).
+Delimited formats are parsed without quoting: a quote character is an ordinary character, so a
+record is exactly one line and line numbers are exact.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
-import zlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -55,6 +55,7 @@ import pyarrow.csv as pacsv
 
 from clustersim.errors import ClustersimError, TraceError
 from clustersim.jobs import JobTable
+from clustersim.traces.compressed import load_all, read_start
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -69,7 +70,6 @@ HEAD_BYTES = 64 * 1024
 #: float-to-int64 conversion exact.
 MAX_GPUS = 1_000_000
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -191,7 +191,7 @@ class TraceReader(ABC):
     """Base class of the trace readers: one subclass per file format.
 
     Subclasses set :attr:`name` and :attr:`description` and implement :meth:`sniff` and
-    :meth:`parse`. :meth:`read` loads the file (decompressing gzip and checking that it is
+    :meth:`parse`. :meth:`read` loads the file (decompressing it and checking that it is
     UTF-8 text) and hands the bytes to :meth:`parse`. A reader for files too big for memory
     overrides :meth:`read` instead.
 
@@ -242,14 +242,15 @@ class TraceReader(ABC):
         """
 
     def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
-        """Read a trace file (plain or gzip-compressed).
+        """Read a trace file (plain, compressed or in an archive).
 
         Parameters
         ----------
         path
             The file.
         **options
-            Reader-specific options, passed to :meth:`parse`.
+            Reader-specific options, passed to :meth:`parse`; ``member`` (the file to read
+            inside a zip or tar archive) is taken out first.
 
         Returns
         -------
@@ -264,7 +265,8 @@ class TraceReader(ABC):
             If the file cannot be read or is not valid in this format.
         """
         name = os.fspath(path)
-        return self.parse(check_text(load_bytes(name), name), name, **options)
+        member = options.pop("member", None)
+        return self.parse(check_text(load_bytes(name, member), name), name, **options)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -274,56 +276,42 @@ class TraceReader(ABC):
 # Loading bytes
 
 
-def load_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The whole content of ``path``, gunzipped when it starts with the gzip magic bytes.
+def load_bytes(path: str | os.PathLike[str], member: str | None = None) -> bytes:
+    """The whole decompressed content of ``path``.
+
+    Compressed files and archives (gzip, bzip2, xz, zip, tar and compressed tar; see
+    :mod:`clustersim.traces.compressed`) are recognised by their magic bytes.
+
+    Parameters
+    ----------
+    path
+        The file.
+    member
+        The file to read inside a zip or tar archive (default: its only file).
 
     Raises
     ------
     TraceError
-        If the file cannot be opened or is a broken gzip stream.
+        If the file cannot be opened, is a broken compressed stream or archive, or the
+        archive member cannot be chosen.
     """
-    name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise TraceError(name, 0, "", f"cannot read file: {exc.strerror or exc}") from None
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceError(name, 0, "", f"not a valid gzip file: {exc}") from None
-    return data
+    return load_all(path, member)
 
 
-def read_head(path: str | os.PathLike[str], size: int = HEAD_BYTES) -> bytes:
-    """Up to the first ``size`` bytes of ``path`` (decompressed when gzip), for sniffing.
+def read_head(
+    path: str | os.PathLike[str], size: int = HEAD_BYTES, member: str | None = None
+) -> bytes:
+    """Up to the first ``size`` bytes of ``path`` (decompressed), for sniffing.
 
-    A truncated gzip stream gives what could be decompressed; the full read reports it.
+    A truncated compressed stream gives what could be decompressed; the full read reports it.
 
     Raises
     ------
     TraceError
-        If the file cannot be opened or its gzip data is broken.
+        If the file cannot be opened, its compressed data is broken, or the archive member
+        cannot be chosen.
     """
-    name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            raw = f.read(size)
-            if raw[:2] != _GZIP_MAGIC:
-                return raw
-            inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-            out = bytearray()
-            chunk = raw
-            while chunk and len(out) < size and not inflater.eof:
-                # max_length bounds the output, so a decompression bomb costs nothing here.
-                out += inflater.decompress(chunk, size - len(out))
-                chunk = inflater.unconsumed_tail or f.read(size)
-            return bytes(out)
-    except OSError as exc:
-        raise TraceError(name, 0, "", f"cannot read file: {exc.strerror or exc}") from None
-    except zlib.error as exc:
-        raise TraceError(name, 0, "", f"not a valid gzip file: {exc}") from None
+    return read_start(path, size, member)
 
 
 def check_text(data: bytes, path: str) -> bytes:
