@@ -538,8 +538,8 @@ class _Run:
         self.pending = n_ok
         self.now = sub[0] if n_ok else 0.0
         if round_s and not relative:
-            k = np.ceil((self.now - self.opt.round_origin) / round_s)
-            next_round = self.opt.round_origin + max(k, 0.0) * round_s
+            k = np.ceil((self.now - self.opt.round_origin) / round_len)
+            next_round = self.opt.round_origin + max(k, 0.0) * round_len
         until = self.opt.until
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
@@ -587,8 +587,8 @@ class _Run:
                 if relative:
                     next_round = np.inf
                 else:  # next boundary of the fixed grid strictly after now
-                    k = np.floor((t_next - self.opt.round_origin) / round_s) + 1
-                    next_round = self.opt.round_origin + k * round_s
+                    k = np.floor((t_next - self.opt.round_origin) / round_len) + 1
+                    next_round = self.opt.round_origin + k * round_len
             at_wake = t_next >= wake
             if at_wake:
                 wake = np.inf
