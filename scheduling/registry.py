@@ -11,6 +11,7 @@ from typing import Any
 from scheduling.base import Placement, Policy
 from scheduling.edf import EDF
 from scheduling.fifo import FIFO
+from scheduling.gavel import GavelFIFO, GavelLAS
 from scheduling.las import LAS
 from scheduling.placement import Consolidate, RandomPlacement, Spread, TopologyAware
 from scheduling.priority import StrictPriority
@@ -19,7 +20,8 @@ from scheduling.srtf import SRTF
 from scheduling.tiresias import Tiresias
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF)
+    cls.name: cls
+    for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF, GavelFIFO, GavelLAS)
 }
 
 PLACEMENTS: dict[str, type[Placement]] = {

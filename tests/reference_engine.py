@@ -7,6 +7,9 @@ placement cannot matter) and rates that do not depend on placement:
 * all events at the same instant form one batch: completions, then arrivals, then one policy
   call (skipped for non-preemptive policies when nothing is free or nothing is queued);
 * round-based policies are also called at every round boundary, and at ``wake_at`` times;
+  with ``rounds_only`` the rounds are relative: an idle cluster starts a round at the next
+  arrival, a round whose jobs have all finished ends there, and otherwise a round lasts
+  ``round_s`` from its start;
 * non-preemptive decisions start listed queued jobs in order (stopping at the first that
   does not fit when the policy is blocking); preemptive decisions choose, in order, the jobs
   that fit by device count (a running job keeps its type), suspend the other running jobs,
@@ -58,7 +61,8 @@ def reference_simulate(
     ]
     now = min((j["submit"] for j in J if j["runnable"]), default=0.0)
     round_s = policy.round_s
-    next_round = math.ceil(now / round_s) * round_s if round_s else math.inf
+    relative = bool(round_s) and policy.rounds_only
+    next_round = math.ceil(now / round_s) * round_s if round_s and not relative else math.inf
     wake = math.inf
 
     def active() -> list[int]:
@@ -85,6 +89,7 @@ def reference_simulate(
             executed=np.array([j["exe"] for j in J]),
             type_time=np.array([j["tt"] for j in J]).reshape(n, nt),
             round_index=0,
+            pending=sum(1 for j in J if not j["arrived"] and j["runnable"]),
         )
 
     def start(i: int, t: int, nd: int) -> None:
@@ -108,6 +113,43 @@ def reference_simulate(
             if r > 0 and room[t] >= nd and r > best:
                 best, bt = r, t
         return bt
+
+    def apply_decision(run: list[int], types: list[int], nds: list[int]) -> None:
+            if not policy.preemptive:
+                for i, want, nd in zip(run, types, nds, strict=True):
+                    if J[i]["type"] >= 0:
+                        continue
+                    t = want if want >= 0 else fastest(i, nd, free)
+                    if t < 0 or free[t] < nd:
+                        if policy.blocking:
+                            break
+                        continue
+                    start(i, t, nd)
+                return
+            left = list(cap)
+            target = []
+            for i, want, nd in zip(run, types, nds, strict=True):
+                cur = J[i]["type"]
+                if want >= 0:
+                    t = want if rates.rate[i, want] > 0 else -1
+                elif cur >= 0 and J[i]["n"] == nd and left[cur] >= nd:
+                    t = cur
+                else:
+                    t = fastest(i, nd, left)
+                if t < 0 or left[t] < nd:
+                    if policy.blocking:
+                        break
+                    continue
+                left[t] -= nd
+                target.append((i, t, nd))
+            keep = {i for i, t, nd in target if J[i]["type"] == t and J[i]["n"] == nd}
+            for i in [i for i, j in enumerate(J) if j["type"] >= 0]:
+                if i not in keep:
+                    J[i]["pre"] += 1
+                    stop(i)
+            for i, t, nd in target:
+                if i not in keep:
+                    start(i, t, nd)
 
     while True:
         running = [i for i, j in enumerate(J) if j["type"] >= 0]
@@ -140,13 +182,17 @@ def reference_simulate(
                 j["arrived"] = True
                 changed = True
         at_round = False
+        still = any(j["type"] >= 0 for j in J)
         if round_s and now >= next_round:
             at_round = True
-            next_round = (math.floor(now / round_s) + 1) * round_s
+            next_round = math.inf if relative else (math.floor(now / round_s) + 1) * round_s
+        if relative and not still and (changed or running):
+            at_round = True
+            next_round = math.inf
         at_wake = now >= wake
         if at_wake:
             wake = math.inf
-        call = at_round or at_wake or (changed and not (round_s and policy.rounds_only))
+        call = at_round or at_wake or (changed and not relative)
         acts = active()
         if not (call and acts):
             continue
@@ -159,41 +205,10 @@ def reference_simulate(
         run = [int(x) for x in d.run]
         types = [-1] * len(run) if d.types is None else [int(x) for x in d.types]
         nds = [J[i]["gpus"] for i in run] if d.ndev is None else [int(x) for x in d.ndev]
-        if not policy.preemptive:
-            for i, want, nd in zip(run, types, nds, strict=True):
-                if J[i]["type"] >= 0:
-                    continue
-                t = want if want >= 0 else fastest(i, nd, free)
-                if t < 0 or free[t] < nd:
-                    if policy.blocking:
-                        break
-                    continue
-                start(i, t, nd)
-            continue
-        left = list(cap)
-        target = []
-        for i, want, nd in zip(run, types, nds, strict=True):
-            cur = J[i]["type"]
-            if want >= 0:
-                t = want if rates.rate[i, want] > 0 else -1
-            elif cur >= 0 and J[i]["n"] == nd and left[cur] >= nd:
-                t = cur
-            else:
-                t = fastest(i, nd, left)
-            if t < 0 or left[t] < nd:
-                if policy.blocking:
-                    break
-                continue
-            left[t] -= nd
-            target.append((i, t, nd))
-        keep = {i for i, t, nd in target if J[i]["type"] == t and J[i]["n"] == nd}
-        for i in [i for i, j in enumerate(J) if j["type"] >= 0]:
-            if i not in keep:
-                J[i]["pre"] += 1
-                stop(i)
-        for i, t, nd in target:
-            if i not in keep:
-                start(i, t, nd)
+        apply_decision(run, types, nds)
+        if relative and at_round and any(j["type"] >= 0 for j in J):
+            next_round = now + round_s
+
     return {
         "finish": [j["finish"] for j in J],
         "first_start": [j["first"] for j in J],

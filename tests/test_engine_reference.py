@@ -35,13 +35,20 @@ def scenarios(draw):  # type: ignore[no-untyped-def]
     return t, cl, speed, restore, name
 
 
-@settings(max_examples=150, deadline=None)
+# short rounds and thresholds so that the small random traces exercise them
+PARAMS: dict[str, dict] = {
+    "tiresias": {"thresholds": (7.0,)},
+    "las": {"quantum_s": 5.0},
+    "gavel-fifo": {"round_s": 5.0, "reset_interval_s": 12.0},
+    "gavel-las": {"round_s": 5.0, "reset_interval_s": 12.0},
+}
+
+
+@settings(max_examples=250, deadline=None)
 @given(scenarios())
 def test_fast_engine_matches_the_reference(sc) -> None:  # type: ignore[no-untyped-def]
     t, cl, speed, restore, name = sc
-    params = {"thresholds": (7.0,)} if name == "tiresias" else {}
-    if name == "las":
-        params = {"quantum_s": 5.0}
+    params = PARAMS.get(name, {})
     rates = fixed_rates(t, cl, speed=speed, restore_s=restore)
     fast = simulate(t, cl, make_policy(name, **params), rates=rates)
     ref = reference_simulate(t, cl, make_policy(name, **params), rates)
@@ -55,7 +62,7 @@ def test_fast_engine_matches_the_reference(sc) -> None:  # type: ignore[no-untyp
 def test_properties_hold_on_random_traces(sc) -> None:  # type: ignore[no-untyped-def]
     t, cl, speed, restore, name = sc
     rates = fixed_rates(t, cl, speed=speed, restore_s=restore)
-    r = simulate(t, cl, make_policy(name), rates=rates)
+    r = simulate(t, cl, make_policy(name, **PARAMS.get(name, {})), rates=rates)
     ok = r.drop_reason == ""
     # every admitted job finishes exactly once
     assert np.isfinite(r.finish[ok]).all() and np.isnan(r.finish[~ok]).all()
