@@ -1,4 +1,4 @@
-"""Command line: ``python -m clustersim {run,policies,presets,formats} ...``.
+"""Command line: ``python -m clustersim {run,inspect,policies,presets,formats} ...``.
 
 Errors a user can cause (bad spec, unreadable trace, unknown policy) print one line on stderr
 and exit with status 2; nothing else is printed in that case.
@@ -36,7 +36,7 @@ def _fmt(v: object) -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
-        return f"{v:,.4g}" if abs(v) < 1e5 else f"{v:,.0f}"
+        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4g}"
     return str(v)
 
 
@@ -80,6 +80,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (KeyError, TypeError) as exc:
         raise ClustersimError(str(exc).strip('"')) from None
     perf_kw: dict[str, Any] = {}
+    if args.gavel_compat:
+        # what Gavel's simulator models: no checkpoint cost, consolidated rates everywhere,
+        # whole steps per round (docs/gavel-fidelity.md)
+        perf_kw.update(restore_s=0.0, placement_aware=False)
     if args.restore_s is not None:
         perf_kw["restore_s"] = args.restore_s
     perf = PerformanceModel(**perf_kw)
@@ -90,7 +94,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         policy,
         placement,
         rates=rates,
-        options=EngineOptions(seed=args.seed, until=args.until),
+        options=EngineOptions(
+            seed=args.seed, until=args.until, whole_steps_per_round=args.gavel_compat
+        ),
     )
     out: dict[str, Any] = dict(summary(result, carbon_start=args.start))
     out.update(
@@ -126,6 +132,53 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     if args.out:
         print(f"  per-job results written to {args.out}")
+    return 0
+
+
+def _span_text(seconds: float) -> str:
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:,.0f} s"
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """Read a trace and print its parse report (a table, or one JSON object)."""
+    from clustersim.errors import TraceError
+    from clustersim.traces import read_trace
+
+    options = _parse_params(args.option)
+    if args.member is not None:
+        options["member"] = args.member
+    try:
+        _, report = read_trace(args.file, args.format, **options)
+    except TraceError as exc:  # keep the error on one line
+        raise TraceError(exc.path, exc.line, exc.field, " ".join(exc.message.split())) from None
+    out = report.to_dict()
+    if args.json:
+        print(json.dumps(out, allow_nan=False))
+        return 0
+    print(f"{out['path']}: {out['format']}")
+    start = f" from {out['start_time']}" if out["start_time"] else ""
+    rows = (
+        ("jobs read", f"{out['jobs_read']:,}"),
+        ("jobs kept", f"{out['jobs_kept']:,}"),
+        ("jobs dropped", f"{out['jobs_dropped']:,}"),
+        ("time span", f"{_span_text(out['time_span_s'])}{start}"),
+    )
+    for label, value in rows:
+        print(f"  {label:<14} {value}")
+    if out["drop_reasons"]:
+        print("dropped:")
+        for reason, tally in out["drop_reasons"].items():
+            lines = ", ".join(str(n) for n in tally["first_lines"])
+            more = ", ..." if tally["count"] > len(tally["first_lines"]) else ""
+            print(f"  {tally['count']:>10,}  {reason} (line {lines}{more})")
+    for title, key in (("warnings:", "warnings"), ("assumptions:", "assumptions")):
+        if out[key]:
+            print(title)
+            for text in out[key]:
+                print(f"  - {text}")
     return 0
 
 
@@ -170,11 +223,29 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--until", type=float, default=float("inf"), help="stop at this time [s]")
     r.add_argument("--restore-s", type=float, default=None, help="checkpoint/restore delay [s]")
     r.add_argument(
+        "--gavel-compat",
+        action="store_true",
+        help="model only what Gavel's simulator models (for comparisons with its numbers)",
+    )
+    r.add_argument(
         "--start", default="2023-01-01T00:00:00Z", help="calendar time of t=0 (carbon hours)"
     )
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--out", help="write per-job results (.csv or .parquet)")
     r.set_defaults(func=cmd_run)
+    i = sub.add_parser("inspect", help="read a trace and print its parse report")
+    i.add_argument("file", help="trace file (plain, .gz, .bz2, .xz, .zip, .tar.gz)")
+    i.add_argument("--format", default=None, help="trace format (default: auto-detect)")
+    i.add_argument("--member", default=None, help="file to read inside a zip or tar archive")
+    i.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help='reader option, value as JSON when it parses, e.g. statuses=["Pass"]',
+    )
+    i.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    i.set_defaults(func=cmd_inspect)
     sub.add_parser("policies", help="list the policy registry").set_defaults(func=cmd_policies)
     sub.add_parser("presets", help="list cluster presets").set_defaults(func=cmd_presets)
     sub.add_parser("formats", help="list trace formats").set_defaults(func=cmd_formats)

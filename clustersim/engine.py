@@ -15,6 +15,7 @@ identical results in any process.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import time
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from clustersim.errors import SimulationError
 from clustersim.jobs import JobTable
 from clustersim.perf import JobRates, PerformanceModel
 from clustersim.result import (
+    DROP_ABANDONED,
     DROP_NO_TYPE,
     DROP_REJECTED,
     DROP_TOO_LARGE,
@@ -57,11 +59,17 @@ class EngineOptions:
         unfinished.
     round_origin
         Time of the first round boundary for round-based policies with a fixed grid (s).
+    whole_steps_per_round
+        With a ``rounds_only`` policy: each round, a job performs at most
+        ``floor(rate × round_s)`` work units (whole steps), holds its devices idle after that,
+        and the round ends when the last job of the round has done its share — what Gavel's
+        simulator does. ``False``: jobs progress continuously for the whole round.
     """
 
     seed: int = 0
     until: float = np.inf
     round_origin: float = 0.0
+    whole_steps_per_round: bool = False
 
 
 class _Run:
@@ -124,6 +132,9 @@ class _Run:
         self.fin = np.full(n, np.inf)
         self.stall = np.zeros(n)
         self.crate = np.zeros(n)
+        self.cap = np.full(n, np.inf)  # no progress after this time (whole-step rounds)
+        self.round_rem = np.zeros(n)  # remaining work when the current stint (or round) began
+        self.share = np.zeros(n)  # whole-step rounds: work allowed this round
         self.epoch = [0] * n
         self.heap: list[tuple[float, int, int]] = []
         self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
@@ -171,19 +182,24 @@ class _Run:
             self._sync_types(self.running_jobs())
 
     def _sync_types(self, j: IntArray) -> None:
-        dt = self.now - self.tt_synced_at[j]
+        upto = np.minimum(self.now, self.cap[j])
+        dt = upto - self.tt_synced_at[j]
         t = self.alloc_type[j]
         self.type_time[j, t] += dt
         self.device_time[j, t] += dt * self.alloc_n[j]
-        self.tt_synced_at[j] = self.now
+        self.tt_synced_at[j] = upto
 
     def _sync(self, j: IntArray) -> None:
-        now = self.now
-        dt = now - self.synced_at[j]
+        upto = np.minimum(self.now, self.cap[j])
+        dt = upto - self.synced_at[j]
         self.executed[j] += dt
         self.attained[j] += dt * self.alloc_n[j]
-        self.synced_at[j] = now
-        self.remaining[j] = self.crate[j] * (self.fin[j] - np.maximum(now, self.stall[j]))
+        self.synced_at[j] = upto
+        rem = self.round_rem[j] - self.crate[j] * np.maximum(upto - self.stall[j], 0.0)
+        done = upto >= self.cap[j]  # a whole-step share is done: count it exactly
+        if done.any():
+            rem[done] = (self.round_rem[j] - self.share[j])[done]
+        self.remaining[j] = rem
 
     def _state(self) -> State:
         return State(
@@ -219,20 +235,23 @@ class _Run:
         now = self.now
         if len(js) <= 4:  # the common case: scalar updates beat fancy indexing
             for jj in js:
-                dt = now - float(self.synced_at[jj])
+                upto = min(now, float(self.cap[jj]))
+                dt = upto - float(self.synced_at[jj])
                 n, t = int(self.alloc_n[jj]), int(self.alloc_type[jj])
                 self.executed[jj] += dt
                 self.attained[jj] += dt * n
-                self.synced_at[jj] = now
-                dt = now - float(self.tt_synced_at[jj])
+                self.synced_at[jj] = upto
+                dt = upto - float(self.tt_synced_at[jj])
                 self.type_time[jj, t] += dt
                 self.device_time[jj, t] += dt * n
-                self.remaining[jj] = (
-                    0.0
-                    if completed
-                    else float(self.crate[jj])
-                    * (float(self.fin[jj]) - max(now, float(self.stall[jj])))
-                )
+                if completed:
+                    self.remaining[jj] = 0.0
+                elif upto >= self.cap[jj]:  # a whole-step share is done: count it exactly
+                    self.remaining[jj] = self.round_rem[jj] - self.share[jj]
+                else:
+                    self.remaining[jj] = float(self.round_rem[jj]) - float(self.crate[jj]) * max(
+                        upto - float(self.stall[jj]), 0.0
+                    )
                 if completed:
                     self.finish[jj] = now
             j = np.array(js, dtype=np.int64)
@@ -260,6 +279,7 @@ class _Run:
         self.alloc_type[j] = -1
         self.alloc_n[j] = 0
         self.fin[j] = np.inf
+        self.cap[j] = np.inf
 
     def _link_gbs(self, nodes: IntArray, ndev: int) -> float:
         """Bandwidth of the slowest link a placement crosses, GB/s (``inf`` for one device)."""
@@ -317,6 +337,7 @@ class _Run:
             self.alloc_type[j] = t
             self.alloc_n[j] = nd
             self.stall[j] = stall
+            self.round_rem[j] = self.remaining[j]
             self.crate[j] = r
             self.fin[j] = fin
             self.run_set[j] = None
@@ -375,6 +396,8 @@ class _Run:
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
+        if d.drop is not None and len(d.drop):
+            self._abandon(d.drop)
         if d.fractions is not None:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)
@@ -496,6 +519,52 @@ class _Run:
                 starts.append((j, t, nd, got[0], got[1]))
         self._start(starts)
 
+    def _rearm_whole_steps(self, round_len: float) -> float:
+        """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
+
+        Returns the round's end: when the last job has done its share (or finished).
+        """
+        if not self.run_set:
+            return np.inf
+        j = self.running_jobs()
+        self.sync()
+        self.sync_types()
+        r = self.crate[j]
+        rem = self.remaining[j]
+        begin = np.maximum(self.now, self.stall[j])
+        share = np.minimum(np.floor(r * round_len), rem)
+        fin = begin + rem / r
+        cap = begin + share / r
+        done_now = share >= rem
+        cap[done_now] = fin[done_now]
+        self.fin[j] = fin
+        self.cap[j] = cap
+        self.round_rem[j] = rem
+        self.share[j] = share
+        self.stall[j] = begin
+        # a job idles from its previous share's end to now: that time is not service
+        self.synced_at[j] = self.now
+        self.tt_synced_at[j] = self.now
+        epoch = self.epoch
+        for jj, f, d in zip(j.tolist(), fin.tolist(), done_now.tolist(), strict=True):
+            epoch[jj] += 1
+            if d:
+                heapq.heappush(self.heap, (f, jj, epoch[jj]))
+        return float(cap.max())
+
+    def _abandon(self, js: IntArray) -> None:
+        """Drop active jobs a policy gave up on (``Decision.drop``)."""
+        js = np.unique(np.asarray(js, dtype=np.int64))
+        if not len(js):
+            return
+        if not self.is_active[js].all():
+            raise SimulationError(f"policy {self.policy.name!r} dropped a job that is not active")
+        self._stop([j for j in js.tolist() if j in self.run_set], completed=False)
+        self.drop[js] = DROP_ABANDONED
+        self.is_active[js] = False
+        self._removed.extend(js.tolist())
+        self.n_active -= len(js)
+
     # ------------------------------------------------------------------ main loop
     def _next_finish(self) -> float:
         heap, epoch = self.heap, self.epoch
@@ -532,6 +601,7 @@ class _Run:
         round_s = policy.round_s
         round_len = float(round_s or 0.0)
         relative = bool(round_s) and policy.rounds_only
+        whole_steps = relative and self.opt.whole_steps_per_round
         next_round = np.inf
         wake = np.inf
         ai = 0  # next arrival position in `order`
@@ -606,7 +676,10 @@ class _Run:
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
             if relative and at_round and self.run_set:
-                next_round = t_next + round_len
+                if whole_steps:
+                    next_round = self._rearm_whole_steps(round_len)
+                else:
+                    next_round = t_next + round_len
             # record the segment that starts now
             self.seg_t.append(t_next)
             self.seg_busy.append(self.busy.copy())
@@ -718,7 +791,7 @@ def simulate(
 
     opt = options or EngineOptions()
     if seed is not None:
-        opt = EngineOptions(seed=seed, until=opt.until, round_origin=opt.round_origin)
+        opt = dataclasses.replace(opt, seed=seed)
     placement = placement or Consolidate()
     if rates is None:
         rates = (perf or PerformanceModel()).prepare(jobs, cluster)

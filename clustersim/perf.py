@@ -605,6 +605,10 @@ class PerformanceModel:
         to fit); ``None``: the mean of the fitted fractions of the table.
     generic_step_s, generic_grad_gb
         Nominal per-iteration compute time on P100 (s) and gradient size (GB) of those jobs.
+    placement_aware
+        ``False``: a job runs at its consolidated rate wherever it is placed, even when its
+        gang is larger than a node, as in Gavel's simulator (used for fidelity comparisons
+        with it).
     """
 
     def __init__(
@@ -616,7 +620,9 @@ class PerformanceModel:
         generic_compute_fraction: float | None = None,
         generic_step_s: float = DEFAULT_GENERIC_STEP_S,
         generic_grad_gb: float = DEFAULT_GENERIC_GRAD_GB,
+        placement_aware: bool = True,
     ) -> None:
+        self.placement_aware = placement_aware
         self.speed_overrides = speed_overrides
         self.restore_s = restore_s
         self.throughputs = throughputs
@@ -887,6 +893,8 @@ class PerformanceModel:
         # Consolidated full-gang rate on every type.
         ng = num_gpus.astype(np.float64)
         fits = ng[:, None] <= node_max[None, :]
+        if not self.placement_aware:  # Gavel: every gang runs at its consolidated rate
+            fits = np.ones_like(fits)
         link = np.where(fits, l_cal[None, :], l_nic[None, :])
         link = np.where(ng[:, None] <= 1, np.inf, link)
         jj = np.repeat(np.arange(n, dtype=np.int64), nt)
@@ -959,7 +967,7 @@ class PerformanceModel:
             measured=measured,
             extrapolated_pairs=tuple(sorted(set(pairs))),
             notes=tuple(notes),
-            tables=tables,
+            tables=tables if self.placement_aware else None,
         )
 
 

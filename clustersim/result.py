@@ -22,6 +22,7 @@ DROP_TOO_LARGE = "demand exceeds cluster"
 DROP_NO_TYPE = "no accelerator type can run it"
 DROP_REJECTED = "rejected by admission"
 DROP_UNFINISHED = "unfinished at end of simulation"
+DROP_ABANDONED = "abandoned by the policy"
 
 
 @dataclass(eq=False)

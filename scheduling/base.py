@@ -229,6 +229,9 @@ class Decision:
     wake_at : float or None
         Ask the engine to call ``schedule`` again at this time even if nothing else happens
         (e.g. when a running job's attained service crosses a queue threshold).
+    drop : (d,) int64 or None
+        Active jobs the policy gives up on: they are stopped and reported as abandoned
+        (they never complete).
     """
 
     run: IntArray
@@ -236,6 +239,7 @@ class Decision:
     ndev: IntArray | None = None
     fractions: FloatArray | None = None
     wake_at: float | None = None
+    drop: IntArray | None = None
 
 
 EMPTY = np.zeros(0, dtype=np.int64)

@@ -85,6 +85,12 @@ class GavelRounds(Policy):
         self._base = 0.0  # half-round credit × jobs active at the last reset
         self._memo: tuple[tuple[float, int, int], Decision] | None = None
         self._order: list[tuple[str, int]] | None = None
+        self._adj: FloatArray | None = None  # extra time Gavel credits after idle gaps
+        self._round_start = 0.0
+        self._round_end: float | None = None
+        self._last_dispatch: tuple[float, list[tuple[int, int]]] | None = None
+        self._failing: list[int] = []  # dispatched last pass with fewer steps than GPUs
+        self._failures: dict[int, int] = {}
 
     # ------------------------------------------------------------------ hooks
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
@@ -103,6 +109,42 @@ class GavelRounds(Policy):
             self._order = gavel + rest
         return list(self._order)
 
+    def _credited(self, state: State) -> FloatArray:
+        """Time Gavel has credited each job on each type: time held plus idle-gap credits."""
+        if self._adj is None:
+            return state.type_time
+        return state.type_time + self._adj
+
+    def _settle(self, state: State) -> list[int]:
+        """End the previous round as Gavel does; return jobs to drop after 5 failures.
+
+        Gavel credits each job of a round with ``finish − round start``, where the round start
+        is the end of the last *busy* round, so after an idle gap the first round is credited
+        from before the gap; a ``k``-GPU job whose round has fewer than ``k`` steps fails, and
+        is dropped after five failures in a row.
+        """
+        drop: list[int] = []
+        if self._last_dispatch is None:
+            return drop
+        when, dispatched = self._last_dispatch
+        self._last_dispatch = None
+        if self._round_end is not None:
+            self._round_start = self._round_end
+        self._round_end = state.now
+        gap = when - self._round_start
+        if gap > 0 and dispatched:
+            if self._adj is None:
+                self._adj = np.zeros((len(state.jobs), state.cluster.n_types))
+            for j, t in dispatched:
+                self._adj[j, t] += gap
+        for j in self._failing:
+            self._failures[j] = self._failures.get(j, 0) + 1
+            self._need = True
+            if self._failures[j] >= 5:
+                drop.append(j)
+        self._failing = []
+        return drop
+
     def _recompute(self, state: State, active: IntArray) -> None:
         n, nt = len(state.jobs), state.cluster.n_types
         if self._x is None:
@@ -111,13 +153,13 @@ class GavelRounds(Policy):
             self._deficit = np.zeros((n, nt))
             self._tt0 = np.zeros((n, nt))
         assert self._in_alloc is not None and self._deficit is not None and self._tt0 is not None
-        tt = state.type_time
+        tt = self._credited(state)
         elapsed = state.now - self._last_reset
         received = tt[active] - self._tt0[active]
         should = self._x[active] * elapsed  # zero for jobs outside the old allocation
         self._deficit[active] += should - received
         self._tt0 = tt.copy()
-        self._base = self.round_s / 2.0 * len(active)
+        self._base = float(self.round_s or 0.0) / 2.0 * len(active)
         self._last_reset = state.now
         self._x[:] = 0.0
         self._in_alloc[:] = False
@@ -134,8 +176,8 @@ class GavelRounds(Policy):
             self._recompute(state, active)
         assert self._x is not None and self._in_alloc is not None
         assert self._deficit is not None and self._tt0 is not None
-        half = self.round_s / 2.0
-        tt = state.type_time
+        half = float(self.round_s or 0.0) / 2.0
+        tt = self._credited(state)
         job_time = half + (tt[active] - self._tt0[active])  # (k, nt)
         type_total = self._base + (tt - self._tt0).sum(axis=0)  # (nt,)
         share = self._x[active]
@@ -168,10 +210,21 @@ class GavelRounds(Policy):
                     continue
                 left[t] -= gang[i]
                 placed[i] = t
-        keep = [(i, t) for i, t in placed.items() if in_alloc[i]]
+        keep = [(int(active[i]), t) for i, t in placed.items() if in_alloc[i]]
+        # a gang whose last round has fewer steps than devices fails in Gavel: it holds its
+        # slot this round but makes no progress
+        remaining = state.remaining
+        num_gpus = state.jobs.num_gpus
+        steps = state.jobs.job_type != ""  # work counted in steps (measured job types)
+        self._failing = [
+            j for j, _ in keep if num_gpus[j] > 1 and steps[j] and remaining[j] < num_gpus[j]
+        ]
+        runs = [(j, t) for j, t in keep if j not in self._failing]
+        if keep:
+            self._last_dispatch = (state.now, runs)
         return Decision(
-            run=np.array([active[i] for i, _ in keep], dtype=np.int64),
-            types=np.array([t for _, t in keep], dtype=np.int64),
+            run=np.array([j for j, _ in runs], dtype=np.int64),
+            types=np.array([t for _, t in runs], dtype=np.int64),
         )
 
     def schedule(self, state: State) -> Decision:
@@ -182,14 +235,27 @@ class GavelRounds(Policy):
         if not np.array_equal(active, self._prev_active):
             self._need = True  # jobs arrived or left since the last pass
             self._prev_active = active.copy()
+        dropped = self._settle(state)
+        if dropped:
+            active = active[~np.isin(active, dropped)]
         d = self._pass(state, active)
-        # Gavel: with nothing running and nothing left to arrive, the next pass (at the same
-        # instant) forces a recomputation; emulate those passes here.
+        # Passes Gavel makes at the same instant when nothing runs: after a round of failing
+        # gangs only, and — with nothing left to arrive — to force a recomputation.
         extra = 0
-        while not len(d.run) and state.n_running == 0 and state.pending == 0 and extra < 2:
-            self._last_reset = 0.0
+        while not len(d.run) and state.n_running == 0 and extra < 8:
+            if self._failing:
+                more = self._settle(state)
+                dropped += more
+                if more:
+                    active = active[~np.isin(active, more)]
+            elif state.pending == 0:
+                self._last_reset = 0.0
+            else:
+                break
             d = self._pass(state, active)
             extra += 1
+        if dropped:
+            d.drop = np.array(sorted(dropped), dtype=np.int64)
         self._memo = (key, d)
         return d
 

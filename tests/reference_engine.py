@@ -14,7 +14,8 @@ placement cannot matter) and rates that do not depend on placement:
   does not fit when the policy is blocking); preemptive decisions choose, in order, the jobs
   that fit by device count (a running job keeps its type), suspend the other running jobs,
   and start the chosen ones;
-* a resumed job makes no progress for its restore delay.
+* a resumed job makes no progress for its restore delay;
+* jobs a policy drops are stopped and never finish.
 """
 
 from __future__ import annotations
@@ -66,7 +67,11 @@ def reference_simulate(
     wake = math.inf
 
     def active() -> list[int]:
-        return [i for i, j in enumerate(J) if j["arrived"] and math.isnan(j["finish"])]
+        return [
+            i
+            for i, j in enumerate(J)
+            if j["arrived"] and math.isnan(j["finish"]) and not j.get("dropped")
+        ]
 
     def state() -> State:
         a = np.array(active(), dtype=np.int64)
@@ -115,41 +120,41 @@ def reference_simulate(
         return bt
 
     def apply_decision(run: list[int], types: list[int], nds: list[int]) -> None:
-            if not policy.preemptive:
-                for i, want, nd in zip(run, types, nds, strict=True):
-                    if J[i]["type"] >= 0:
-                        continue
-                    t = want if want >= 0 else fastest(i, nd, free)
-                    if t < 0 or free[t] < nd:
-                        if policy.blocking:
-                            break
-                        continue
-                    start(i, t, nd)
-                return
-            left = list(cap)
-            target = []
+        if not policy.preemptive:
             for i, want, nd in zip(run, types, nds, strict=True):
-                cur = J[i]["type"]
-                if want >= 0:
-                    t = want if rates.rate[i, want] > 0 else -1
-                elif cur >= 0 and J[i]["n"] == nd and left[cur] >= nd:
-                    t = cur
-                else:
-                    t = fastest(i, nd, left)
-                if t < 0 or left[t] < nd:
+                if J[i]["type"] >= 0:
+                    continue
+                t = want if want >= 0 else fastest(i, nd, free)
+                if t < 0 or free[t] < nd:
                     if policy.blocking:
                         break
                     continue
-                left[t] -= nd
-                target.append((i, t, nd))
-            keep = {i for i, t, nd in target if J[i]["type"] == t and J[i]["n"] == nd}
-            for i in [i for i, j in enumerate(J) if j["type"] >= 0]:
-                if i not in keep:
-                    J[i]["pre"] += 1
-                    stop(i)
-            for i, t, nd in target:
-                if i not in keep:
-                    start(i, t, nd)
+                start(i, t, nd)
+            return
+        left = list(cap)
+        target = []
+        for i, want, nd in zip(run, types, nds, strict=True):
+            cur = J[i]["type"]
+            if want >= 0:
+                t = want if rates.rate[i, want] > 0 else -1
+            elif cur >= 0 and J[i]["n"] == nd and left[cur] >= nd:
+                t = cur
+            else:
+                t = fastest(i, nd, left)
+            if t < 0 or left[t] < nd:
+                if policy.blocking:
+                    break
+                continue
+            left[t] -= nd
+            target.append((i, t, nd))
+        keep = {i for i, t, nd in target if J[i]["type"] == t and J[i]["n"] == nd}
+        for i in [i for i, j in enumerate(J) if j["type"] >= 0]:
+            if i not in keep:
+                J[i]["pre"] += 1
+                stop(i)
+        for i, t, nd in target:
+            if i not in keep:
+                start(i, t, nd)
 
     while True:
         running = [i for i, j in enumerate(J) if j["type"] >= 0]
@@ -200,6 +205,10 @@ def reference_simulate(
         if not policy.preemptive and not at_round and (sum(free) == 0 or not queued):
             continue
         d = policy.schedule(state())
+        for i in [] if d.drop is None else [int(x) for x in d.drop]:
+            if J[i]["type"] >= 0:
+                stop(i)
+            J[i]["dropped"] = True
         if d.wake_at is not None and d.wake_at > now:
             wake = d.wake_at
         run = [int(x) for x in d.run]
