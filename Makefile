@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format typecheck bench clean
+.PHONY: install run test lint format typecheck bench clean schema django-checks
 
 install: $(STAMP)
 
@@ -14,12 +14,47 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Until the web app exists: a demo simulation from the command line.
+MANAGE := $(BIN)/python manage.py
+# `check --deploy` runs with production settings and throwaway values (no real secret here)
+DEPLOY_ENV := DJANGO_SETTINGS_MODULE=config.settings.production \
+	DJANGO_SECRET_KEY=make-test-check-deploy-only-not-a-secret-0123456789abcdefghijklmnop \
+	DJANGO_ALLOWED_HOSTS=clustersim.example DATABASE_URL=sqlite:///:memory:
+CHECK_ENV := DJANGO_SETTINGS_MODULE=config.settings.test
+
+# The embedded default: SQLite, a filesystem broker (no server) and a real Celery worker
+# (with beat for the stale-run reaper), the demo data, and the web app on 127.0.0.1:8000.
 run: install
-	@echo "clustersim demo (command line; the web app comes with the product issue)"
-	$(BIN)/python -m clustersim run --preset philly --trace clustersim/data/demo/philly_sample.csv --policy fifo
-	$(BIN)/python -m clustersim run --preset philly --trace clustersim/data/demo/philly_sample.csv --policy tiresias
-	$(BIN)/python -m clustersim run --cluster v100:8,p100:8,k80:8 --trace clustersim/data/demo/gavel_synth_multigpu_n100.trace --policy gavel-las
+	$(MANAGE) migrate --noinput
+	$(MANAGE) planner demo
+	@mkdir -p var && rm -f var/celerybeat-schedule*  # only last-run times; a stale one can crash beat
+	@set -e; \
+	$(BIN)/celery -A config worker -B -s var/celerybeat-schedule --concurrency 2 \
+		--without-gossip --without-mingle --loglevel INFO --logfile var/worker.log & \
+	worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
+	echo ""; \
+	echo "clustersim: http://127.0.0.1:8000  (sign in as demo / demo)"; \
+	echo "  API token for demo: $$($(MANAGE) planner token demo)  (header: Authorization: Token ...)"; \
+	echo "  API docs: http://127.0.0.1:8000/api/docs/   worker log: var/worker.log"; \
+	echo ""; \
+	$(MANAGE) runserver 127.0.0.1:8000 --noreload
+
+# Regenerate the committed OpenAPI schema after changing the API.
+schema: install
+	$(CHECK_ENV) $(MANAGE) spectacular --validate --fail-on-warn --file docs/api-schema.yaml
+
+# Django's own checks: migrations match the models, production settings pass
+# `check --deploy`, the committed OpenAPI schema validates and matches the code.
+django-checks: install
+	$(CHECK_ENV) $(MANAGE) makemigrations --check --dry-run
+	$(DEPLOY_ENV) $(MANAGE) check --deploy --fail-level WARNING
+	@tmp=$$(mktemp -d); \
+	$(CHECK_ENV) $(MANAGE) spectacular --validate --fail-on-warn --file $$tmp/schema.yaml \
+		&& diff -u docs/api-schema.yaml $$tmp/schema.yaml > $$tmp/diff; \
+	status=$$?; \
+	if [ $$status -ne 0 ]; then cat $$tmp/diff; \
+		echo "docs/api-schema.yaml is out of date or invalid: run 'make schema'"; fi; \
+	rm -rf $$tmp; exit $$status
 
 lint: install
 	$(BIN)/ruff check .
@@ -33,7 +68,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint typecheck
+test: lint typecheck django-checks
 	$(BIN)/pytest -q
 
 bench: install

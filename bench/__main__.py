@@ -1,8 +1,12 @@
-"""``make bench``: simulator performance on the full Philly trace, printed as tables.
+"""``make bench``: performance and fidelity tables (not part of the test suite).
 
-Each measurement runs in a fresh process (so peak memory is that run's own) on one core.
-Targets (issue "Simulation core"): each full-Philly run ≤ 10 s wall time and ≤ 1 GB peak
-memory; cost close to linear in the number of jobs.
+Each simulator measurement runs in a fresh process, so the peak memory reported is that run's
+own. Targets (issue "Simulation core"): each full-Philly run ≤ 10 s wall time on one core and
+≤ 1 GB peak memory; cost close to linear in the number of jobs; Gavel's baselines within 5 % of
+Gavel's simulator (our port of it, ``tests/gavel_reference.py``). Parse throughput (issue
+"Workloads") comes from :mod:`bench.parse`.
+
+``python -m bench [sim|gavel|parse ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PHILLY = ROOT.parent / "shared" / "data" / "traces" / "philly" / "philly.csv"
+SHARED = ROOT.parent / "shared" / "data"
+PHILLY = SHARED / "traces" / "philly" / "philly.csv"
 
 
-def _one(args: tuple[str, int | None, str]) -> dict[str, Any]:
+def _sim(args: tuple[str, int | None, str]) -> dict[str, Any]:
     policy_name, n_jobs, preset_name = args
+    import numpy as np
+
     from clustersim.engine import simulate
     from clustersim.metrics import summary
     from clustersim.perf import PerformanceModel
@@ -32,76 +39,173 @@ def _one(args: tuple[str, int | None, str]) -> dict[str, Any]:
     jobs, _ = read_trace(PHILLY)
     t_parse = time.perf_counter() - t0
     if n_jobs is not None:
-        jobs = jobs.take(slice_first(len(jobs), n_jobs))
+        jobs = jobs.take(np.arange(min(n_jobs, len(jobs))))
     cluster = preset(preset_name)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t1 = time.perf_counter()
+    c1 = time.process_time()
     rates = PerformanceModel().prepare(jobs, cluster)
     result = simulate(jobs, cluster, make_policy(policy_name), rates=rates)
     wall = time.perf_counter() - t1
+    cpu = time.process_time() - c1
     s = summary(result)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "policy": policy_name,
         "jobs": len(jobs),
         "parse_s": t_parse,
         "wall_s": wall,
+        "cpu_s": cpu,
         "events": result.events,
-        "events_per_s": result.events / wall,
-        "peak_mb": rss_mb,
+        "events_per_s": result.events / cpu,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "before_mb": rss0,
         "completed": s["jobs_completed"],
         "jct_mean_h": (s["jct_mean_s"] or 0) / 3600,
+        "preemptions": s["preemptions"],
     }
 
 
-def slice_first(n: int, k: int) -> list[int]:
-    return list(range(min(n, k)))
+def _gavel(args: tuple[str, str, str]) -> dict[str, Any]:
+    trace, policy, gavel_policy = args
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from clustersim.engine import EngineOptions, simulate
+    from clustersim.perf import PerformanceModel
+    from clustersim.spec import cluster_from_shorthand
+    from clustersim.traces import read_trace
+    from scheduling.registry import make_policy
+    from tests import gavel_reference as gavel
+
+    spec = "v100:8,p100:8,k80:8"
+    path = SHARED / "traces" / trace
+    t0 = time.perf_counter()
+    jobs, _ = read_trace(path)
+    cluster = cluster_from_shorthand(spec)
+    rates = PerformanceModel(restore_s=0, placement_aware=False).prepare(jobs, cluster)
+    r = simulate(
+        jobs,
+        cluster,
+        make_policy(policy),
+        rates=rates,
+        options=EngineOptions(whole_steps_per_round=True),
+    )
+    ours_s = time.perf_counter() - t0
+    done = np.isfinite(r.finish)
+    ours = float(np.mean(r.finish[done] - jobs.submit_time[done]))
+    t0 = time.perf_counter()
+    theirs = gavel.simulate(
+        gavel.parse_trace(path),
+        gavel.parse_cluster(spec),
+        gavel.load_throughputs(SHARED / "throughput" / "gavel" / "simulation_throughputs.json"),
+        policy=gavel_policy,
+        seed=0,
+    )
+    port_s = time.perf_counter() - t0
+    return {
+        "trace": Path(trace).name,
+        "policy": policy,
+        "ours_h": ours / 3600,
+        "gavel_h": theirs.average_jct / 3600,
+        "diff_pct": 100 * (ours / theirs.average_jct - 1),
+        "ours_s": ours_s,
+        "port_s": port_s,
+    }
 
 
-def run(args: tuple[str, int | None, str]) -> dict[str, Any]:
+def _in_process(fn: Any, args: Any) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     with ctx.Pool(1) as pool:
-        return pool.apply(_one, (args,))
+        return pool.apply(fn, (args,))  # type: ignore[no-any-return]
 
 
 def table(rows: list[dict[str, Any]], cols: list[tuple[str, str, str]]) -> str:
-    head = " | ".join(f"{h:>{len(h)}}" for _, h, _ in cols)
+    head = " | ".join(h for _, h, _ in cols)
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(" | ".join(f"{format(r[k], f):>{len(h)}}" for k, h, f in cols))
     return "\n".join(lines)
 
 
-def main() -> int:
+SIM_COLS = [
+    ("policy", "policy  ", ""),
+    ("jobs", "  jobs", ","),
+    ("wall_s", "wall s", ".2f"),
+    ("cpu_s", " cpu s", ".2f"),
+    ("events", " events", ","),
+    ("events_per_s", "events/s", ",.0f"),
+    ("peak_mb", "peak MB", ",.0f"),
+    ("completed", "completed", ","),
+    ("jct_mean_h", "JCT mean h", ".2f"),
+    ("preemptions", "preemptions", ","),
+]
+
+
+def bench_sim() -> None:
+    print("## Full Philly trace (82,247 jobs) on the `philly` preset (560 P100), one process each")
+    print("target: ≤ 10 s wall, ≤ 1 GB peak memory per run\n")
+    rows = [_in_process(_sim, (p, None, "philly")) for p in ("fifo", "srtf", "tiresias")]
+    print(table(rows, SIM_COLS))
+    print(f"\n(parsing the trace, not included above: {rows[0]['parse_s']:.2f} s)\n")
+    print("## Scaling: first N jobs of the Philly trace\n")
+    rows = []
+    for p in ("fifo", "tiresias"):
+        for n in (10_000, 40_000, 82_247):
+            row = _in_process(_sim, (p, n, "philly"))
+            row["us_per_job"] = row["cpu_s"] / row["jobs"] * 1e6
+            rows.append(row)
+    cols = [*SIM_COLS[:4], SIM_COLS[4], ("us_per_job", "cpu µs/job", ".1f"), SIM_COLS[6]]
+    print(table(rows, cols))
+    print()
+
+
+def bench_gavel() -> None:
+    print("## Fidelity with Gavel's simulator (v100:8,p100:8,k80:8, 360 s rounds, seed 0)")
+    print("ours: `--gavel-compat`; gavel: our port of its simulator; target |diff| < 5 %\n")
+    rows = []
+    for trace in (
+        "shockwave/shockwave_120jobs_100.trace",
+        "shockwave/shockwave_220jobs_100.trace",
+        "gavel/generated/gavel_synth_multigpu_lam900_n100.trace",
+        "gavel/generated/gavel_synth_multigpu_lam900_n500.trace",
+    ):
+        for ours, theirs in (("gavel-fifo", "fifo"), ("gavel-las", "max_min_fairness")):
+            rows.append(_in_process(_gavel, (trace, ours, theirs)))
+    cols = [
+        ("trace", "trace                                  ", ""),
+        ("policy", "policy    ", ""),
+        ("ours_h", "ours JCT h", ".3f"),
+        ("gavel_h", "gavel JCT h", ".3f"),
+        ("diff_pct", "diff %", "+.2f"),
+        ("ours_s", "ours s", ".2f"),
+        ("port_s", "port s", ".2f"),
+    ]
+    print(table(rows, cols))
+    print()
+
+
+def bench_parse() -> None:
+    from bench.parse import parse_bench
+    from bench.parse import table as parse_table
+
+    print("## Trace parsing throughput\n")
+    print(parse_table(parse_bench()))
+    print()
+
+
+SECTIONS = {"sim": bench_sim, "gavel": bench_gavel, "parse": bench_parse}
+
+
+def main(argv: list[str]) -> int:
     if not PHILLY.exists():
         print(f"bench: {PHILLY} not found (the shared reference data)", file=sys.stderr)
         return 2
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    cols = [
-        ("policy", "policy    ", ""),
-        ("jobs", "  jobs", ","),
-        ("parse_s", "parse s", ".2f"),
-        ("wall_s", "sim wall s", ".2f"),
-        ("events", " events", ","),
-        ("events_per_s", "events/s", ",.0f"),
-        ("peak_mb", "peak MB", ",.0f"),
-        ("completed", "completed", ","),
-        ("jct_mean_h", "JCT mean h", ".2f"),
-    ]
-    print("Full Philly trace (82,247 jobs) on the `philly` preset, one process each")
-    rows = [run((p, None, "philly")) for p in ("fifo", "srtf", "tiresias")]
-    print(table(rows, cols))
-    print()
-    print("Scaling (FIFO and Tiresias, first N jobs)")
-    rows = []
-    for p in ("fifo", "tiresias"):
-        for n in (10_000, 40_000, 82_247):
-            rows.append(run((p, n, "philly")))
-    for r in rows:
-        r["us_per_job"] = r["wall_s"] / r["jobs"] * 1e6
-    print(table(rows, [*cols[:2], cols[3], cols[4], ("us_per_job", "µs/job", ".1f"), cols[6]]))
+    for name in argv or list(SECTIONS):
+        SECTIONS[name]()
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

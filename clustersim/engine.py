@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,12 +65,46 @@ class EngineOptions:
         ``floor(rate × round_s)`` work units (whole steps), holds its devices idle after that,
         and the round ends when the last job of the round has done its share — what Gavel's
         simulator does. ``False``: jobs progress continuously for the whole round.
+    progress
+        Called with a :class:`Progress` every ``progress_every`` event batches and once at
+        the end; it may raise to abort the run (the exception propagates to the caller). It
+        sees copies of counters only, so it cannot change the results.
+    progress_every
+        Event batches between two ``progress`` calls.
     """
 
     seed: int = 0
     until: float = np.inf
     round_origin: float = 0.0
     whole_steps_per_round: bool = False
+    progress: Callable[[Progress], None] | None = None
+    progress_every: int = 2000
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a run has got (for progress bars and heartbeats).
+
+    Attributes
+    ----------
+    now
+        Simulated time, s.
+    events
+        Event batches processed.
+    arrived, completed, total
+        Jobs arrived so far, completed so far, and in the trace.
+    """
+
+    now: float
+    events: int
+    arrived: int
+    completed: int
+    total: int
+
+    @property
+    def fraction(self) -> float:
+        """Share of the runnable jobs of the trace that have completed (0..1)."""
+        return self.completed / self.total if self.total else 1.0
 
 
 class _Run:
@@ -611,6 +646,8 @@ class _Run:
             k = np.ceil((self.now - self.opt.round_origin) / round_len)
             next_round = self.opt.round_origin + max(k, 0.0) * round_len
         until = self.opt.until
+        progress, every = self.opt.progress, max(1, self.opt.progress_every)
+        completed = 0
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
             t_fin = self._next_finish()
@@ -630,6 +667,7 @@ class _Run:
                 self.is_active[done] = False
                 self._removed.extend(done)
                 self.n_active -= len(done)
+                completed += len(done)
                 changed = True
             # arrivals
             if t_arr <= t_next:
@@ -686,6 +724,10 @@ class _Run:
             nr = len(self.run_set)
             self.seg_running.append(nr)
             self.seg_queued.append(self.n_active - nr)
+            if progress is not None and self.events % every == 0:
+                progress(Progress(t_next, self.events, ai, completed, n_ok))
+        if progress is not None:
+            progress(Progress(self.now, self.events, ai, completed, n_ok))
         # close the timeline
         end = self.now
         self.sync()

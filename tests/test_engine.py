@@ -218,3 +218,23 @@ def test_same_seed_gives_identical_results() -> None:
     b = simulate(t, cl, make_policy("las"), RandomPlacement(), rates=fixed_rates(t, cl), seed=3)
     for field in ("finish", "first_start", "attained", "seg_t", "seg_busy", "preemptions"):
         assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=True), field
+
+
+def test_progress_is_reported_and_can_abort_the_run() -> None:
+    from clustersim.engine import Progress
+
+    seen: list[Progress] = []
+    r = finish(make_policy("fifo"), options=EngineOptions(progress=seen.append, progress_every=1))
+    assert len(seen) == r.events + 1  # every batch, and once at the end
+    assert [p.completed for p in seen] == sorted(p.completed for p in seen)
+    assert seen[-1].fraction == 1.0 and seen[-1].arrived == 3
+
+    class Stop(Exception):
+        pass
+
+    def stop(p: Progress) -> None:
+        if p.now >= 10:
+            raise Stop
+
+    with pytest.raises(Stop):
+        finish(make_policy("fifo"), options=EngineOptions(progress=stop, progress_every=1))

@@ -71,7 +71,7 @@ def test_gavel_fifo_reproduces_every_completion_time(shared_data) -> None:  # ty
         policy="fifo",
         seed=1,
     )
-    jobs, r = run_ours(path, "gavel-fifo", seed=1)
+    _, r = run_ours(path, "gavel-fifo", seed=1)
     expected = np.array([np.nan if x is None else x for x in theirs.finish_time])
     np.testing.assert_allclose(r.finish, expected, rtol=1e-9)
     assert (r.drop_reason[np.isnan(expected)] != "").all()

@@ -1,0 +1,18 @@
+# Image of the web app, the Celery workers and beat (docker-compose.yml picks the command).
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 CLUSTERSIM_VAR_DIR=/app/var
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY clustersim ./clustersim
+COPY scheduling ./scheduling
+COPY config ./config
+COPY planner ./planner
+COPY api ./api
+COPY dashboard ./dashboard
+COPY templates ./templates
+COPY static ./static
+COPY manage.py ./
+RUN pip install --no-cache-dir . && useradd --create-home app && mkdir -p var && chown app var
+USER app
+EXPOSE 8000
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000"]

@@ -1,0 +1,446 @@
+"""Serializers. Related objects are always looked up among the requesting user's own rows."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from planner import services
+from planner.models import (
+    AcceleratorType,
+    Cluster,
+    Experiment,
+    Run,
+    Workload,
+    WorkloadStatus,
+)
+
+
+def _django_error(exc: DjangoValidationError) -> serializers.ValidationError:
+    return serializers.ValidationError(exc.messages)
+
+
+class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
+    """A primary key among the requesting user's rows; others' look like missing ones."""
+
+    def get_queryset(self) -> Any:
+        request = self.context.get("request")
+        return self.queryset.owned_by(request.user if request else None)
+
+
+# -- accelerators -------------------------------------------------------------------------------
+
+
+class AcceleratorTypeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AcceleratorType
+        fields = (
+            "id",
+            "name",
+            "kind",
+            "fp16_tflops",
+            "memory_gb",
+            "memory_bw_tbs",
+            "busy_w",
+            "idle_w",
+            "price_per_hour",
+            "release_year",
+            "notes",
+            "created",
+            "updated",
+        )
+        read_only_fields = ("created", "updated")
+        extra_kwargs: ClassVar[dict[str, Any]] = {
+            "fp16_tflops": {"min_value": 0.0},
+            "memory_gb": {"min_value": 0.0},
+            "memory_bw_tbs": {"min_value": 0.0},
+            "busy_w": {"min_value": 0.0},
+            "idle_w": {"min_value": 0.0},
+            "price_per_hour": {"min_value": 0.0},
+            "release_year": {"min_value": 1990, "max_value": 2100},
+        }
+
+    def validate_name(self, value: str) -> str:
+        user = self.context["request"].user
+        clash = AcceleratorType.objects.filter(owner=user, name=value)
+        if self.instance is not None:
+            clash = clash.exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise serializers.ValidationError("you already have an accelerator type of this name")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        from clustersim.catalog import check_type
+        from clustersim.cluster import AcceleratorType as SimType
+        from clustersim.errors import ClustersimError
+
+        merged = {**(self.instance.to_spec() if self.instance else {}), **attrs}
+        try:
+            busy = float(merged["busy_w"])
+            check_type(
+                SimType(
+                    name=merged["name"],
+                    kind=merged.get("kind", "gpu"),
+                    fp16_tflops=float(merged["fp16_tflops"]),
+                    memory_gb=float(merged["memory_gb"]),
+                    memory_bw_tbs=float(merged["memory_bw_tbs"]),
+                    busy_w=busy,
+                    idle_w=float(merged.get("idle_w") or 0.114 * busy),
+                    price_per_hour=float(merged["price_per_hour"]),
+                    release_year=int(merged["release_year"]),
+                )
+            )
+        except (ClustersimError, TypeError, ValueError) as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        except KeyError:
+            pass  # a required field is missing: the field validation reports it
+        return attrs
+
+
+class BuiltinAcceleratorSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    fp16_tflops = serializers.FloatField()
+    memory_gb = serializers.FloatField()
+    memory_bw_tbs = serializers.FloatField()
+    busy_w = serializers.FloatField()
+    idle_w = serializers.FloatField()
+    price_per_hour = serializers.FloatField()
+    release_year = serializers.IntegerField()
+    aliases = serializers.ListField(child=serializers.CharField())
+
+
+# -- clusters -------------------------------------------------------------------------------------
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    spec = serializers.JSONField(
+        help_text="The simulator's cluster spec (see clustersim.spec): pools, racks, regions, "
+        "accelerators."
+    )
+
+    class Meta:
+        model = Cluster
+        fields = (
+            "id",
+            "name",
+            "description",
+            "spec",
+            "preset",
+            "parent",
+            "total_devices",
+            "device_types",
+            "created",
+            "updated",
+        )
+        read_only_fields = (
+            "preset",
+            "parent",
+            "total_devices",
+            "device_types",
+            "created",
+            "updated",
+        )
+
+    def validate_spec(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("a cluster spec is a JSON object")
+        try:
+            total, types = services.cluster_summary(value, self.context["request"].user)
+        except DjangoValidationError as exc:
+            raise _django_error(exc) from None
+        self._derived = {"total_devices": total, "device_types": types}
+        return value
+
+    def create(self, validated_data: dict[str, Any]) -> Cluster:
+        return super().create({**validated_data, **getattr(self, "_derived", {})})
+
+    def update(self, instance: Cluster, validated_data: dict[str, Any]) -> Cluster:
+        return super().update(instance, {**validated_data, **getattr(self, "_derived", {})})
+
+
+class ClusterFromPresetSerializer(serializers.Serializer):
+    # a plain string, not an enum: presets are added without changing the API schema
+    preset = serializers.CharField(help_text="A preset name from /api/v1/presets/.")
+    name = serializers.CharField(max_length=200, required=False)
+
+    def validate_preset(self, value: str) -> str:
+        from clustersim.presets import preset_names
+
+        if value not in preset_names():
+            known = ", ".join(preset_names())
+            raise serializers.ValidationError(f"unknown preset {value!r}; known: {known}")
+        return value
+
+
+class CloneSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+
+
+class PresetSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    source = serializers.CharField()
+    spec = serializers.JSONField()
+
+
+# -- workloads ------------------------------------------------------------------------------------
+
+
+class WorkloadSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Workload
+        fields = (
+            "id",
+            "name",
+            "description",
+            "format",
+            "detected_format",
+            "status",
+            "original_filename",
+            "upload_size",
+            "report",
+            "summary",
+            "error",
+            "created",
+            "updated",
+            "parse_started",
+            "parsed_at",
+        )
+        read_only_fields = tuple(f for f in fields if f not in ("name", "description"))
+
+
+class WorkloadListSerializer(WorkloadSerializer):
+    """Lists leave out the report and summary (they can be large)."""
+
+    class Meta(WorkloadSerializer.Meta):
+        fields = tuple(f for f in WorkloadSerializer.Meta.fields if f not in ("report", "summary"))
+        read_only_fields = fields
+
+
+class WorkloadUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="The trace (plain or gzip-compressed).")
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    # a plain string, not an enum: readers are added without changing the API schema
+    format = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="A reader name from /api/v1/formats/; blank: detect from the content.",
+    )
+
+    def validate_format(self, value: str) -> str:
+        from clustersim.traces import formats
+
+        if value and value not in formats():
+            known = ", ".join(formats())
+            raise serializers.ValidationError(f"unknown format {value!r}; known: {known}")
+        return value
+
+    def validate_file(self, value: Any) -> Any:
+        if value.size > settings.CLUSTERSIM_UPLOAD_MAX_BYTES:
+            raise serializers.ValidationError(
+                f"file is {value.size} bytes; the limit is {settings.CLUSTERSIM_UPLOAD_MAX_BYTES}"
+            )
+        if value.size == 0:
+            raise serializers.ValidationError("the file is empty")
+        return value
+
+    def create(self, validated_data: dict[str, Any]) -> Workload:
+        upload = validated_data["file"]
+        return services.create_workload(
+            self.context["request"].user,
+            name=validated_data.get("name") or upload.name,
+            filename=upload.name,
+            raw=upload.read(),
+            fmt=validated_data.get("format", ""),
+            description=validated_data.get("description", ""),
+        )
+
+
+# -- experiments and runs -------------------------------------------------------------------------
+
+
+class PolicyChoiceSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="A policy name from /api/v1/policies/.")
+    params = serializers.DictField(
+        required=False, default=dict, help_text="Hyper-parameters (see the catalogue)."
+    )
+
+
+class RunCountsSerializer(serializers.Serializer):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class ExperimentSerializer(serializers.ModelSerializer):
+    clusters = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    workloads = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    policies = PolicyChoiceSerializer(many=True, read_only=True)
+    load_factors = serializers.ListField(child=serializers.FloatField(), read_only=True)
+    seeds = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    progress = serializers.SerializerMethodField()
+    run_counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Experiment
+        fields = (
+            "id",
+            "name",
+            "description",
+            "clusters",
+            "workloads",
+            "policies",
+            "placement",
+            "load_factors",
+            "seeds",
+            "until_s",
+            "state",
+            "runs_total",
+            "progress",
+            "run_counts",
+            "created",
+            "finished_at",
+        )
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.FLOAT)
+    def get_progress(self, obj: Experiment) -> float:
+        """Mean progress of the runs, 0..1."""
+        value = getattr(obj, "progress_avg", None)
+        return round(float(value or 0.0), 4)
+
+    @extend_schema_field(RunCountsSerializer)
+    def get_run_counts(self, obj: Experiment) -> dict[str, int]:
+        return {
+            s: int(getattr(obj, f"n_{s}", 0) or 0) for s in RunCountsSerializer._declared_fields
+        }
+
+
+class ExperimentCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    clusters = OwnedPrimaryKeyRelatedField(many=True, queryset=Cluster.objects.all())
+    workloads = OwnedPrimaryKeyRelatedField(many=True, queryset=Workload.objects.all())
+    policies = PolicyChoiceSerializer(many=True)
+    load_factors = serializers.ListField(
+        child=serializers.FloatField(min_value=0.001, max_value=1000.0),
+        default=[1.0],
+        help_text="Arrival-rate scaling: submit times are divided by the factor.",
+    )
+    seeds = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=2**31 - 1), default=[0]
+    )
+    placement = serializers.CharField(default="consolidate")
+    until_s = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
+
+    def validate_workloads(self, value: list[Workload]) -> list[Workload]:
+        not_ready = [w.name for w in value if w.status != WorkloadStatus.READY]
+        if not_ready:
+            raise serializers.ValidationError(f"not parsed (yet): {', '.join(not_ready)}")
+        return value
+
+    def create(self, validated_data: dict[str, Any]) -> Experiment:
+        try:
+            return services.create_experiment(self.context["request"].user, **validated_data)
+        except DjangoValidationError as exc:
+            raise _django_error(exc) from None
+
+
+class RunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Run
+        fields = (
+            "id",
+            "experiment",
+            "cluster",
+            "workload",
+            "policy",
+            "params",
+            "placement",
+            "load_factor",
+            "seed",
+            "state",
+            "progress",
+            "attempts",
+            "worker",
+            "heartbeat",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "wall_s",
+            "events",
+            "error",
+            "summary",
+        )
+        read_only_fields = fields
+
+
+class CompareRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    experiment = serializers.IntegerField()
+    cluster = serializers.CharField()
+    workload = serializers.CharField()
+    policy = serializers.CharField()
+    params = serializers.DictField()
+    load_factor = serializers.FloatField()
+    seed = serializers.IntegerField()
+    state = serializers.CharField()
+
+
+class CompareSerializer(serializers.Serializer):
+    runs = CompareRunSerializer(many=True)
+    metrics = serializers.DictField(
+        child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
+        help_text="Metric name → one value per run, in the order of `runs` (null: undefined "
+        "or not finished).",
+    )
+
+
+class PolicyParameterSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField()
+    default = serializers.JSONField(allow_null=True)
+    required = serializers.BooleanField()
+    description = serializers.CharField()
+
+
+class PolicySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    summary = serializers.CharField()
+    description = serializers.CharField()
+    citation = serializers.CharField()
+    preemptive = serializers.BooleanField()
+    round_s = serializers.FloatField(allow_null=True)
+    parameters = PolicyParameterSerializer(many=True)
+
+
+class PlacementSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    summary = serializers.CharField()
+    description = serializers.CharField()
+
+
+class TraceFormatSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+
+
+class TimeseriesSerializer(serializers.Serializer):
+    series = serializers.DictField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        help_text="t_s, dt_s, utilisation, busy_<type>, queued, running, power_kw, "
+        "carbon_rate_kg_per_h, carbon_intensity_g_per_kwh; all of one length.",
+    )
+
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()

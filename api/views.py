@@ -1,0 +1,436 @@
+"""API views. Every queryset is the requesting user's own rows, so others' objects are 404."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from django.db.models import Avg, Count, Prefetch, ProtectedError, Q
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api import catalogue
+from api import serializers as s
+from api.filters import ClusterFilter, ExperimentFilter, RunFilter, WorkloadFilter
+from planner import runner, services
+from planner.models import (
+    AcceleratorType,
+    Artefact,
+    Cluster,
+    Experiment,
+    Run,
+    RunState,
+    Workload,
+)
+
+CONFLICT = OpenApiResponse(s.DetailSerializer, description="still used by experiment runs")
+
+
+class OwnedMixin:
+    """``get_queryset`` is the user's rows; ``perform_create`` sets the owner."""
+
+    model: Any = None
+    request: Request
+
+    def base_queryset(self) -> Any:
+        return self.model.objects.owned_by(self.request.user)
+
+    def get_queryset(self) -> Any:
+        return self.base_queryset()
+
+    def perform_create(self, serializer: Any) -> None:
+        serializer.save(owner=self.request.user)
+
+    def perform_destroy(self, instance: Any) -> None:
+        try:
+            instance.delete()
+        except ProtectedError:
+            raise Conflict() from None
+
+
+class Conflict(ValidationError):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "still used by experiment runs; delete those experiments first"
+
+    def __init__(self) -> None:
+        super().__init__({"detail": self.default_detail})
+
+
+@extend_schema(tags=["accelerators"])
+@extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+class AcceleratorTypeViewSet(OwnedMixin, viewsets.ModelViewSet):
+    """Your accelerator types. Built-in ones: ``/api/v1/catalog/accelerators/``."""
+
+    model = AcceleratorType
+    serializer_class = s.AcceleratorTypeSerializer
+    filterset_fields = ("kind",)
+    ordering_fields = ("name", "created", "release_year")
+
+
+@extend_schema(tags=["accelerators"])
+class BuiltinAcceleratorsView(APIView):
+    """The built-in accelerator catalog (read-only)."""
+
+    @extend_schema(responses=s.BuiltinAcceleratorSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        from clustersim.catalog import load_catalog
+
+        data = [
+            {
+                "name": t.name,
+                "kind": t.kind,
+                "fp16_tflops": t.fp16_tflops,
+                "memory_gb": t.memory_gb,
+                "memory_bw_tbs": t.memory_bw_tbs,
+                "busy_w": t.busy_w,
+                "idle_w": t.idle_w,
+                "price_per_hour": t.price_per_hour,
+                "release_year": t.release_year,
+                "aliases": list(t.aliases),
+            }
+            for t in load_catalog().types()
+        ]
+        return Response(s.BuiltinAcceleratorSerializer(data, many=True).data)
+
+
+@extend_schema(tags=["clusters"])
+class PresetsView(APIView):
+    """Cluster presets built from real clusters; create one with ``clusters/from-preset/``."""
+
+    @extend_schema(responses=s.PresetSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        from clustersim.presets import PRESETS, preset_spec
+
+        data = [
+            {"name": n, "description": p.description, "source": p.source, "spec": preset_spec(n)}
+            for n, p in PRESETS.items()
+        ]
+        return Response(s.PresetSerializer(data, many=True).data)
+
+
+@extend_schema(tags=["clusters"])
+@extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+class ClusterViewSet(OwnedMixin, viewsets.ModelViewSet):
+    """Inventories: the simulator's cluster spec, validated on every write."""
+
+    model = Cluster
+    serializer_class = s.ClusterSerializer
+    filterset_class = ClusterFilter
+    ordering_fields = ("name", "created", "total_devices")
+
+    @extend_schema(request=s.ClusterFromPresetSerializer, responses={201: s.ClusterSerializer})
+    @action(detail=False, methods=["post"], url_path="from-preset")
+    def from_preset(self, request: Request) -> Response:
+        """Create a cluster from a preset (its spec is copied; edit it freely)."""
+        from clustersim.presets import preset_spec
+
+        form = s.ClusterFromPresetSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        name = form.validated_data["preset"]
+        spec = preset_spec(name)
+        total, types = services.cluster_summary(spec, request.user)
+        cluster = Cluster.objects.create(
+            owner=request.user,
+            name=form.validated_data.get("name") or name,
+            spec=spec,
+            preset=name,
+            total_devices=total,
+            device_types=types,
+        )
+        return Response(s.ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.CloneSerializer, responses={201: s.ClusterSerializer})
+    @action(detail=True, methods=["post"])
+    def clone(self, request: Request, pk: str | None = None) -> Response:
+        """Copy the cluster for a what-if; the copy's ``parent`` is this one."""
+        form = s.CloneSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        copy = self.get_object().clone(form.validated_data.get("name"))
+        return Response(s.ClusterSerializer(copy).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["workloads"])
+@extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+class WorkloadViewSet(
+    OwnedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Uploaded traces. Uploading answers 202: poll the workload until ``status`` is
+    ``ready`` (parse report and summary filled in) or ``failed`` (``error`` says where)."""
+
+    model = Workload
+    filterset_class = WorkloadFilter
+    ordering_fields = ("name", "created", "status")
+    parser_classes = (MultiPartParser, FormParser, JSONParser)
+
+    def get_queryset(self) -> Any:
+        qs = self.base_queryset()
+        if self.action == "list":
+            qs = qs.defer("report", "summary")
+        return qs
+
+    def get_serializer_class(self) -> Any:
+        if self.action == "list":
+            return s.WorkloadListSerializer
+        if self.action == "create":
+            return s.WorkloadUploadSerializer
+        return s.WorkloadSerializer
+
+    @extend_schema(
+        request={"multipart/form-data": s.WorkloadUploadSerializer},
+        responses={202: s.WorkloadSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        """Upload a trace; it is parsed in the background."""
+        form = s.WorkloadUploadSerializer(data=request.data, context={"request": request})
+        form.is_valid(raise_exception=True)
+        workload = form.save()
+        return Response(s.WorkloadSerializer(workload).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _experiment_queryset(user: Any) -> Any:
+    counts = {f"n_{state}": Count("runs", filter=Q(runs__state=state)) for state in RunState.values}
+    return (
+        Experiment.objects.owned_by(user)
+        .annotate(progress_avg=Avg("runs__progress"), **counts)
+        .order_by("-created", "-id")
+        .prefetch_related(
+            Prefetch("clusters", queryset=Cluster.objects.only("id")),
+            Prefetch("workloads", queryset=Workload.objects.only("id")),
+        )
+    )
+
+
+@extend_schema(tags=["experiments"])
+class ExperimentViewSet(
+    OwnedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Grids of clusters × workloads × policies × load factors × seeds; one run per point.
+
+    Creating one answers 202: the runs are queued and Celery workers simulate them.
+    """
+
+    model = Experiment
+    serializer_class = s.ExperimentSerializer
+    filterset_class = ExperimentFilter
+    ordering_fields = ("name", "created", "state")
+
+    def get_queryset(self) -> Any:
+        return _experiment_queryset(self.request.user)
+
+    @extend_schema(request=s.ExperimentCreateSerializer, responses={202: s.ExperimentSerializer})
+    def create(self, request: Request) -> Response:
+        form = s.ExperimentCreateSerializer(data=request.data, context={"request": request})
+        form.is_valid(raise_exception=True)
+        exp = form.save()
+        data = s.ExperimentSerializer(self.get_queryset().get(pk=exp.pk)).data
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+    def perform_destroy(self, instance: Experiment) -> None:
+        runner.cancel_runs(instance.runs.all(), "experiment deleted")
+        instance.delete()
+
+    @extend_schema(request=None, responses=s.ExperimentSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel every queued or running run; running ones stop within a heartbeat."""
+        exp = self.get_object()
+        runner.cancel_runs(exp.runs.all())
+        return Response(s.ExperimentSerializer(self.get_queryset().get(pk=exp.pk)).data)
+
+    @extend_schema(request=None, responses={202: s.ExperimentSerializer})
+    @action(detail=True, methods=["post"])
+    def rerun(self, request: Request, pk: str | None = None) -> Response:
+        """Queue the failed and cancelled runs again."""
+        exp = self.get_object()
+        services.rerun(exp)
+        data = s.ExperimentSerializer(self.get_queryset().get(pk=exp.pk)).data
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+def _finished(run: Run) -> None:
+    if run.state != RunState.SUCCEEDED:
+        raise NotFound(f"run {run.pk} is {run.state}; results exist once it has succeeded")
+
+
+@extend_schema(tags=["runs"])
+class RunViewSet(OwnedMixin, viewsets.ReadOnlyModelViewSet):
+    """Runs (one simulation each) and their results."""
+
+    model = Run
+    serializer_class = s.RunSerializer
+    filterset_class = RunFilter
+    ordering_fields = ("id", "state", "policy", "load_factor", "seed", "finished_at")
+
+    @extend_schema(request=None, responses=s.RunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel the run if it is queued or running (a running one stops within a beat)."""
+        run = self.get_object()
+        runner.cancel_runs(Run.objects.filter(pk=run.pk))
+        run.refresh_from_db()
+        return Response(s.RunSerializer(run).data)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def summary(self, request: Request, pk: str | None = None) -> Response:
+        """Summary metrics (flat object; definitions in DESIGN §3.6)."""
+        run = self.get_object()
+        _finished(run)
+        return Response(run.summary)
+
+    @extend_schema(responses={200: s.TimeseriesSerializer})
+    @action(detail=True, methods=["get"])
+    def timeseries(self, request: Request, pk: str | None = None) -> Response:
+        """The run's timeline, at most 2,000 time-weighted points."""
+        run = self.get_object()
+        _finished(run)
+        art = get_object_or_404(Artefact, pk=run.timeseries_id)
+        return Response({"series": json.loads(art.read())})
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "as", str, enum=["csv", "parquet"], default="csv", description="File format."
+            )
+        ],
+        responses={
+            (200, "text/csv"): OpenApiTypes.BINARY,
+            (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
+        },
+    )
+    @action(detail=True, methods=["get"])
+    def jobs(self, request: Request, pk: str | None = None) -> HttpResponse:
+        """Per-job outcomes (submit, start, finish, JCT, queueing delay, ...) as CSV or Parquet."""
+        run = self.get_object()
+        _finished(run)
+        kind = request.query_params.get("as", "csv")
+        if kind not in ("csv", "parquet"):
+            raise ValidationError({"as": "csv or parquet"})
+        art = get_object_or_404(Artefact, pk=run.per_job_id)
+        data = art.read()
+        if kind == "parquet":
+            response = HttpResponse(data, content_type="application/vnd.apache.parquet")
+        else:
+            import pandas as pd
+
+            text = pd.read_parquet(io.BytesIO(data)).to_csv(index=False)
+            response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-jobs.{kind}"'
+        return response
+
+
+@extend_schema(
+    tags=["runs"],
+    parameters=[
+        OpenApiParameter(
+            "runs", str, required=True, description="Comma-separated run ids (at most 200)."
+        )
+    ],
+    responses=s.CompareSerializer,
+)
+class CompareView(APIView):
+    """Summary metrics of any set of your runs side by side."""
+
+    def get(self, request: Request) -> Response:
+        raw = request.query_params.get("runs", "")
+        try:
+            ids = [int(x) for x in raw.split(",") if x.strip()]
+        except ValueError:
+            raise ValidationError({"runs": "comma-separated integers"}) from None
+        if not ids or len(ids) > 200:
+            raise ValidationError({"runs": "give between 1 and 200 run ids"})
+        runs = {
+            r.pk: r
+            for r in Run.objects.owned_by(request.user)
+            .filter(pk__in=ids)
+            .select_related("cluster", "workload")
+            .only(
+                "id",
+                "experiment_id",
+                "policy",
+                "params",
+                "load_factor",
+                "seed",
+                "state",
+                "summary",
+                "cluster__name",
+                "workload__name",
+            )
+        }
+        missing = [i for i in ids if i not in runs]
+        if missing:
+            raise NotFound(f"no such runs: {', '.join(map(str, missing))}")
+        ordered = [runs[i] for i in dict.fromkeys(ids)]
+        keys: list[str] = []
+        for r in ordered:
+            for k, v in (r.summary or {}).items():
+                if k not in keys and (v is None or isinstance(v, int | float)):
+                    keys.append(k)
+        metrics = {k: [(r.summary or {}).get(k) for r in ordered] for k in keys}
+        data = {
+            "runs": [
+                {
+                    "id": r.pk,
+                    "experiment": r.experiment_id,
+                    "cluster": r.cluster.name,
+                    "workload": r.workload.name,
+                    "policy": r.policy,
+                    "params": r.params,
+                    "load_factor": r.load_factor,
+                    "seed": r.seed,
+                    "state": r.state,
+                }
+                for r in ordered
+            ],
+            "metrics": metrics,
+        }
+        return Response(data)
+
+
+@extend_schema(tags=["catalogue"])
+class PolicyListView(APIView):
+    """The policy catalogue: what each policy does, its hyper-parameters and its paper."""
+
+    @extend_schema(responses=s.PolicySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(s.PolicySerializer(catalogue.policies(), many=True).data)
+
+
+@extend_schema(tags=["catalogue"])
+class PlacementListView(APIView):
+    """Placement strategies (which nodes a job's devices come from)."""
+
+    @extend_schema(responses=s.PlacementSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(s.PlacementSerializer(catalogue.placements(), many=True).data)
+
+
+@extend_schema(tags=["catalogue"])
+class TraceFormatListView(APIView):
+    """Trace formats the upload understands (auto-detected when none is given)."""
+
+    @extend_schema(responses=s.TraceFormatSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        from clustersim.traces import formats
+
+        data = [{"name": k, "description": v} for k, v in formats().items()]
+        return Response(s.TraceFormatSerializer(data, many=True).data)

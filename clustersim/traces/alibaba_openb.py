@@ -1,0 +1,478 @@
+"""Alibaba GPU 2023 "openb" pod lists (``openb_pod_list_*.csv``).
+
+Format: comma-separated with a header line; one row a pod (Weng et al., "Beware of
+Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent",
+ATC'23; alibaba/clusterdata ``cluster-trace-gpu-v2023``). The full layout is
+``name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, qos, pod_phase, creation_time,
+deletion_time, scheduled_time`` (times in seconds from the start of the trace); some variants
+(``multigpu50``) keep only the first five columns. Columns are found by name, in any order:
+the first five are required; the three time columns come all together or not at all;
+``gpu_spec``, ``qos`` and ``pod_phase`` are optional. ``scheduled_time`` is empty for pods
+that were never scheduled, ``gpu_spec`` for pods without a GPU-type constraint.
+
+Mapping to the job table
+------------------------
+- ``job_id``: ``name``; ``submit_time``: ``creation_time``, not re-based (0 is the start of
+  the trace in every variant);
+- run time: ``deletion_time − scheduled_time``; for a pod never scheduled (``Pending``) there
+  is no run, and ``deletion_time − creation_time`` (how long it waited before deletion) is
+  used instead, with a warning. A pod without ``deletion_time`` runs until the trace end (the
+  latest time in the file). Known quirk: ``Running`` pods carry a ``deletion_time``
+  (alibaba/clusterdata#218): it is used as their end. Those whose ``deletion_time`` is the
+  trace end were still running when the trace was cut, so their run time is a lower bound
+  (warned);
+- ``num_gpus``: ``num_gpu``. GPU-sharing pods (``num_gpu`` 1, ``0 < gpu_milli < 1000``,
+  thousandths of a GPU) get one whole device: the engine allocates whole devices. Their run
+  time is kept as measured (a shared GPU slowed them down, if anything). The report counts
+  them and their fractional demand. CPU-only pods (``num_gpu`` 0) are dropped;
+- ``gpu_type``: from ``gpu_spec`` (e.g. ``"V100M32|V100M16"``: any of those types). Names
+  resolve through the catalog aliases (``V100M16`` → ``V100-SXM2-16GB``); names the catalog
+  deliberately leaves unmapped (``G2``, ``G3``) are kept as written and reported. The job
+  table holds one type, so a constraint naming several distinct types is dropped (the pod
+  may run anywhere; default, option ``multi_spec="any"``) or replaced by its first listed
+  type (``multi_spec="first"``);
+- ``work``: the run time in reference seconds; for a pod whose ``gpu_type`` is a catalog type
+  (a one-type constraint, so it ran there; with ``multi_spec="first"`` the first listed type is
+  assumed) × that type's speed relative to the reference type
+  (:func:`clustersim.jobtypes.reference_speed`), so that it runs there as long as measured;
+- ``priority``: from ``qos``: ``LS`` (latency-sensitive) and ``Guaranteed`` 2, ``Burstable``
+  1, ``BE`` (best effort) 0; unknown classes 0 (warned);
+- ``cpu``: ``cpu_milli`` / 1000 cores; ``mem_gb``: ``memory_mib`` / 1024 (GiB taken as GB);
+- ``user``, ``vc``, ``job_type``: unknown.
+
+Without time columns (``multigpu50``) every pod arrives at 0 (the ATC'23 simulator schedules
+such a list as one batch) and gets the nominal run time ``nominal_duration_s``, by default
+:data:`NOMINAL_DURATION_S`, the median run time of the scheduled GPU pods of
+``openb_pod_list_default.csv`` (which this variant was sampled from); the report says so.
+
+Options
+-------
+``phases``
+    Pod phases to keep (default all: ``Succeeded``, ``Failed``, ``Running``, ``Pending``);
+    pods in other phases are dropped with a reason.
+``multi_spec``
+    ``"any"`` (default) or ``"first"``, see ``gpu_type``.
+``nominal_duration_s``
+    Run time of pods of a list without time columns.
+
+Rows are dropped when ``num_gpu`` is 0 (CPU-only), negative, not an integer or implausibly
+large, ``gpu_milli`` is outside [0, 1000], the phase is not selected, ``creation_time`` is
+negative or not finite, or the pod's end is not after its start.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from clustersim.catalog import UNMAPPED, load_catalog, normalize_name
+from clustersim.errors import TraceError
+from clustersim.jobs import JobTable
+from clustersim.jobtypes import reference_speed
+from clustersim.traces.base import (
+    MAX_GPUS,
+    ColumnParser,
+    DelimitedText,
+    FloatArray,
+    ParseReport,
+    TraceReader,
+    blank,
+    build_table,
+    check_options,
+    drop_rows,
+    head_lines,
+)
+
+REQUIRED = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+TIMES = ("creation_time", "deletion_time", "scheduled_time")
+#: Median run time (deletion − scheduled, s) of the 6,203 scheduled GPU pods of
+#: ``openb_pod_list_default.csv``: the default run time of pods of lists without times.
+NOMINAL_DURATION_S = 655.0
+#: Priority of each QoS class.
+QOS_PRIORITY: dict[str, int] = {"LS": 2, "Guaranteed": 2, "Burstable": 1, "BE": 0}
+PHASES = ("Succeeded", "Failed", "Running", "Pending")
+MULTI_SPEC = ("any", "first")
+
+
+class AlibabaOpenbReader(TraceReader):
+    """Reader of Alibaba GPU 2023 openb pod lists (all variants)."""
+
+    name: ClassVar[str] = "alibaba-openb"
+    description: ClassVar[str] = (
+        "Alibaba GPU 2023 openb pod list CSV (name, cpu_milli, memory_mib, num_gpu, gpu_milli, "
+        "gpu_spec, qos, pod_phase, creation/deletion/scheduled_time; five-column variant too)"
+    )
+
+    def sniff(self, head: bytes, filename: str) -> bool:
+        """True when the first line is a CSV header with the openb pod columns."""
+        lines = head_lines(head, limit=1)
+        if not lines:
+            return False
+        names = {c.strip().lower() for c in lines[0].split(",")}
+        return set(REQUIRED) <= names
+
+    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+        """Parse an openb pod list (options ``phases``, ``multi_spec``, ``nominal_duration_s``)."""
+        check_options(self, path, options, {"phases", "multi_spec", "nominal_duration_s"})
+        phases = _phases(options.get("phases"), path)
+        multi = options.get("multi_spec", "any")
+        if multi not in MULTI_SPEC:
+            raise TraceError(
+                path, 0, "multi_spec", f"multi_spec must be 'any' or 'first', not {multi!r}"
+            )
+        nominal = _positive(options.get("nominal_duration_s", NOMINAL_DURATION_S), path)
+        report = ParseReport(format=self.name, path=path)
+        text = DelimitedText(data, ",")
+        if len(text) == 0:
+            raise TraceError(path, 0, "", "empty file")
+        header_line = int(text.lines[0])
+        names = [c.strip().lower() for c in text.fields(0)]
+        for col in REQUIRED:
+            if col not in names:
+                raise TraceError(
+                    path, header_line, col, f"missing column (header must include {REQUIRED})"
+                )
+        dupes = sorted({c for c in names if c and names.count(c) > 1})
+        if dupes:
+            raise TraceError(path, header_line, dupes[0], "column appears twice in the header")
+        have = [c for c in TIMES if c in names]
+        if have and len(have) < len(TIMES):
+            missing = [c for c in TIMES if c not in names]
+            raise TraceError(
+                path,
+                header_line,
+                missing[0],
+                f"missing column (a pod list has all of {', '.join(TIMES)} or none of them)",
+            )
+        timed = bool(have)
+        cols = text.columns(path, names, start=1)
+        lines = text.lines[1:]
+        n = report.jobs_read = len(lines)
+        if n == 0:
+            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+
+        parser = ColumnParser(path, lines)
+        if blank(cols["name"]).any():  # only then copy the strings to report it
+            parser.text(cols["name"], "name")
+        cpu_milli = parser.numbers(cols["cpu_milli"], "cpu_milli")
+        mem_mib = parser.numbers(cols["memory_mib"], "memory_mib")
+        gpus = parser.numbers(cols["num_gpu"], "num_gpu")
+        milli = parser.numbers(cols["gpu_milli"], "gpu_milli")
+        if timed:
+            creation = parser.numbers(cols["creation_time"], "creation_time")
+            deletion = _optional_numbers(parser, cols["deletion_time"], "deletion_time")
+            scheduled = _optional_numbers(parser, cols["scheduled_time"], "scheduled_time")
+        parser.check()
+
+        phase_names, phase = _encode(cols.get("pod_phase"), n)
+        with np.errstate(invalid="ignore"):
+            cpu_only = gpus == 0
+            negative = gpus < 0
+            fractional = ~np.isfinite(gpus) | (np.floor(gpus) != gpus)
+            huge = gpus > MAX_GPUS
+            bad_milli = ~((milli >= 0) & (milli <= 1000))
+        checks = [
+            ("CPU-only pod (num_gpu = 0)", cpu_only),
+            ("num_gpu < 0", negative),
+            ("num_gpu not an integer", fractional & ~negative),
+            (f"num_gpu > {MAX_GPUS}", huge & ~fractional),
+            ("gpu_milli outside [0, 1000]", bad_milli),
+        ]
+        if phases is not None:
+            chosen_codes = [i for i, p in enumerate(phase_names) if p in phases]
+            checks.append(("pod_phase not selected (option phases)", ~np.isin(phase, chosen_codes)))
+
+        if timed:
+            finite_times = np.concatenate([creation, deletion, scheduled])
+            finite_times = finite_times[np.isfinite(finite_times)]
+            trace_end = float(finite_times.max()) if len(finite_times) else 0.0
+            unscheduled = np.isnan(scheduled)
+            undeleted = np.isnan(deletion)
+            start = np.where(unscheduled, creation, scheduled)
+            end = np.where(undeleted, trace_end, deletion)
+            with np.errstate(invalid="ignore", over="ignore"):
+                duration = end - start
+            checks += [
+                ("creation_time < 0", creation < 0),
+                ("creation_time not finite", ~np.isfinite(creation)),
+                ("times not finite", ~np.isfinite(duration)),
+                (
+                    "deletion_time not after the start (scheduled_time, else creation_time)",
+                    duration <= 0,
+                ),
+            ]
+            submit = creation
+        else:
+            duration = np.full(n, nominal)
+            submit = np.zeros(n)
+        spec_types, spec_speed, spec_kind, spec = _constraints(cols.get("gpu_spec"), n, multi)
+        speed = spec_speed[spec]
+        with np.errstate(invalid="ignore", over="ignore"):
+            work_all = duration * speed
+        checks.append(("work not finite", ~np.isfinite(work_all)))
+        keep = drop_rows(report, lines, checks)
+        idx = np.flatnonzero(keep)
+        kl = lines[idx]
+
+        # GPU sharing.
+        share = (gpus[idx] == 1) & (milli[idx] > 0) & (milli[idx] < 1000)
+        if share.any():
+            report.assume(
+                f"{int(share.sum())} GPU-sharing pods (0 < gpu_milli < 1000, "
+                f"{milli[idx][share].sum() / 1000:.1f} GPUs of demand in total) each get one "
+                "whole device; run times kept as measured"
+            )
+        report.warn("GPU pod with gpu_milli = 0: whole GPUs assumed", kl[milli[idx] == 0])
+        report.warn(
+            "multi-GPU pod with gpu_milli other than 1000: whole GPUs assumed",
+            kl[(gpus[idx] > 1) & (milli[idx] != 1000) & (milli[idx] != 0)],
+        )
+
+        # Phases and times.
+        counts = np.bincount(phase[idx], minlength=len(phase_names))
+        listed = ", ".join(
+            f"{k or '(none)'} {c}"
+            for k, c in sorted(zip(phase_names, counts.tolist(), strict=True))
+            if c
+        )
+        chosen = "all kept" if phases is None else f"kept only {', '.join(phases)}"
+        if "pod_phase" in cols:
+            report.assume(f"pod phases of kept pods: {listed} ({chosen}; option phases)")
+        if timed:
+            running = phase[idx] == (
+                phase_names.index("Running") if "Running" in phase_names else -1
+            )
+            at_end = deletion[idx] == trace_end
+            report.warn(
+                "pod_phase Running with deletion_time at the trace end: still running when the "
+                "trace was cut (run time is a lower bound)",
+                kl[running & at_end],
+            )
+            report.warn(
+                "pod_phase Running but deletion_time before the trace end (known quirk, "
+                "alibaba/clusterdata#218): deletion_time taken as the end",
+                kl[running & ~at_end & ~undeleted[idx]],
+            )
+            report.warn(
+                f"no deletion_time: runs until the trace end {trace_end:g} s (run time is a "
+                "lower bound)",
+                kl[undeleted[idx]],
+            )
+            report.warn(
+                "never scheduled (no scheduled_time): run time = deletion_time − creation_time, "
+                "the time it waited before deletion",
+                kl[unscheduled[idx]],
+            )
+            report.warn(
+                "scheduled_time before creation_time",
+                kl[~unscheduled[idx] & (scheduled[idx] < creation[idx])],
+            )
+            report.assume(
+                "submit_time = creation_time, not re-based "
+                f"(first {submit[idx].min() if len(idx) else 0.0:g} s); run time = deletion_time "
+                "− scheduled_time (creation_time when never scheduled)"
+            )
+        else:
+            report.warn(
+                "no creation/deletion/scheduled_time columns: every pod arrives at 0 with the "
+                f"nominal run time {nominal:g} s (option nominal_duration_s)",
+                kl,
+            )
+            report.assume(
+                f"run time {nominal:g} s for every pod: median run time of the scheduled GPU "
+                "pods of openb_pod_list_default.csv"
+                if nominal == NOMINAL_DURATION_S
+                else f"run time {nominal:g} s for every pod (option nominal_duration_s)"
+            )
+
+        _report_constraints(
+            "gpu_spec" in cols, spec_types, spec_speed, spec_kind, spec[idx], kl, multi, report
+        )
+
+        priority = np.zeros(len(idx), dtype=np.int64)
+        if "qos" in cols:
+            qos_names, qos = _encode(cols["qos"], n)
+            level = np.array([QOS_PRIORITY.get(q, -1) for q in qos_names], dtype=np.int64)
+            kept = level[qos[idx]]
+            priority = np.maximum(kept, 0)
+            report.warn("unknown qos class: priority 0", kl[kept < 0])
+            report.assume("priority from qos: LS and Guaranteed 2, Burstable 1, BE 0")
+        report.assume(
+            "cpu = cpu_milli / 1000 cores; mem_gb = memory_mib / 1024 (GiB taken as GB); "
+            "user, virtual cluster and job type unknown"
+        )
+        with np.errstate(invalid="ignore"):
+            cpu = np.where(np.isfinite(cpu_milli[idx]), cpu_milli[idx] / 1000.0, np.nan)
+            mem = np.where(np.isfinite(mem_mib[idx]), mem_mib[idx] / 1024.0, np.nan)
+        kept_ids = pc.utf8_trim_whitespace(cols["name"]).take(pa.array(idx))
+        ids = np.asarray(kept_ids.to_numpy(zero_copy_only=False), dtype=object)
+        table = build_table(
+            path,
+            report,
+            job_id=ids,
+            submit_time=submit[idx],
+            num_gpus=gpus[idx].astype(np.int64),
+            work=work_all[idx],
+            gpu_type=spec_types[spec[idx]],
+            priority=priority,
+            cpu=cpu,
+            mem_gb=mem,
+        )
+        return table, report
+
+
+def _constraints(
+    values: pa.Array | None, n: int, multi: str
+) -> tuple[np.ndarray, FloatArray, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """GPU-type constraints by distinct ``gpu_spec``.
+
+    Returns
+    -------
+    types : (k,) object
+        Per distinct spec: the ``gpu_type`` constraint (entry 0: no spec).
+    speed : (k,) float64
+        Speed the run time is scaled by.
+    kind : (k,) int64
+        0 no constraint, 1 one type, 2 several types.
+    code : (n,) int64
+        Each pod's spec.
+    """
+    out_type: list[str] = [""]
+    out_speed: list[float] = [1.0]
+    out_kind: list[int] = [0]
+    if values is None:
+        return (
+            np.array(out_type, dtype=object),
+            np.array(out_speed),
+            np.array(out_kind, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+        )
+    specs, code = _encode(values, n)
+    catalog = load_catalog()
+    for spec in specs:
+        parts = [p.strip() for p in spec.split("|") if p.strip()]
+        if not parts or spec.lower() == "nan":
+            out_type.append("")
+            out_speed.append(1.0)
+            out_kind.append(0)
+            continue
+        resolved: list[str] = []
+        for p in parts:
+            acc = catalog.resolve(p)
+            name = acc.name if acc is not None else p
+            if name not in resolved:
+                resolved.append(name)
+        if len(resolved) == 1 or multi == "first":
+            out_type.append(resolved[0])
+            out_speed.append(reference_speed(resolved[0]) or 1.0)
+        else:
+            out_type.append("")
+            out_speed.append(1.0)
+        out_kind.append(1 if len(resolved) == 1 else 2)
+    return (
+        np.array(out_type, dtype=object),
+        np.array(out_speed, dtype=np.float64),
+        np.array(out_kind, dtype=np.int64),
+        code + 1,
+    )
+
+
+def _report_constraints(
+    has_spec: bool,
+    types: np.ndarray,
+    speed: FloatArray,
+    kind: npt.NDArray[np.int64],
+    code: npt.NDArray[np.int64],
+    lines: np.ndarray,
+    multi: str,
+    report: ParseReport,
+) -> None:
+    """Assumptions and warnings about the kept pods' GPU-type constraints (``code``: their
+    index into the per-spec arrays ``types``, ``speed`` and ``kind``)."""
+    if not has_spec:
+        report.assume("no gpu_spec column: no GPU-type constraints; work = run time")
+        return
+    pods = np.bincount(code, minlength=len(types))
+    single, several = int(pods[kind == 1].sum()), int(pods[kind == 2].sum())
+    report.assume(
+        f"gpu_spec: {single} pods constrained to one type, {several} to several "
+        + (
+            "(left unconstrained: the table holds one type; option multi_spec)"
+            if multi == "any"
+            else "(constrained to the first listed type; option multi_spec)"
+        )
+        + f", {len(code) - single - several} unconstrained"
+    )
+    catalog = load_catalog()
+    unmapped: dict[str, int] = {}
+    for t, c in zip(types.tolist(), pods.tolist(), strict=True):
+        if t and c and catalog.resolve(t) is None:
+            unmapped[t] = unmapped.get(t, 0) + c
+    if unmapped:
+        listed = ", ".join(f"{name} {count}" for name, count in sorted(unmapped.items()))
+        why = {normalize_name(u): w for u, w in UNMAPPED.items()}
+        notes = sorted({why[normalize_name(u)] for u in unmapped if normalize_name(u) in why})
+        report.warn(
+            f"gpu_spec names not in the catalog, kept as written (pods per name: {listed}"
+            + (f"; {'; '.join(notes)}" if notes else "")
+            + "): such pods run only on a cluster with a type of that name",
+            lines[np.isin(code, [i for i, t in enumerate(types.tolist()) if t in unmapped])],
+        )
+    used = sorted(
+        {str(t) for t, c, v in zip(types, pods, speed, strict=True) if t and c and v != 1}
+    )
+    if used:
+        report.assume(
+            "work = run time × speed of the constrained type relative to the reference type "
+            f"for pods constrained to one catalog type ({', '.join(used)}); other pods: "
+            "work = run time (reference seconds)"
+        )
+    else:
+        report.assume("work = run time in reference seconds")
+
+
+def _optional_numbers(parser: ColumnParser, values: pa.Array, name: str) -> FloatArray:
+    """A numeric column whose empty values mean "none" (``nan``); other bad values are errors."""
+    empty = blank(values)
+    out = parser.numbers(pc.if_else(pa.array(empty), "0", values), name)
+    out[empty] = np.nan
+    return out
+
+
+def _encode(values: pa.Array | None, n: int) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """Distinct trimmed values (in order of first appearance) and each row's index into them;
+    a missing column is one value ``""``."""
+    if values is None:
+        return [""], np.zeros(n, dtype=np.int64)
+    enc = pc.dictionary_encode(pc.utf8_trim_whitespace(values))
+    names = [str(x) for x in enc.dictionary.to_pylist()]
+    return names, np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _phases(value: Any, path: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TraceError(path, 0, "phases", "phases must be a list of pod phases")
+    out = [str(v) for v in value]
+    if not out:
+        raise TraceError(path, 0, "phases", "phases is empty")
+    return out
+
+
+def _positive(value: Any, path: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise TraceError(
+            path, 0, "nominal_duration_s", "nominal_duration_s must be a positive number"
+        )
+    return x

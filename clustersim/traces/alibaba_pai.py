@@ -1,0 +1,730 @@
+"""Alibaba PAI 2020 GPU trace: ``pai_job_table`` joined with ``pai_task_table``.
+
+Format (Weng et al., "MLaaS in the Wild: Workload Analysis and Scheduling in Large-Scale
+Heterogeneous GPU Clusters", NSDI'22; alibaba/clusterdata ``cluster-trace-gpu-v2020``):
+comma-separated, **no header** (a first line equal to the column names of the ``.header``
+file is accepted and skipped), times in seconds shifted by an undisclosed constant:
+
+- ``pai_job_table.csv``, 6 fields: ``job_name, inst_id, user, status, start_time (submit),
+  end_time``;
+- ``pai_task_table.csv``, 10 fields: ``job_name, task_name, inst_num, status, start_time
+  (launch), end_time, plan_cpu (% of a core), plan_mem (GB), plan_gpu (% of a GPU),
+  gpu_type``; the tasks of a job share its ``job_name``.
+
+The table is told by its field count. Read either
+
+- the task table alone: ``read_trace(task_csv, "alibaba-pai")``. It carries ``job_name``, the
+  GPU demand and the run times; submit time is then the first task launch (queueing delay
+  unknown) and the user unknown. Optionally ``job_table=job_csv`` adds submit time, user and
+  status;
+- or the job table with ``task_table=task_csv`` (the job table alone has no GPU demand).
+
+No other PAI table is needed. Values that the real tables leave empty (``end_time`` of running
+jobs, ``start_time`` of waiting ones, ``plan_*`` and ``gpu_type`` of CPU tasks, ``user``,
+``inst_id``) may be empty; ``job_name``, ``status`` and ``inst_num`` may not. A value that is
+present but not a number is an error at its line.
+
+Mapping to the job table
+------------------------
+One job per ``job_name`` (compared as written). A job-table row repeating an earlier
+``job_name`` is dropped when the job table is the main file; with ``job_table=`` the first row
+of a name is used. A job's line in the report is its line in the main file (for the task
+table: its first task line), and ``jobs_read`` counts jobs.
+
+- ``job_id``: ``job_name``; ``user``: ``user`` of the job table;
+- ``submit_time``: the job's ``start_time`` (submission) from the job table, else its first
+  task launch; re-based so that the earliest kept submission is 0 (the report says which
+  raw time that was and its clock time in UTC+8, which the trace preserves);
+- run time: last task ``end_time`` − first task ``start_time``. A job still ``Running`` whose
+  tasks have no ``end_time`` runs until the trace end (the latest time in the tables),
+  warned as a lower bound;
+- ``num_gpus``: ⌈Σ over its tasks of ``inst_num × plan_gpu / 100``⌉. A job asking for a
+  fraction of a GPU in total (GPU sharing: ``plan_gpu`` 50 is half a GPU) gets whole devices:
+  the engine allocates whole devices; the report counts such jobs. Jobs without GPU demand
+  (CPU-only) are dropped;
+- ``gpu_type``: the ``gpu_type`` of its GPU tasks (the type they ran on), through the catalog
+  aliases (``V100M32`` → ``V100-SXM2-32GB``); ``MISC`` (older GPUs: K40m, K80, M60) and other
+  names the catalog does not know are kept as written and reported. Jobs whose GPU tasks ran
+  on different types get no type (warned). ``gpu_constraint=False`` keeps the type only for
+  the work conversion and leaves ``gpu_type`` empty, so the jobs may run anywhere;
+- ``work``: run time × speed of that type relative to the reference type
+  (:func:`clustersim.jobtypes.reference_speed`), so that the job takes as long as it did on
+  its type; jobs without a known type keep the run time as reference seconds;
+- ``cpu``: Σ ``inst_num × plan_cpu / 100`` cores; ``mem_gb``: Σ ``inst_num × plan_mem``;
+- status: from the job table, else from the tasks (``Failed`` if any task failed, else
+  ``Running`` if any runs, else ``Waiting`` if any waits, else ``Terminated``; an unknown task
+  status is the job's). Option ``statuses`` picks the statuses to keep (default
+  ``Terminated``, ``Failed`` and ``Running``: every job that used GPUs; ``Waiting`` jobs never
+  started). ``job_type``, ``vc``: unknown.
+
+Rows are dropped (per job) when the status is not selected, the job never started, has no end
+time, ends before (or when) it starts, asks for no GPU or for an implausible number, or (job
+table as main file) has no task or repeats an earlier ``job_name``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from clustersim.catalog import UNMAPPED, load_catalog, normalize_name
+from clustersim.errors import TraceError
+from clustersim.jobs import JobTable
+from clustersim.jobtypes import reference_speed
+from clustersim.traces.base import (
+    MAX_GPUS,
+    ColumnParser,
+    DelimitedText,
+    FloatArray,
+    IntArray,
+    ParseReport,
+    TraceReader,
+    build_table,
+    check_options,
+    check_text,
+    drop_rows,
+    head_lines,
+    load_bytes,
+)
+
+JOB_FIELDS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
+TASK_FIELDS = (
+    "job_name",
+    "task_name",
+    "inst_num",
+    "status",
+    "start_time",
+    "end_time",
+    "plan_cpu",
+    "plan_mem",
+    "plan_gpu",
+    "gpu_type",
+)
+STATUSES = ("Terminated", "Failed", "Running", "Waiting")
+DEFAULT_STATUSES = ("Terminated", "Failed", "Running")
+#: Time zone in which the shifted times keep their clock time and weekday (README).
+TRACE_TZ = timezone(timedelta(hours=8))
+_BIG = np.iinfo(np.int64).max
+
+
+class AlibabaPaiReader(TraceReader):
+    """Reader of the Alibaba PAI 2020 job and task tables (header-less CSV)."""
+
+    name: ClassVar[str] = "alibaba-pai"
+    description: ClassVar[str] = (
+        "Alibaba PAI 2020 pai_task_table (optionally joined with pai_job_table via job_table=), "
+        "or pai_job_table with task_table="
+    )
+
+    def sniff(self, head: bytes, filename: str) -> bool:
+        """True when the first lines are PAI job-table or task-table rows (a header may lead)."""
+        lines = head_lines(head, limit=5)
+        kinds = [_line_kind(line) for line in lines]
+        data_rows = [k for k, line in zip(kinds, lines, strict=True) if not _is_header(line)]
+        return bool(data_rows) and len(set(kinds)) == 1 and None not in kinds
+
+    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+        """Parse a PAI table (options ``task_table``, ``job_table``, ``statuses``,
+        ``gpu_constraint``; see the module docstring)."""
+        known = {"task_table", "job_table", "statuses", "gpu_constraint"}
+        check_options(self, path, options, known)
+        statuses = _statuses(options.get("statuses"), path)
+        constrain = options.get("gpu_constraint", True)
+        if not isinstance(constrain, bool):
+            raise TraceError(path, 0, "gpu_constraint", "gpu_constraint must be True or False")
+        report = ParseReport(format=self.name, path=path)
+        text = DelimitedText(data, ",")
+        main_kind = _table_kind(text, path)
+        jobs: _Jobs | None
+        if main_kind == "job":
+            if options.get("job_table") is not None:
+                raise TraceError(path, 0, "job_table", "this file is a job table; give task_table=")
+            other = options.get("task_table")
+            if other is None:
+                raise TraceError(
+                    path,
+                    0,
+                    "task_table",
+                    "this is a pai_job_table, which has no GPU demand: pass "
+                    "task_table=<pai_task_table.csv> (or read the task table alone)",
+                )
+            jobs = _read_jobs(text, path)
+            tasks = _read_tasks(*_other(other, "task", "task_table", path))
+        else:
+            if options.get("task_table") is not None:
+                raise TraceError(
+                    path, 0, "task_table", "this file is a task table; give job_table="
+                )
+            tasks = _read_tasks(text, path)
+            other = options.get("job_table")
+            jobs = None if other is None else _read_jobs(*_other(other, "job", "job_table", path))
+
+        vocab = list(STATUSES)
+        agg = _aggregate(tasks, vocab)
+        view = _view(main_kind, jobs, agg, vocab, report, path)
+        g = view.group
+        lines = view.line
+
+        first_start = agg.first_start[g]
+        missing_end = agg.missing_end[g]
+        gpu_sum = agg.gpu[g]
+        times = [tasks.start, tasks.end] + ([jobs.start, jobs.end] if jobs is not None else [])
+        every = np.concatenate(times)
+        every = every[np.isfinite(every)]
+        trace_end = float(every.max()) if len(every) else 0.0
+        running = view.status == vocab.index("Running")
+        end = np.where(missing_end & running, trace_end, agg.last_end[g])
+        type_code = agg.type_code[g]  # index into agg.type_names, -1 none, -2 several
+        speed_of, name_of = _type_tables(agg.type_names)
+        speed = speed_of[type_code]
+        with np.errstate(invalid="ignore", over="ignore"):
+            run = end - first_start
+            submit = np.fmin(view.submit, first_start)
+            work = run * speed
+
+        wanted = [vocab.index(s) for s in statuses if s in vocab]
+        with np.errstate(invalid="ignore"):
+            checks = [
+                ("job_name repeats an earlier job row", view.dup),
+                ("no task in the task table", view.no_task),
+                ("status not selected (option statuses)", ~np.isin(view.status, wanted)),
+                ("never started (no task start_time)", np.isnan(first_start)),
+                ("no end_time", np.isnan(end)),
+                ("end_time before start_time", run < 0),
+                ("zero run time", run == 0),
+                ("CPU-only job (no task asks for a GPU)", gpu_sum <= 0),
+                ("GPU demand not finite", ~np.isfinite(gpu_sum)),
+                (f"GPU demand > {MAX_GPUS}", gpu_sum > MAX_GPUS),
+                ("times not finite", ~np.isfinite(work) | ~np.isfinite(submit)),
+            ]
+        keep = drop_rows(report, lines, checks)
+        idx = np.flatnonzero(keep)
+        kl = lines[idx]
+
+        # Statuses and run times.
+        counts = np.bincount(view.status[idx], minlength=len(vocab))
+        report.assume(
+            "statuses of kept jobs: "
+            + ", ".join(f"{s} {int(c)}" for s, c in zip(vocab, counts, strict=True) if c)
+            + f" (kept statuses: {', '.join(statuses)}; option statuses)"
+        )
+        report.warn(
+            f"status Running without end_time: runs until the trace end ({trace_end:g} s raw; "
+            "run time is a lower bound)",
+            kl[(running & missing_end)[idx]],
+        )
+        report.warn(
+            "status Running but every task has an end_time: last end_time taken as the end",
+            kl[(running & ~missing_end)[idx]],
+        )
+        if jobs is not None:
+            with np.errstate(invalid="ignore"):
+                late = view.submit > first_start
+            report.warn(
+                "submitted after its first task started: submit taken as the task start",
+                kl[late[idx]],
+            )
+            report.warn(
+                "no submit time (empty start_time, or no row in the job table): first task "
+                "launch used",
+                kl[np.isnan(view.submit[idx])],
+            )
+
+        # GPUs.
+        gk = gpu_sum[idx]
+        gpus = np.ceil(gk - 1e-9).astype(np.int64)
+        frac = gk != np.round(gk)
+        if frac.any():
+            report.assume(
+                f"{int(frac.sum())} jobs ask for a fractional number of GPUs "
+                f"({int((gk < 1).sum())} for less than one: GPU sharing); num_gpus rounded up to "
+                "whole devices, run times kept"
+            )
+        report.assume("num_gpus = ⌈Σ inst_num × plan_gpu / 100⌉ over the job's tasks")
+
+        # Types.
+        kt = type_code[idx]
+        report.warn(
+            "GPU tasks of the job ran on different gpu_type: no type (work = run time)",
+            kl[kt == -2],
+        )
+        _report_types(agg.type_names, kt, kl, constrain, report)
+        gpu_type = name_of[kt] if constrain else np.full(len(idx), "", dtype=object)
+
+        # Time origin.
+        kept_submit = submit[idx]
+        origin = float(kept_submit.min()) if len(idx) else 0.0
+        clock = _clock(origin)
+        report.assume(
+            f"submit_time re-based: t = 0 is the earliest kept submission, raw time {origin:g} s"
+            + (
+                f" ({clock} in UTC+8: the trace keeps clock time and weekday, not dates)"
+                if clock
+                else ""
+            )
+        )
+        if jobs is None:
+            report.assume(
+                "no job table: submit time = first task launch (queueing delay unknown); "
+                "user unknown"
+            )
+        report.assume("cpu = Σ inst_num × plan_cpu / 100 cores, mem_gb = Σ inst_num × plan_mem")
+        take = pa.array(idx)
+        table = build_table(
+            path,
+            report,
+            job_id=_objects(view.name.take(take)),
+            submit_time=kept_submit - origin,
+            num_gpus=gpus,
+            work=work[idx],
+            user=_objects(view.user.take(take)),
+            gpu_type=gpu_type,
+            cpu=agg.cpu[g][idx],
+            mem_gb=agg.mem[g][idx],
+        )
+        return table, report
+
+
+# --------------------------------------------------------------------------------------------
+# Telling the tables apart
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(line: str) -> bool:
+    return tuple(c.strip() for c in line.split(",")) in (JOB_FIELDS, TASK_FIELDS)
+
+
+def _line_kind(line: str) -> str | None:
+    """``"job"``, ``"task"`` or ``None`` for one line of a PAI table (header lines count)."""
+    f = [x.strip() for x in line.split(",")]
+    if tuple(f) == JOB_FIELDS:
+        return "job"
+    if tuple(f) == TASK_FIELDS:
+        return "task"
+    if len(f) not in (6, 10) or not f[0] or " " in f[0] or f[3] not in STATUSES:
+        return None
+    numeric = (4, 5) if len(f) == 6 else (2, 4, 5, 6, 7, 8)
+    if any(f[i] and not _is_number(f[i]) for i in numeric) or (len(f) == 10 and not f[2]):
+        return None
+    return "job" if len(f) == 6 else "task"
+
+
+def _table_kind(text: DelimitedText, path: str) -> str:
+    if len(text) == 0:
+        raise TraceError(path, 0, "", "empty file")
+    nf = int(text.nfields[0])
+    if nf == len(JOB_FIELDS):
+        return "job"
+    if nf == len(TASK_FIELDS):
+        return "task"
+    raise TraceError(
+        path,
+        int(text.lines[0]),
+        "",
+        f"found {nf} comma-separated fields; a PAI job table has 6, a task table 10",
+    )
+
+
+def _other(value: Any, kind: str, option: str, path: str) -> tuple[DelimitedText, str]:
+    """Load the second table named by an option and check its kind."""
+    if not isinstance(value, str | os.PathLike):
+        raise TraceError(path, 0, option, f"{option} must be a file path")
+    other = os.fspath(value)
+    text = DelimitedText(check_text(load_bytes(other), other), ",")
+    if _table_kind(text, other) != kind:
+        raise TraceError(
+            other, int(text.lines[0]), "", f"{option} must be a pai_{kind}_table, not this file"
+        )
+    return text, other
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the tables
+
+
+@dataclass
+class _Jobs:
+    name: pa.Array
+    line: IntArray
+    status: pa.Array
+    user: pa.Array
+    start: FloatArray
+    end: FloatArray
+
+
+@dataclass
+class _Tasks:
+    name: pa.Array
+    line: IntArray
+    inst: FloatArray
+    status: pa.Array
+    start: FloatArray
+    end: FloatArray
+    cpu: FloatArray
+    mem: FloatArray
+    gpu: FloatArray
+    gpu_type: pa.Array
+
+
+def _start_row(text: DelimitedText, fields: tuple[str, ...]) -> int:
+    """1 when the first line is the header, else 0."""
+    return 1 if tuple(c.strip() for c in text.fields(0)) == fields else 0
+
+
+def _optional_numbers(parser: ColumnParser, values: pa.Array, name: str) -> FloatArray:
+    """A numeric column whose empty values mean "none" (``nan``); other values that are not
+    numbers (also whitespace) are errors."""
+    empty = _empty(values)
+    if not empty.any():
+        return parser.numbers(values, name)
+    out = parser.numbers(pc.if_else(pa.array(empty), "0", values), name)
+    out[empty] = np.nan
+    return out
+
+
+def _empty(values: pa.Array) -> npt.NDArray[np.bool_]:
+    """(m,) bool: empty strings, from the offsets (no string is touched)."""
+    buf = values.buffers()[1]
+    if buf is None or len(values) == 0:
+        return np.zeros(len(values), dtype=bool)
+    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    offsets = np.frombuffer(buf, dtype=width)
+    offsets = offsets[values.offset : values.offset + len(values) + 1]
+    return np.asarray(np.diff(offsets) == 0, dtype=bool)
+
+
+def _blank(values: pa.Array) -> npt.NDArray[np.bool_]:
+    """(m,) bool: empty or whitespace-only values (without copying the strings)."""
+    mask = pc.or_(pc.equal(values, ""), pc.utf8_is_space(values))
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _required_text(parser: ColumnParser, values: pa.Array, name: str) -> pa.Array:
+    """A text column that may not be blank, as written (checked without copying to Python)."""
+    if _blank(values).any():
+        parser.text(values, name)  # records the first blank value
+    return values
+
+
+def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
+    start = _start_row(text, JOB_FIELDS)
+    cols = text.columns(path, list(JOB_FIELDS), start)
+    lines = text.lines[start:]
+    parser = ColumnParser(path, lines)
+    name = _required_text(parser, cols["job_name"], "job_name")
+    status = _required_text(parser, cols["status"], "status")
+    t0 = _optional_numbers(parser, cols["start_time"], "start_time")
+    t1 = _optional_numbers(parser, cols["end_time"], "end_time")
+    parser.check()
+    user = pc.utf8_trim_whitespace(cols["user"])
+    return _Jobs(name=name, line=lines, status=status, user=user, start=t0, end=t1)
+
+
+def _read_tasks(text: DelimitedText, path: str) -> _Tasks:
+    start = _start_row(text, TASK_FIELDS)
+    cols = text.columns(path, list(TASK_FIELDS), start)
+    lines = text.lines[start:]
+    parser = ColumnParser(path, lines)
+    name = _required_text(parser, cols["job_name"], "job_name")
+    inst = parser.numbers(cols["inst_num"], "inst_num")
+    status = _required_text(parser, cols["status"], "status")
+    num = {
+        c: _optional_numbers(parser, cols[c], c)
+        for c in ("start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu")
+    }
+    parser.check()
+    return _Tasks(
+        name=name,
+        line=lines,
+        inst=inst,
+        status=status,
+        start=num["start_time"],
+        end=num["end_time"],
+        cpu=num["plan_cpu"],
+        mem=num["plan_mem"],
+        gpu=num["plan_gpu"],
+        gpu_type=cols["gpu_type"],
+    )
+
+
+def _encode(values: pa.Array) -> tuple[list[str], IntArray]:
+    """Distinct values without surrounding spaces (in order of first appearance) and each
+    row's index into them."""
+    enc = pc.dictionary_encode(values)
+    code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    raw = [str(x).strip() for x in enc.dictionary.to_pylist()]
+    names = list(dict.fromkeys(raw))
+    if len(names) == len(raw):
+        return names, code
+    lookup = np.array([names.index(x) for x in raw], dtype=np.int64)
+    return names, lookup[code]
+
+
+def _status_codes(values: pa.Array, vocab: list[str]) -> IntArray:
+    """Index of each status in ``vocab`` (extended with statuses not yet in it)."""
+    names, code = _encode(values)
+    for s in names:
+        if s not in vocab:
+            vocab.append(s)
+    lookup = np.array([vocab.index(s) for s in names], dtype=np.int64)
+    return lookup[code] if len(names) else np.zeros(len(code), dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Grouping tasks into jobs
+
+
+@dataclass
+class _Agg:
+    """Per distinct task ``job_name`` (in order of first appearance)."""
+
+    name: pa.Array
+    line: IntArray
+    gpu: FloatArray
+    cpu: FloatArray
+    mem: FloatArray
+    first_start: FloatArray
+    last_end: FloatArray
+    missing_end: npt.NDArray[np.bool_]
+    status: IntArray
+    type_code: IntArray  # index into type_names; -1 no GPU type, -2 several
+    type_names: list[str]
+
+
+def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
+    enc = pc.dictionary_encode(tasks.name)
+    code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    m = len(enc.dictionary)
+    order = np.argsort(code, kind="stable")
+    sc = code[order]
+    bounds = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]]) if len(sc) else np.zeros(0, np.int64)
+
+    def red(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+        if m == 0:
+            return values[:0]
+        return np.asarray(ufunc.reduceat(values[order], bounds))
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        gpu = tasks.inst * np.nan_to_num(tasks.gpu, nan=0.0) / 100.0
+        cpu = tasks.inst * np.nan_to_num(tasks.cpu, nan=0.0) / 100.0
+        mem = tasks.inst * np.nan_to_num(tasks.mem, nan=0.0)
+    gpu = np.where(np.isnan(gpu), np.inf, gpu)  # inf × 0: a garbage demand, dropped later
+
+    # Job status from its tasks: Failed > Running > Waiting > an unknown status > Terminated.
+    status = _status_codes(tasks.status, vocab)
+    unknown = status >= len(STATUSES)
+    pos = np.arange(len(status))
+    first_unknown = red(np.minimum, np.where(unknown, pos, len(pos)))
+    job_status = np.full(m, vocab.index("Terminated"), dtype=np.int64)
+    has_unknown = first_unknown < len(pos)
+    job_status[has_unknown] = status[first_unknown[has_unknown]]
+    for s in ("Waiting", "Running", "Failed"):
+        job_status[red(np.maximum, (status == vocab.index(s)).astype(np.int8)) > 0] = vocab.index(s)
+
+    # The gpu_type of GPU tasks.
+    type_names, tcode = _encode(tasks.gpu_type)
+    empty_type = [i for i, t in enumerate(type_names) if not t]
+    valid = (gpu > 0) & ~np.isin(tcode, empty_type)
+    big = len(type_names) + 1
+    tmin = red(np.minimum, np.where(valid, tcode, big))
+    tmax = red(np.maximum, np.where(valid, tcode, -1))
+    type_code = np.where(tmax < 0, -1, np.where(tmin == tmax, tmin, -2))
+    with np.errstate(invalid="ignore"):
+        return _Agg(
+            name=enc.dictionary,
+            line=red(np.minimum, tasks.line),
+            gpu=red(np.add, gpu),
+            cpu=red(np.add, np.nan_to_num(cpu, nan=0.0)),
+            mem=red(np.add, np.nan_to_num(mem, nan=0.0)),
+            first_start=red(np.fmin, tasks.start),
+            last_end=red(np.fmax, tasks.end),
+            missing_end=red(np.maximum, np.isnan(tasks.end).astype(np.int8)) > 0,
+            status=job_status,
+            type_code=type_code.astype(np.int64),
+            type_names=type_names,
+        )
+
+
+@dataclass
+class _View:
+    """The jobs of the main file: per job its line, task group and job-table data."""
+
+    name: pa.Array
+    line: IntArray
+    group: IntArray
+    status: IntArray
+    submit: FloatArray
+    user: pa.Array
+    dup: npt.NDArray[np.bool_]
+    no_task: npt.NDArray[np.bool_]
+
+
+def _view(
+    kind: str, jobs: _Jobs | None, agg: _Agg, vocab: list[str], report: ParseReport, path: str
+) -> _View:
+    m = len(agg.line)
+    if kind == "job":
+        assert jobs is not None
+        n = report.jobs_read = len(jobs.line)
+        if n == 0:
+            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        group = _index_in(jobs.name, agg.name)
+        used = np.zeros(m, dtype=bool)
+        used[group[group >= 0]] = True
+        orphans = np.flatnonzero(~used)
+        report.warn("task rows of jobs not in the job table ignored", agg.line[orphans])
+        return _View(
+            name=jobs.name,
+            line=jobs.line,
+            group=np.maximum(group, 0),
+            status=_status_codes(jobs.status, vocab),
+            submit=jobs.start,
+            user=jobs.user,
+            dup=_repeats(group),
+            no_task=group < 0,
+        )
+    report.jobs_read = m
+    if m == 0:
+        raise TraceError(path, 0, "", "no jobs in the file (header only)")
+    report.assume(
+        f"one job per job_name of the task table ({len(agg.line)} jobs); a job's line is its "
+        "first task line"
+    )
+    status = agg.status
+    submit = np.full(m, np.nan)
+    user = pa.array([""] * m, type=pa.string())
+    if jobs is not None:
+        row = _index_in(agg.name, jobs.name)
+        has = row >= 0
+        r = pa.array(np.maximum(row, 0))
+        if len(jobs.line):
+            status = np.where(has, _status_codes(jobs.status, vocab)[np.maximum(row, 0)], status)
+            submit = np.where(has, jobs.start[np.maximum(row, 0)], np.nan)
+            user = pc.if_else(pa.array(has), jobs.user.take(r), "")
+        report.warn("job has no row in the job table: status from its tasks", agg.line[~has])
+    return _View(
+        name=agg.name,
+        line=agg.line,
+        group=np.arange(m),
+        status=status,
+        submit=submit,
+        user=user,
+        dup=np.zeros(m, dtype=bool),
+        no_task=np.zeros(m, dtype=bool),
+    )
+
+
+def _index_in(values: pa.Array, value_set: pa.Array) -> IntArray:
+    """Index of each value in ``value_set`` (first match), -1 where absent."""
+    idx = pc.index_in(values, value_set=value_set)
+    return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _repeats(group: IntArray) -> npt.NDArray[np.bool_]:
+    """True for job rows whose task group (``>= 0``) an earlier row already has: a repeated
+    ``job_name`` (repeats without tasks are dropped for that reason anyway)."""
+    out = np.zeros(len(group), dtype=bool)
+    has = np.flatnonzero(group >= 0)
+    if len(has):
+        _, first = np.unique(group[has], return_index=True)
+        out[has] = True
+        out[has[first]] = False
+    return out
+
+
+def _objects(values: pa.Array) -> np.ndarray:
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+
+
+# --------------------------------------------------------------------------------------------
+# GPU types
+
+
+def _type_tables(names: list[str]) -> tuple[FloatArray, np.ndarray]:
+    """Speed and table name per type code (index ``-1``/``-2``: no type → 1.0 and ``""``)."""
+    catalog = load_catalog()
+    speeds, out = [], []
+    for t in names:
+        acc = catalog.resolve(t) if t else None
+        out.append(acc.name if acc is not None else t)
+        speeds.append((reference_speed(acc.name) or 1.0) if acc is not None else 1.0)
+    # Codes -2 and -1 index the two trailing "no type" entries.
+    return (
+        np.array([*speeds, 1.0, 1.0], dtype=np.float64),
+        np.array([*out, "", ""], dtype=object),
+    )
+
+
+def _report_types(
+    names: list[str], code: IntArray, lines: IntArray, constrain: bool, report: ParseReport
+) -> None:
+    catalog = load_catalog()
+    counts = np.bincount(code[code >= 0], minlength=len(names)) if len(names) else np.zeros(0)
+    unmapped = {
+        t: int(c) for t, c in zip(names, counts, strict=True) if c and not catalog.resolve(t)
+    }
+    if unmapped:
+        why = {normalize_name(u): w for u, w in UNMAPPED.items()}
+        notes = sorted({why[normalize_name(u)] for u in unmapped if normalize_name(u) in why})
+        listed = ", ".join(f"{k} {v}" for k, v in sorted(unmapped.items()))
+        bad = [i for i, t in enumerate(names) if t in unmapped]
+        report.warn(
+            f"gpu_type names not in the catalog, kept as written (jobs per name: {listed}"
+            + (f"; {'; '.join(notes)}" if notes else "")
+            + "): work = run time; such jobs run only on a cluster with a type of that name"
+            + ("" if constrain else " (not constrained: gpu_constraint=False)"),
+            lines[np.isin(code, bad)],
+        )
+    mapped = []
+    for t, c in zip(names, counts, strict=True):
+        acc = catalog.resolve(t) if c else None
+        if acc is not None and acc.name != t:
+            mapped.append(f"{t}→{acc.name}")
+    if mapped:
+        report.assume("gpu_type mapped to catalog types: " + ", ".join(sorted(mapped)))
+    report.assume(
+        "work = run time × speed of the job's gpu_type relative to the reference type (the type "
+        "its tasks ran on); jobs without a known type: run time in reference seconds"
+    )
+    if constrain:
+        report.assume("gpu_type constraint = the type the job ran on (gpu_constraint=False: none)")
+    else:
+        report.assume("gpu_type only converts run times (gpu_constraint=False): jobs run anywhere")
+
+
+def _statuses(value: Any, path: str) -> list[str]:
+    if value is None:
+        return list(DEFAULT_STATUSES)
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TraceError(path, 0, "statuses", "statuses must be a list of job statuses")
+    out = [str(v) for v in value]
+    if not out:
+        raise TraceError(path, 0, "statuses", "statuses is empty")
+    return out
+
+
+def _clock(origin: float) -> str:
+    """``"Tue 14:03:05"``: weekday and clock time of raw time ``origin`` in UTC+8, or ``""``."""
+    if not math.isfinite(origin):
+        return ""
+    try:
+        stamp = datetime.fromtimestamp(origin, TRACE_TZ)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return stamp.strftime("%a %H:%M:%S")

@@ -1,0 +1,164 @@
+"""Tiresias job CSV (``60_job.csv``, ``tf_job.csv``).
+
+Format: comma-separated with a header line; one row a job (Gu et al., "Tiresias: A GPU
+Cluster Manager for Distributed Deep Learning", NSDI'19; the simulator in
+SymbioticLab/Tiresias reads these files). The two published layouts are
+
+- ``job_id,num_gpu,submit_time,iterations,model_name,duration,interval`` (``60_job.csv``);
+- ``job_id,num_gpu,submit_time,start_time,duration,model_size,aggr_interval,model_name,
+  model_scale`` (``tf_job.csv``).
+
+Columns are found by name, in any order: ``job_id``, ``num_gpu``, ``submit_time`` and
+``duration`` are required, ``model_name`` is optional, every other column is ignored.
+
+Mapping to the job table
+------------------------
+- ``job_id``: ``job_id`` as written; ``submit_time``: ``submit_time`` in seconds, not re-based
+  (the Tiresias simulator replays them as they are); ``num_gpus``: ``num_gpu``;
+- ``work``: ``duration`` in reference seconds (the file does not say which GPU the duration
+  was measured on; it is taken as the reference type);
+- ``job_type``: ``model_name`` as written (e.g. ``vgg19``; not a Gavel job type, so the work
+  stays in reference seconds), ``""`` without that column;
+- ``iterations``, ``interval``, ``start_time``, ``model_size``, ``aggr_interval`` and
+  ``model_scale`` describe the testbed runs (parameter-server synchronisation) and are
+  ignored; ``user``, ``vc`` and ``gpu_type`` are unknown.
+
+Rows are dropped when ``duration`` ≤ 0 or not finite, ``num_gpu`` is < 1, not an integer or
+implausibly large, or ``submit_time`` is negative or not finite. A ``job_id`` that appears
+more than once is a warning (``tf_job.csv`` lists its one job twice).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from clustersim.errors import TraceError
+from clustersim.jobs import JobTable
+from clustersim.traces.base import (
+    MAX_GPUS,
+    ColumnParser,
+    DelimitedText,
+    ParseReport,
+    TraceReader,
+    blank,
+    build_table,
+    check_options,
+    drop_rows,
+    gpu_counts,
+    head_lines,
+)
+
+REQUIRED = ("job_id", "num_gpu", "submit_time", "duration")
+#: Columns of the two published layouts that are read but not used.
+IGNORED = ("iterations", "interval", "start_time", "model_size", "aggr_interval", "model_scale")
+
+
+class TiresiasReader(TraceReader):
+    """Reader of Tiresias job CSVs (``job_id,num_gpu,submit_time,...,duration,...``)."""
+
+    name: ClassVar[str] = "tiresias"
+    description: ClassVar[str] = (
+        "Tiresias job CSV (job_id, num_gpu, submit_time, duration, model_name, ...; "
+        "60_job.csv and tf_job.csv layouts)"
+    )
+
+    def sniff(self, head: bytes, filename: str) -> bool:
+        """True when the first line is a CSV header with the required Tiresias columns."""
+        lines = head_lines(head, limit=1)
+        if not lines:
+            return False
+        names = {c.strip().lower() for c in lines[0].split(",")}
+        return set(REQUIRED) <= names
+
+    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+        """Parse a Tiresias job CSV (no options)."""
+        check_options(self, path, options, set())
+        report = ParseReport(format=self.name, path=path)
+        text = DelimitedText(data, ",")
+        if len(text) == 0:
+            raise TraceError(path, 0, "", "empty file")
+        header_line = int(text.lines[0])
+        names = [c.strip().lower() for c in text.fields(0)]
+        for col in REQUIRED:
+            if col not in names:
+                raise TraceError(
+                    path, header_line, col, f"missing column (header must include {REQUIRED})"
+                )
+        dupes = sorted({c for c in names if c and names.count(c) > 1})
+        if dupes:
+            raise TraceError(path, header_line, dupes[0], "column appears twice in the header")
+        cols = text.columns(path, names, start=1)
+        lines = text.lines[1:]
+        report.jobs_read = len(lines)
+        if len(lines) == 0:
+            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+
+        parser = ColumnParser(path, lines)
+        if blank(cols["job_id"]).any():  # only then copy the strings to report it
+            parser.text(cols["job_id"], "job_id")
+        gpus = parser.numbers(cols["num_gpu"], "num_gpu")
+        submit = parser.numbers(cols["submit_time"], "submit_time")
+        duration = parser.numbers(cols["duration"], "duration")
+        parser.check()
+
+        below, fractional, huge = gpu_counts(gpus)
+        keep = drop_rows(
+            report,
+            lines,
+            [
+                ("duration <= 0", duration <= 0),
+                ("duration not finite", ~np.isfinite(duration)),
+                ("num_gpu < 1", below),
+                ("num_gpu not an integer", fractional),
+                (f"num_gpu > {MAX_GPUS}", huge),
+                ("submit_time < 0", submit < 0),
+                ("submit_time not finite", ~np.isfinite(submit)),
+            ],
+        )
+        idx = np.flatnonzero(keep)
+        ids_arrow = pc.utf8_trim_whitespace(cols["job_id"]).take(pa.array(idx))
+        ids = np.asarray(ids_arrow.to_numpy(zero_copy_only=False), dtype=object)
+        enc = pc.dictionary_encode(ids_arrow)
+        if len(enc.dictionary) < len(idx):
+            code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            repeat = np.ones(len(idx), dtype=bool)
+            repeat[np.unique(code, return_index=True)[1]] = False
+            report.warn(
+                "job_id appears more than once (rows kept as separate jobs)", lines[idx][repeat]
+            )
+        if "model_name" in cols:
+            model = np.asarray(
+                pc.utf8_trim_whitespace(cols["model_name"]).to_numpy(zero_copy_only=False),
+                dtype=object,
+            )[idx]
+            report.assume("job_type = model_name (not a Gavel job type: work in reference seconds)")
+        else:
+            model = np.full(len(idx), "", dtype=object)
+            report.assume("no model_name column: job types unknown")
+        report.assume(
+            "submit_time taken as relative seconds, not re-based "
+            f"(first submit {submit[idx].min() if len(idx) else 0.0:g} s)"
+        )
+        report.assume(
+            "durations taken as measured on the reference accelerator type P100 "
+            "(the file does not name the GPU)"
+        )
+        ignored = [c for c in IGNORED if c in cols]
+        if ignored:
+            report.assume(
+                f"ignored columns: {', '.join(ignored)}; user and virtual cluster unknown"
+            )
+        table = build_table(
+            path,
+            report,
+            job_id=ids,
+            submit_time=submit[idx],
+            num_gpus=gpus[idx].astype(np.int64),
+            work=duration[idx],
+            job_type=model,
+        )
+        return table, report

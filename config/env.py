@@ -1,0 +1,124 @@
+"""Typed readers of environment variables that fail loudly on a bad value.
+
+Every setting that can change between deployments comes through one of these helpers. A value
+that is present but malformed raises :class:`~django.core.exceptions.ImproperlyConfigured`
+naming the variable, so a typo stops the process at start-up instead of being ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+_MISSING: Any = object()
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _raw(name: str, default: Any) -> str | Any:
+    value = os.environ.get(name)
+    if value is None:
+        if default is _MISSING:
+            raise ImproperlyConfigured(f"environment variable {name} is required")
+        return default
+    return value
+
+
+def env_str(name: str, default: Any = _MISSING) -> str:
+    """The variable as a string; required when no ``default`` is given."""
+    return str(_raw(name, default))
+
+
+def env_bool(name: str, default: bool | Any = _MISSING) -> bool:
+    """``1/true/yes/on`` or ``0/false/no/off`` (any case)."""
+    value = _raw(name, default)
+    if isinstance(value, bool):
+        return value
+    low = value.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"environment variable {name}={value!r} is not a boolean")
+
+
+def env_int(name: str, default: int | Any = _MISSING) -> int:
+    """An integer."""
+    value = _raw(name, default)
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"environment variable {name}={value!r} is not an integer"
+        ) from None
+
+
+def env_float(name: str, default: float | Any = _MISSING) -> float:
+    """A finite float."""
+    value = _raw(name, default)
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        out = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"environment variable {name}={value!r} is not a number"
+        ) from None
+    if out != out or out in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"environment variable {name}={value!r} is not finite")
+    return out
+
+
+def env_list(name: str, default: list[str] | Any = _MISSING) -> list[str]:
+    """A comma-separated list; empty items are dropped."""
+    value = _raw(name, default)
+    if isinstance(value, list):
+        return value
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def parse_database_url(url: str, name: str = "DATABASE_URL") -> dict[str, Any]:
+    """Django ``DATABASES`` entry from ``postgres://user:pw@host:port/db`` or ``sqlite:///path``.
+
+    ``sqlite:////abs/path`` is an absolute path, ``sqlite:///rel/path`` is relative to the
+    working directory. Query parameters of a PostgreSQL URL become connection ``OPTIONS``
+    (e.g. ``?sslmode=require``).
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "sqlite":
+        path = unquote(parts.path)[1:] if parts.path.startswith("/") else unquote(parts.path)
+        if not path or path == ":memory:":
+            path = ":memory:"
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
+    if scheme in ("postgres", "postgresql", "pgsql"):
+        db = unquote(parts.path.lstrip("/"))
+        if not db:
+            raise ImproperlyConfigured(f"{name}={url!r} names no database")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}={url!r} has a bad port") from None
+        options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": db,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(port or ""),
+            "OPTIONS": options,
+        }
+    raise ImproperlyConfigured(
+        f"{name}={url!r}: unsupported scheme {scheme!r} (use postgres:// or sqlite:///)"
+    )
+
+
+def env_database(name: str, default: str) -> dict[str, Any]:
+    """A ``DATABASES`` entry from a database URL variable."""
+    return parse_database_url(env_str(name, default), name)

@@ -1,0 +1,1 @@
+"""Settings: ``base`` holds everything; ``local`` (default), ``production``, ``test`` adjust it."""

@@ -1,0 +1,184 @@
+"""Dashboard pages. Thin: forms validate, :mod:`planner.services` does the work.
+
+Pages that wait for a worker (a parsing upload, a running experiment) render a fragment that
+``static/dashboard/poll.js`` re-fetches until the work is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db.models import Avg, Count, Q
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from dashboard.forms import ClusterForm, ExperimentForm, UploadForm
+from planner import runner, services
+from planner.models import ACTIVE_STATES, Cluster, Experiment, Run, Workload, WorkloadStatus
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    ctx = {
+        "clusters": Cluster.objects.owned_by(user)[:20],
+        "workloads": Workload.objects.owned_by(user).defer("report", "summary")[:20],
+        "experiments": Experiment.objects.owned_by(user).annotate(
+            progress_avg=Avg("runs__progress")
+        )[:20],
+    }
+    return render(request, "dashboard/home.html", ctx)
+
+
+# -- workloads -------------------------------------------------------------------------------
+
+
+@login_required
+def workload_upload(request: HttpRequest) -> HttpResponse:
+    form = UploadForm(request.POST, request.FILES) if request.method == "POST" else UploadForm()
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        workload = services.create_workload(
+            request.user,
+            name=form.cleaned_data["name"] or upload.name,
+            filename=upload.name,
+            raw=upload.read(),
+            fmt=form.cleaned_data["format"],
+        )
+        url = reverse("dashboard:workload", args=[workload.pk])
+        if request.headers.get("X-Requested-With") == "XMLHttpRequest":
+            return JsonResponse({"id": workload.pk, "url": url}, status=202)
+        return redirect(url)
+    if request.method == "POST" and request.headers.get("X-Requested-With") == "XMLHttpRequest":
+        return JsonResponse({"errors": form.errors}, status=400)
+    return render(request, "dashboard/workload_upload.html", {"form": form})
+
+
+def _workload(request: HttpRequest, pk: int) -> Workload:
+    return get_object_or_404(Workload.objects.owned_by(request.user), pk=pk)
+
+
+@login_required
+def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return render(request, "dashboard/workload_detail.html", {"w": _workload(request, pk)})
+
+
+@login_required
+def workload_status(request: HttpRequest, pk: int) -> HttpResponse:
+    w = _workload(request, pk)
+    done = w.status in (WorkloadStatus.READY, WorkloadStatus.FAILED)
+    response = render(request, "dashboard/_workload_status.html", {"w": w})
+    response["X-Poll-Done"] = "1" if done else "0"
+    return response
+
+
+# -- clusters --------------------------------------------------------------------------------
+
+
+@login_required
+def cluster_create(request: HttpRequest) -> HttpResponse:
+    data = request.POST if request.method == "POST" else None
+    form = ClusterForm(data, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        cluster = Cluster.objects.create(
+            owner=request.user,
+            name=d["name"],
+            spec=d["spec_obj"],
+            preset=d.get("preset") or "",
+            total_devices=d["total_devices"],
+            device_types=d["device_types"],
+        )
+        messages.success(
+            request, f"Cluster {cluster.name!r} created: {cluster.total_devices} devices."
+        )
+        return redirect("dashboard:cluster", pk=cluster.pk)
+    return render(request, "dashboard/cluster_form.html", {"form": form})
+
+
+@login_required
+def cluster_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = get_object_or_404(Cluster.objects.owned_by(request.user), pk=pk)
+    return render(request, "dashboard/cluster_detail.html", {"c": cluster})
+
+
+@login_required
+@require_POST
+def cluster_clone(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = get_object_or_404(Cluster.objects.owned_by(request.user), pk=pk)
+    copy = cluster.clone()
+    messages.success(request, f"Cloned into {copy.name!r}.")
+    return redirect("dashboard:cluster", pk=copy.pk)
+
+
+# -- experiments -----------------------------------------------------------------------------
+
+
+@login_required
+def experiment_create(request: HttpRequest) -> HttpResponse:
+    data = request.POST if request.method == "POST" else None
+    form = ExperimentForm(data, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            exp = services.create_experiment(
+                request.user,
+                name=d["name"],
+                clusters=d["clusters"],
+                workloads=d["workloads"],
+                policies=form.policy_list(),
+                load_factors=d["load_factors"],
+                seeds=d["seeds"],
+                placement=d["placement"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return redirect("dashboard:experiment", pk=exp.pk)
+    return render(request, "dashboard/experiment_form.html", {"form": form})
+
+
+def _experiment(request: HttpRequest, pk: int) -> Experiment:
+    return get_object_or_404(Experiment.objects.owned_by(request.user), pk=pk)
+
+
+def _progress_context(exp: Experiment) -> dict[str, Any]:
+    runs = Run.objects.filter(experiment=exp).select_related("cluster", "workload")
+    agg = runs.aggregate(
+        progress=Avg("progress"), active=Count("id", filter=Q(state__in=ACTIVE_STATES))
+    )
+    return {
+        "e": exp,
+        "runs": runs,
+        "progress_pct": round(100 * float(agg["progress"] or 0.0), 1),
+        "active": agg["active"],
+    }
+
+
+@login_required
+def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return render(
+        request, "dashboard/experiment_detail.html", _progress_context(_experiment(request, pk))
+    )
+
+
+@login_required
+def experiment_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    ctx = _progress_context(_experiment(request, pk))
+    response = render(request, "dashboard/_experiment_progress.html", ctx)
+    response["X-Poll-Done"] = "0" if ctx["active"] else "1"
+    return response
+
+
+@login_required
+@require_POST
+def experiment_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    exp = _experiment(request, pk)
+    n = runner.cancel_runs(exp.runs.all())
+    messages.info(request, f"Cancelled {n} run(s).")
+    return redirect("dashboard:experiment", pk=exp.pk)

@@ -1,0 +1,1 @@
+"""The domain app: accelerator types, clusters, workloads, experiments and their runs."""

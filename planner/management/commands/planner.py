@@ -1,0 +1,114 @@
+"""``manage.py planner demo`` loads demo data; ``manage.py planner token USER`` prints a token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+DEMO_EXPERIMENT = "Demo: FIFO vs Tiresias on the Philly sample"
+PHILLY_SAMPLE = Path(__file__).resolve().parents[3] / "clustersim/data/demo/philly_sample.csv"
+
+
+class Command(BaseCommand):
+    help = "Planner utilities: `demo` (load demo data), `token USER` (print an API token)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        demo = sub.add_parser("demo", help="presets, the Philly sample, one finished experiment")
+        demo.add_argument("--username", default="demo")
+        demo.add_argument(
+            "--password",
+            default=None,
+            help="password of the demo user when it is created (default: the username; "
+            "refused with DEBUG off)",
+        )
+        token = sub.add_parser("token", help="print (creating if needed) a user's API token")
+        token.add_argument("username")
+        token.add_argument("--create-user", action="store_true", help="create the user too")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["action"] == "demo":
+            self.demo(opts["username"], opts["password"])
+        else:
+            self.token(opts["username"], opts["create_user"])
+
+    def token(self, username: str, create: bool) -> None:
+        from rest_framework.authtoken.models import Token
+
+        User = get_user_model()
+        if create:
+            user, _ = User.objects.get_or_create(username=username)
+        else:
+            try:
+                user = User.objects.get(username=username)
+            except User.DoesNotExist:
+                raise CommandError(f"no user {username!r} (use --create-user)") from None
+        token, _ = Token.objects.get_or_create(user=user)
+        self.stdout.write(token.key)
+
+    def demo(self, username: str, password: str | None) -> None:
+        from clustersim.presets import PRESETS, preset_spec
+        from planner import parsing, runner, services
+        from planner.models import Cluster, Experiment, Workload, WorkloadStatus
+
+        User = get_user_model()
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            if password is None and not settings.DEBUG:
+                raise CommandError("give --password (DEBUG is off, no default password)")
+            user = User.objects.create_user(username, password=password or username)
+            self.stdout.write(f"created user {username!r}")
+        for name in PRESETS:
+            if not Cluster.objects.filter(owner=user, preset=name).exists():
+                spec = preset_spec(name)
+                total, types = services.cluster_summary(spec, user)
+                Cluster.objects.create(
+                    owner=user,
+                    name=name,
+                    spec=spec,
+                    preset=name,
+                    total_devices=total,
+                    device_types=types,
+                    description=PRESETS[name].description,
+                )
+        workload = Workload.objects.filter(owner=user, name="Philly sample").first()
+        if workload is None:
+            with transaction.atomic():
+                workload = services.create_workload(
+                    user,
+                    name="Philly sample",
+                    filename=PHILLY_SAMPLE.name,
+                    raw=PHILLY_SAMPLE.read_bytes(),
+                    description="2,406 jobs sampled from the Microsoft Philly trace",
+                    enqueue=False,
+                )
+        if workload.status != WorkloadStatus.READY:
+            parsing.parse_workload(workload.pk)
+            workload.refresh_from_db()
+        if workload.status != WorkloadStatus.READY:
+            raise CommandError(f"the Philly sample did not parse: {workload.error}")
+        self.stdout.write(f"workload {workload.name!r}: {workload.summary['jobs']} jobs")
+        if Experiment.objects.filter(owner=user, name=DEMO_EXPERIMENT).exists():
+            self.stdout.write("demo experiment already there")
+            return
+        cluster = Cluster.objects.get(owner=user, preset="philly")
+        exp = services.create_experiment(
+            user,
+            name=DEMO_EXPERIMENT,
+            clusters=[cluster],
+            workloads=[workload],
+            policies=[{"name": "fifo", "params": {}}, {"name": "tiresias", "params": {}}],
+            load_factors=[1.0, 2.0],
+            seeds=[0],
+            enqueue=False,
+        )
+        for pk in exp.runs.values_list("pk", flat=True):
+            outcome = runner.execute_run(pk, worker="manage.py planner demo")
+            self.stdout.write(f"run {pk}: {outcome}")
+        exp.refresh_from_db()
+        self.stdout.write(f"demo experiment {exp.pk}: {exp.state}")

@@ -1,0 +1,344 @@
+"""Domain models. Every object has an owner; querysets offer ``owned_by(user)``.
+
+A run is a row with a state machine (DESIGN §2): queued → running → succeeded / failed /
+cancelled. The Celery task advances it (see :mod:`planner.runner`); the row is the truth, not
+the result backend. Large results (job tables, per-job outcomes, time series) are compressed
+:class:`Artefact` rows, so workers need no filesystem shared with the web server.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class OwnedQuerySet(models.QuerySet):
+    def owned_by(self, user: Any) -> OwnedQuerySet:
+        """Rows of ``user``; nothing for an anonymous user."""
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        return self.filter(owner=user)
+
+
+class Owned(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created = models.DateTimeField(default=timezone.now, editable=False)
+    updated = models.DateTimeField(auto_now=True)
+
+    objects = OwnedQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+
+class Artefact(Owned):
+    """A blob in the database: an uploaded trace, a job table, per-job results, a time series.
+
+    ``data`` holds the bytes as stored: gzip-compressed when ``encoding == "gzip"``, as is
+    otherwise (Parquet, already compressed). :meth:`read` returns the original bytes.
+    """
+
+    class Kind(models.TextChoices):
+        UPLOAD = "upload", "uploaded trace"
+        JOBS = "jobs", "normalised job table (Parquet)"
+        PER_JOB = "per_job", "per-job results (Parquet)"
+        TIMESERIES = "timeseries", "time series (JSON)"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    filename = models.CharField(max_length=255, blank=True)
+    content_type = models.CharField(max_length=100, default="application/octet-stream")
+    encoding = models.CharField(max_length=8, blank=True)
+    size = models.BigIntegerField(help_text="bytes before compression")
+    stored_size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    data = models.BinaryField()
+
+    class Meta:
+        indexes = (models.Index(fields=["owner", "kind"]),)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.filename or self.pk} ({self.size} B)"
+
+    @classmethod
+    def build(
+        cls,
+        owner: Any,
+        kind: str,
+        raw: bytes,
+        *,
+        filename: str = "",
+        content_type: str = "application/octet-stream",
+        compress: bool = True,
+    ) -> Artefact:
+        """An unsaved artefact for ``raw`` (gzip-compressed unless ``compress`` is false)."""
+        data = gzip.compress(raw, compresslevel=6, mtime=0) if compress else raw
+        return cls(
+            owner=owner,
+            kind=kind,
+            filename=filename,
+            content_type=content_type,
+            encoding="gzip" if compress else "",
+            size=len(raw),
+            stored_size=len(data),
+            sha256=hashlib.sha256(raw).hexdigest(),
+            data=data,
+        )
+
+    def read(self) -> bytes:
+        data = bytes(self.data)
+        return gzip.decompress(data) if self.encoding == "gzip" else data
+
+
+class AcceleratorType(Owned):
+    """A user-defined accelerator type (built-in ones come from ``clustersim.catalog``).
+
+    A cluster spec whose pool names this type gets it added to its ``accelerators`` list when
+    it is simulated (:meth:`Cluster.effective_spec`). A name equal to a catalog key replaces
+    the catalog's type for this user's clusters (e.g. to change a price).
+    """
+
+    class Kind(models.TextChoices):
+        GPU = "gpu"
+        TPU = "tpu"
+        NPU = "npu"
+        EDGE = "edge"
+
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.GPU)
+    fp16_tflops = models.FloatField(help_text="dense FP16/BF16 peak, TFLOPS")
+    memory_gb = models.FloatField()
+    memory_bw_tbs = models.FloatField(help_text="memory bandwidth, TB/s")
+    busy_w = models.FloatField(help_text="power when busy, W")
+    idle_w = models.FloatField(null=True, blank=True, help_text="power when idle, W")
+    price_per_hour = models.FloatField(help_text="$ per device-hour")
+    release_year = models.PositiveIntegerField()
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ("name", "id")
+        constraints = (
+            models.UniqueConstraint(fields=["owner", "name"], name="accelerator_name_per_owner"),
+        )
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_spec(self) -> dict[str, Any]:
+        """The entry of a cluster spec's ``accelerators`` list."""
+        spec: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "fp16_tflops": self.fp16_tflops,
+            "memory_gb": self.memory_gb,
+            "memory_bw_tbs": self.memory_bw_tbs,
+            "busy_w": self.busy_w,
+            "price_per_hour": self.price_per_hour,
+            "release_year": self.release_year,
+        }
+        if self.idle_w is not None:
+            spec["idle_w"] = self.idle_w
+        return spec
+
+
+class Cluster(Owned):
+    """An inventory: the simulator's cluster spec JSON (``clustersim.spec``), unchanged."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    spec = models.JSONField()
+    preset = models.CharField(max_length=64, blank=True, help_text="preset it was built from")
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="clones",
+        help_text="cluster it was cloned from",
+    )
+    total_devices = models.PositiveIntegerField(default=0)
+    device_types = models.JSONField(default=list, help_text="accelerator type names present")
+
+    class Meta:
+        ordering = ("-created", "-id")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def effective_spec(self) -> dict[str, Any]:
+        """The spec with the owner's accelerator types that its pools name added."""
+        return effective_spec(self.spec, AcceleratorType.objects.filter(owner_id=self.owner_id))
+
+    def clone(self, name: str | None = None) -> Cluster:
+        """A saved copy owned by the same user, pointing back here."""
+        return Cluster.objects.create(
+            owner_id=self.owner_id,
+            name=name or f"{self.name} (copy)",
+            description=self.description,
+            spec=self.spec,
+            preset=self.preset,
+            parent=self,
+            total_devices=self.total_devices,
+            device_types=list(self.device_types),
+        )
+
+
+def effective_spec(spec: dict[str, Any], types: Any) -> dict[str, Any]:
+    """``spec`` plus the user-defined ``types`` its pools name that it does not define itself."""
+    from clustersim.catalog import normalize_name
+
+    defined = {normalize_name(str(a.get("name", ""))) for a in spec.get("accelerators", [])}
+    wanted = {normalize_name(str(p.get("accelerator", ""))) for p in spec.get("pools", [])}
+    extra = [
+        t.to_spec()
+        for t in types
+        if normalize_name(t.name) in wanted and normalize_name(t.name) not in defined
+    ]
+    if not extra:
+        return spec
+    return {**spec, "accelerators": [*spec.get("accelerators", []), *extra]}
+
+
+class WorkloadStatus(models.TextChoices):
+    PENDING = "pending"
+    PARSING = "parsing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Workload(Owned):
+    """An uploaded trace, its parse report and its normalised job table."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    format = models.CharField(
+        max_length=32, blank=True, help_text="requested format; blank: detect"
+    )
+    detected_format = models.CharField(max_length=32, blank=True)
+    status = models.CharField(
+        max_length=16, choices=WorkloadStatus.choices, default=WorkloadStatus.PENDING
+    )
+    original_filename = models.CharField(max_length=255)
+    upload_size = models.BigIntegerField(default=0)
+    source = models.ForeignKey(
+        Artefact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    jobs = models.ForeignKey(
+        Artefact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    report = models.JSONField(null=True, blank=True)
+    summary = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    parse_started = models.DateTimeField(null=True, blank=True)
+    parsed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created", "-id")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Experiment(Owned):
+    """A grid: clusters × workloads × policies (with parameters) × load factors × seeds."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    clusters = models.ManyToManyField(Cluster, related_name="experiments")
+    workloads = models.ManyToManyField(Workload, related_name="experiments")
+    policies = models.JSONField(help_text='[{"name": "tiresias", "params": {...}}, ...]')
+    placement = models.CharField(max_length=32, default="consolidate")
+    load_factors = models.JSONField(default=list)
+    seeds = models.JSONField(default=list)
+    until_s = models.FloatField(null=True, blank=True, help_text="simulation horizon, s")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    runs_total = models.PositiveIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created", "-id")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING)
+FINAL_STATES = (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED)
+
+
+class RunQuerySet(OwnedQuerySet):
+    def active(self) -> RunQuerySet:
+        return self.filter(state__in=ACTIVE_STATES)
+
+
+class Run(Owned):
+    """One simulation of the grid. Advanced only by :mod:`planner.runner` (conditional updates).
+
+    ``attempts`` counts claims; the claim number is the fencing token: a worker writes
+    progress and results only while the row is ``running`` with its own attempt number, so a
+    redelivered or reaped task can never write a second result.
+    """
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="runs")
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="runs")
+    policy = models.CharField(max_length=64)
+    params = models.JSONField(default=dict, blank=True)
+    placement = models.CharField(max_length=32, default="consolidate")
+    load_factor = models.FloatField(default=1.0)
+    seed = models.IntegerField(default=0)
+
+    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
+    progress = models.FloatField(default=0.0, help_text="share of jobs arrived, 0..1")
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    wall_s = models.FloatField(null=True, blank=True, help_text="seconds the simulation took")
+    events = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    summary = models.JSONField(null=True, blank=True)
+    per_job = models.ForeignKey(
+        Artefact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    timeseries = models.ForeignKey(
+        Artefact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("id",)
+        indexes = (
+            models.Index(fields=["state", "heartbeat"]),
+            models.Index(fields=["experiment", "state"]),
+        )
+
+    def __str__(self) -> str:
+        return f"run {self.pk}: {self.policy} x{self.load_factor} seed {self.seed}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL_STATES

@@ -1,0 +1,114 @@
+"""Parsing an uploaded trace into a job table (run by the ``planner.parse_workload`` task)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from clustersim.errors import ClustersimError, TraceError
+from planner.jobtable import to_parquet, workload_summary
+from planner.models import Artefact, Workload, WorkloadStatus
+
+log = logging.getLogger(__name__)
+
+
+def safe_filename(name: str) -> str:
+    """A base name safe to create in a temporary directory (readers sniff the extension)."""
+    base = os.path.basename(name.replace("\\", "/")) or "upload"
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).lstrip(".") or "upload"
+    return base[:200]
+
+
+def claim_workload(workload_id: int) -> bool:
+    """Move a pending upload to parsing; a parse abandoned by a dead worker may be retaken."""
+    abandoned = timezone.now() - timedelta(seconds=settings.CLUSTERSIM_PARSE_HARD_TIME_LIMIT_S)
+    return bool(
+        Workload.objects.filter(pk=workload_id)
+        .filter(
+            Q(status=WorkloadStatus.PENDING)
+            | Q(status=WorkloadStatus.PARSING, parse_started__lt=abandoned)
+        )
+        .update(status=WorkloadStatus.PARSING, parse_started=timezone.now(), error="")
+    )
+
+
+def _clean(text: str, tmp_path: str, shown: str) -> str:
+    return text.replace(tmp_path, shown)
+
+
+def parse_workload(workload_id: int) -> str:
+    """Parse the upload; store the report, summary and job table; ``ready`` or ``failed``."""
+    if not claim_workload(workload_id):
+        return "skipped"
+    workload = Workload.objects.select_related("source").get(pk=workload_id)
+    if workload.source is None:
+        Workload.objects.filter(pk=workload_id).update(
+            status=WorkloadStatus.FAILED, error="the uploaded file is missing"
+        )
+        return "failed"
+    shown = workload.original_filename or "upload"
+    with tempfile.TemporaryDirectory(prefix="clustersim-parse-") as tmp:
+        path = os.path.join(tmp, safe_filename(shown))
+        with open(path, "wb") as fh:
+            fh.write(workload.source.read())
+        try:
+            from clustersim.traces import read_trace
+
+            jobs, report = read_trace(path, workload.format or None)
+        except TraceError as exc:
+            error: dict[str, Any] = {
+                "line": exc.line,
+                "field": exc.field,
+                "message": exc.message,
+            }
+            Workload.objects.filter(pk=workload_id, status=WorkloadStatus.PARSING).update(
+                status=WorkloadStatus.FAILED,
+                error=_clean(str(exc), path, shown),
+                report={"error": error, "path": shown},
+                parsed_at=timezone.now(),
+            )
+            return "failed"
+        except (ClustersimError, OSError, ValueError) as exc:
+            Workload.objects.filter(pk=workload_id, status=WorkloadStatus.PARSING).update(
+                status=WorkloadStatus.FAILED,
+                error=_clean(f"{type(exc).__name__}: {exc}", path, shown),
+                parsed_at=timezone.now(),
+            )
+            return "failed"
+        report_dict = report.to_dict()
+    report_dict["path"] = shown
+    report_dict = {
+        k: ([_clean(x, path, shown) for x in v] if isinstance(v, list) else v)
+        for k, v in report_dict.items()
+    }
+    table = Artefact.build(
+        workload.owner,
+        Artefact.Kind.JOBS,
+        to_parquet(jobs),
+        filename=f"workload-{workload_id}-jobs.parquet",
+        content_type="application/vnd.apache.parquet",
+        compress=False,
+    )
+    with transaction.atomic():
+        table.save()
+        n = Workload.objects.filter(pk=workload_id, status=WorkloadStatus.PARSING).update(
+            status=WorkloadStatus.READY,
+            detected_format=report.format,
+            report=report_dict,
+            summary=workload_summary(jobs),
+            jobs=table,
+            parsed_at=timezone.now(),
+        )
+        if n == 0:
+            transaction.set_rollback(True)
+            return "lost"
+    return "ready"

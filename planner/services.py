@@ -1,0 +1,165 @@
+"""Operations the API and the forms share: create things and enqueue their work on commit."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from planner import runner
+from planner.models import Artefact, Cluster, Experiment, Run, Workload, WorkloadStatus
+
+
+def cluster_summary(spec: dict[str, Any], owner: Any) -> tuple[int, list[str]]:
+    """Validate a spec (with the owner's accelerator types); total devices and type names.
+
+    Raises :class:`ValidationError` with the simulator's message (it names the field).
+    """
+    from clustersim.errors import ClustersimError
+    from clustersim.spec import cluster_from_spec
+    from planner.models import AcceleratorType, effective_spec
+
+    try:
+        cluster = cluster_from_spec(
+            effective_spec(spec, AcceleratorType.objects.filter(owner=owner))
+        )
+    except ClustersimError as exc:
+        raise ValidationError(str(exc)) from None
+    return int(cluster.total_devices), list(cluster.type_names)
+
+
+def create_workload(
+    owner: Any,
+    name: str,
+    filename: str,
+    raw: bytes,
+    fmt: str = "",
+    description: str = "",
+    enqueue: bool = True,
+) -> Workload:
+    """Store an upload and enqueue its parsing after commit."""
+    from planner.tasks import parse_workload
+
+    with transaction.atomic():
+        source = Artefact.build(owner, Artefact.Kind.UPLOAD, raw, filename=filename)
+        source.save()
+        workload = Workload.objects.create(
+            owner=owner,
+            name=name or filename,
+            description=description,
+            format=fmt,
+            original_filename=filename,
+            upload_size=len(raw),
+            source=source,
+            status=WorkloadStatus.PENDING,
+        )
+        if enqueue:
+            transaction.on_commit(lambda: parse_workload.delay(workload.pk))
+    return workload
+
+
+def validate_policies(policies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each ``{"name", "params"}`` must build a policy; returns them normalised."""
+    from scheduling.registry import make_policy
+
+    out = []
+    for i, item in enumerate(policies):
+        name = item.get("name")
+        params = item.get("params") or {}
+        if not isinstance(params, dict):
+            raise ValidationError(f"policies[{i}].params must be an object")
+        try:
+            make_policy(str(name), **runner._params(params))
+        except KeyError as exc:
+            raise ValidationError(f"policies[{i}]: {exc.args[0]}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"policies[{i}] ({name}): {exc}") from None
+        out.append({"name": str(name), "params": params})
+    return out
+
+
+def create_experiment(
+    owner: Any,
+    *,
+    name: str,
+    clusters: Iterable[Cluster],
+    workloads: Iterable[Workload],
+    policies: Sequence[dict[str, Any]],
+    load_factors: Sequence[float] = (1.0,),
+    seeds: Sequence[int] = (0,),
+    placement: str = "consolidate",
+    until_s: float | None = None,
+    description: str = "",
+    enqueue: bool = True,
+) -> Experiment:
+    """Create the experiment and one queued run per grid point; launch it after commit."""
+    from scheduling.registry import PLACEMENTS
+
+    clusters, workloads = list(clusters), list(workloads)
+    policies = validate_policies(policies)
+    if placement not in PLACEMENTS:
+        raise ValidationError(f"unknown placement {placement!r}; known: {', '.join(PLACEMENTS)}")
+    if not (clusters and workloads and policies and load_factors and seeds):
+        raise ValidationError(
+            "the grid needs at least one cluster, workload, policy, load factor and seed"
+        )
+    if any(not (f > 0) for f in load_factors):
+        raise ValidationError("load factors must be positive")
+    not_ready = [w.name for w in workloads if w.status != WorkloadStatus.READY]
+    if not_ready:
+        raise ValidationError(f"workloads not parsed (yet): {', '.join(not_ready)}")
+    grid = list(itertools.product(clusters, workloads, policies, load_factors, seeds))
+    if len(grid) > settings.CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT:
+        limit = settings.CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT
+        raise ValidationError(f"{len(grid)} runs; at most {limit} per experiment")
+    with transaction.atomic():
+        exp = Experiment.objects.create(
+            owner=owner,
+            name=name,
+            description=description,
+            policies=policies,
+            placement=placement,
+            load_factors=[float(f) for f in load_factors],
+            seeds=[int(s) for s in seeds],
+            until_s=until_s,
+            runs_total=len(grid),
+        )
+        exp.clusters.set(clusters)
+        exp.workloads.set(workloads)
+        Run.objects.bulk_create(
+            Run(
+                owner=owner,
+                experiment=exp,
+                cluster=c,
+                workload=w,
+                policy=p["name"],
+                params=p["params"],
+                placement=placement,
+                load_factor=float(f),
+                seed=int(s),
+            )
+            for c, w, p, f, s in grid
+        )
+        if enqueue:
+            launch(exp.pk)
+    return exp
+
+
+def launch(experiment_id: int) -> None:
+    """Enqueue the experiment's fan-out once the current transaction commits."""
+    from planner.tasks import launch_experiment
+
+    transaction.on_commit(lambda: launch_experiment.delay(experiment_id))
+
+
+def rerun(experiment: Experiment) -> int:
+    """Requeue the experiment's failed and cancelled runs and launch them."""
+    with transaction.atomic():
+        ids = runner.requeue_runs(experiment.runs.all())
+        if ids:
+            launch(experiment.pk)
+    return len(ids)

@@ -1,0 +1,47 @@
+// Poll a fragment until the server says the work is done (X-Poll-Done: 1), and upload
+// files with a progress bar. No framework, no CDN.
+(function () {
+  "use strict";
+  function poll(el) {
+    var url = el.getAttribute("data-poll");
+    var every = parseInt(el.getAttribute("data-every") || "2000", 10);
+    function tick() {
+      fetch(url, { credentials: "same-origin" }).then(function (r) {
+        return r.text().then(function (html) {
+          el.innerHTML = html;
+          if (r.headers.get("X-Poll-Done") !== "1") setTimeout(tick, every);
+        });
+      }).catch(function () { setTimeout(tick, every * 2); });
+    }
+    setTimeout(tick, every);
+  }
+  function upload(form) {
+    form.addEventListener("submit", function (ev) {
+      if (!window.FormData || !window.XMLHttpRequest) return;
+      ev.preventDefault();
+      var bar = document.getElementById("upload-progress");
+      var status = document.getElementById("upload-status");
+      var xhr = new XMLHttpRequest();
+      xhr.open("POST", form.action || window.location.href);
+      xhr.setRequestHeader("X-Requested-With", "XMLHttpRequest");
+      bar.hidden = false;
+      xhr.upload.onprogress = function (e) {
+        if (e.lengthComputable) bar.value = Math.round(100 * e.loaded / e.total);
+        status.textContent = "uploading… " + bar.value + " %";
+      };
+      xhr.onload = function () {
+        var data = {};
+        try { data = JSON.parse(xhr.responseText); } catch (e) { /* not JSON */ }
+        if (xhr.status === 202 && data.url) { window.location = data.url; return; }
+        bar.hidden = true;
+        status.textContent = data.errors ? JSON.stringify(data.errors) : "upload failed (" + xhr.status + ")";
+      };
+      xhr.onerror = function () { status.textContent = "network error"; };
+      xhr.send(new FormData(form));
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-poll]").forEach(poll);
+    document.querySelectorAll("form[data-upload]").forEach(upload);
+  });
+})();
