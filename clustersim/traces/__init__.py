@@ -27,9 +27,19 @@ from typing import Any
 
 from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
-from clustersim.traces.base import ParseReport, TraceReader, load_bytes, read_head
+from clustersim.traces.alibaba_openb import AlibabaOpenbReader
+from clustersim.traces.alibaba_pai import AlibabaPaiReader
+from clustersim.traces.base import HEAD_BYTES, ParseReport, TraceReader, load_bytes
+from clustersim.traces.compressed import sniff_input
+from clustersim.traces.gaia import GaiaReader
 from clustersim.traces.gavel import GavelReader
+from clustersim.traces.generic import GenericCsvReader
+from clustersim.traces.helios import HeliosReader
 from clustersim.traces.philly import PhillyReader
+from clustersim.traces.philly_raw import PhillyRawReader
+from clustersim.traces.pollux import PolluxReader
+from clustersim.traces.synergy import SynergyReader
+from clustersim.traces.tiresias import TiresiasReader
 
 __all__ = [
     "READERS",
@@ -46,7 +56,16 @@ READERS: dict[str, TraceReader] = {
     reader.name: reader
     for reader in (
         PhillyReader(),
+        PhillyRawReader(),
         GavelReader(),
+        HeliosReader(),
+        AlibabaPaiReader(),
+        AlibabaOpenbReader(),
+        PolluxReader(),
+        TiresiasReader(),
+        SynergyReader(),
+        GaiaReader(),
+        GenericCsvReader(),  # generic: keep last
     )
 }
 
@@ -72,8 +91,11 @@ def get_reader(format: str, path: str = "") -> TraceReader:
         ) from None
 
 
-def detect_format(path: str | os.PathLike[str]) -> str:
+def detect_format(path: str | os.PathLike[str], member: str | None = None) -> str:
     """Name of the first registered reader whose ``sniff`` accepts the file.
+
+    Compressed files and archives are sniffed on their decompressed content; ``member``
+    chooses the file inside a zip or tar archive.
 
     Raises
     ------
@@ -81,12 +103,9 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         If the file cannot be read, or no reader recognises it.
     """
     name = os.fspath(path)
-    head = read_head(name)
-    if not head.strip() and not load_bytes(name).strip():  # the full read reports bad gzip
+    head, base = sniff_input(name, HEAD_BYTES, member)
+    if not head.strip() and not load_bytes(name, member).strip():  # reports bad compression
         raise TraceError(name, 0, "", "empty file")
-    base = os.path.basename(name)
-    if base.lower().endswith(".gz"):
-        base = base[:-3]
     for reader in READERS.values():
         if reader.sniff(head, base):
             return reader.name
@@ -96,7 +115,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 def read_trace(
     path: str | os.PathLike[str], format: str | None = None, **options: Any
 ) -> tuple[JobTable, ParseReport]:
-    """Read a trace file (plain or gzip-compressed) into a job table.
+    """Read a trace file (plain, compressed or in a zip/tar archive) into a job table.
 
     Parameters
     ----------
@@ -105,7 +124,8 @@ def read_trace(
     format
         Registered reader name (see :func:`formats`); ``None`` detects it from the content.
     **options
-        Passed to the reader.
+        Passed to the reader; every reader accepts ``member``, the file to read inside a zip
+        or tar archive (default: the archive's only file).
 
     Returns
     -------
@@ -120,7 +140,10 @@ def read_trace(
         If the format is unknown or cannot be detected, or the file is not valid in it.
     """
     name = os.fspath(path)
-    reader = get_reader(format, name) if format is not None else READERS[detect_format(name)]
+    if format is not None:
+        reader = get_reader(format, name)
+    else:
+        reader = READERS[detect_format(name, options.get("member"))]
     return reader.read(name, **options)
 
 
