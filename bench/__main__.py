@@ -13,104 +13,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import resource
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
-PHILLY = SHARED / "traces" / "philly" / "philly.csv"
-
-
-def _sim(args: tuple[str, int | None, str]) -> dict[str, Any]:
-    policy_name, n_jobs, preset_name = args
-    import numpy as np
-
-    from clustersim.engine import simulate
-    from clustersim.metrics import summary
-    from clustersim.perf import PerformanceModel
-    from clustersim.presets import preset
-    from clustersim.traces import read_trace
-    from scheduling.registry import make_policy
-
-    t0 = time.perf_counter()
-    jobs, _ = read_trace(PHILLY)
-    t_parse = time.perf_counter() - t0
-    if n_jobs is not None:
-        jobs = jobs.take(np.arange(min(n_jobs, len(jobs))))
-    cluster = preset(preset_name)
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    t1 = time.perf_counter()
-    c1 = time.process_time()
-    rates = PerformanceModel().prepare(jobs, cluster)
-    result = simulate(jobs, cluster, make_policy(policy_name), rates=rates)
-    wall = time.perf_counter() - t1
-    cpu = time.process_time() - c1
-    s = summary(result)
-    return {
-        "policy": policy_name,
-        "jobs": len(jobs),
-        "parse_s": t_parse,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "events": result.events,
-        "events_per_s": result.events / cpu,
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "before_mb": rss0,
-        "completed": s["jobs_completed"],
-        "jct_mean_h": (s["jct_mean_s"] or 0) / 3600,
-        "preemptions": s["preemptions"],
-    }
-
-
-def _gavel(args: tuple[str, str, str]) -> dict[str, Any]:
-    trace, policy, gavel_policy = args
-    import numpy as np
-
-    sys.path.insert(0, str(ROOT))
-    from clustersim.engine import EngineOptions, simulate
-    from clustersim.perf import PerformanceModel
-    from clustersim.spec import cluster_from_shorthand
-    from clustersim.traces import read_trace
-    from scheduling.registry import make_policy
-    from tests import gavel_reference as gavel
-
-    spec = "v100:8,p100:8,k80:8"
-    path = SHARED / "traces" / trace
-    t0 = time.perf_counter()
-    jobs, _ = read_trace(path)
-    cluster = cluster_from_shorthand(spec)
-    rates = PerformanceModel(restore_s=0, placement_aware=False).prepare(jobs, cluster)
-    r = simulate(
-        jobs,
-        cluster,
-        make_policy(policy),
-        rates=rates,
-        options=EngineOptions(whole_steps_per_round=True),
-    )
-    ours_s = time.perf_counter() - t0
-    done = np.isfinite(r.finish)
-    ours = float(np.mean(r.finish[done] - jobs.submit_time[done]))
-    t0 = time.perf_counter()
-    theirs = gavel.simulate(
-        gavel.parse_trace(path),
-        gavel.parse_cluster(spec),
-        gavel.load_throughputs(SHARED / "throughput" / "gavel" / "simulation_throughputs.json"),
-        policy=gavel_policy,
-        seed=0,
-    )
-    port_s = time.perf_counter() - t0
-    return {
-        "trace": Path(trace).name,
-        "policy": policy,
-        "ours_h": ours / 3600,
-        "gavel_h": theirs.average_jct / 3600,
-        "diff_pct": 100 * (ours / theirs.average_jct - 1),
-        "ours_s": ours_s,
-        "port_s": port_s,
-    }
+from bench.workers import PHILLY, gavel_vs_port, philly_run
 
 
 def _in_process(fn: Any, args: Any) -> dict[str, Any]:
@@ -144,14 +50,14 @@ SIM_COLS = [
 def bench_sim() -> None:
     print("## Full Philly trace (82,247 jobs) on the `philly` preset (560 P100), one process each")
     print("target: ≤ 10 s wall, ≤ 1 GB peak memory per run\n")
-    rows = [_in_process(_sim, (p, None, "philly")) for p in ("fifo", "srtf", "tiresias")]
+    rows = [_in_process(philly_run, (p, None, "philly")) for p in ("fifo", "srtf", "tiresias")]
     print(table(rows, SIM_COLS))
     print(f"\n(parsing the trace, not included above: {rows[0]['parse_s']:.2f} s)\n")
     print("## Scaling: first N jobs of the Philly trace\n")
     rows = []
     for p in ("fifo", "tiresias"):
         for n in (10_000, 40_000, 82_247):
-            row = _in_process(_sim, (p, n, "philly"))
+            row = _in_process(philly_run, (p, n, "philly"))
             row["us_per_job"] = row["cpu_s"] / row["jobs"] * 1e6
             rows.append(row)
     cols = [*SIM_COLS[:4], SIM_COLS[4], ("us_per_job", "cpu µs/job", ".1f"), SIM_COLS[6]]
@@ -170,7 +76,7 @@ def bench_gavel() -> None:
         "gavel/generated/gavel_synth_multigpu_lam900_n500.trace",
     ):
         for ours, theirs in (("gavel-fifo", "fifo"), ("gavel-las", "max_min_fairness")):
-            rows.append(_in_process(_gavel, (trace, ours, theirs)))
+            rows.append(_in_process(gavel_vs_port, (trace, ours, theirs)))
     cols = [
         ("trace", "trace                                  ", ""),
         ("policy", "policy    ", ""),

@@ -173,6 +173,7 @@ class _Run:
         self.epoch = [0] * n
         self.heap: list[tuple[float, int, int]] = []
         self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
+        self._run_arr: IntArray | None = None  # run_set as an array, rebuilt when it changes
         self.placed: dict[int, tuple[IntArray, IntArray]] = {}
         self.last_key: dict[int, bytes] = {}
 
@@ -204,7 +205,9 @@ class _Run:
         return self._active
 
     def running_jobs(self) -> IntArray:
-        return np.fromiter(self.run_set, dtype=np.int64, count=len(self.run_set))
+        if self._run_arr is None:
+            self._run_arr = np.fromiter(self.run_set, dtype=np.int64, count=len(self.run_set))
+        return self._run_arr
 
     def sync(self) -> None:
         """Bring the dynamic per-job arrays of running jobs up to ``now``."""
@@ -309,6 +312,7 @@ class _Run:
                 busy -= np.bincount(self.node_group[nodes], weights=counts, minlength=len(busy))
             free[self.alloc_type[jj]] += self.alloc_n[jj]
             del self.run_set[jj]
+            self._run_arr = None
             self.epoch[jj] += 1
         self.running[j] = False
         self.alloc_type[j] = -1
@@ -376,6 +380,7 @@ class _Run:
             self.crate[j] = r
             self.fin[j] = fin
             self.run_set[j] = None
+            self._run_arr = None
             heapq.heappush(self.heap, (fin, j, self.epoch[j]))
 
     def _reserve(self, j: int, t: int, nd: int) -> tuple[IntArray, IntArray] | None:
@@ -777,16 +782,22 @@ def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> npt.NDArray[np.bool_]
     that gap are considered next. The gap shrinks every pass, so passes are at most the
     number of distinct demand sizes.
     """
-    if int(d.sum()) <= cap:
+    cs = np.cumsum(d)
+    if not len(cs) or cs[-1] <= cap:
         return np.ones(len(d), dtype=bool)
     take = np.zeros(len(d), dtype=bool)
-    idx = np.arange(len(d))
-    left = cap
+    k = int(np.searchsorted(cs, cap, side="right"))
+    take[:k] = True
+    if blocking:
+        return take
+    left = cap - (int(cs[k - 1]) if k else 0)
+    idx = np.arange(k + 1, len(d))
+    idx = idx[d[idx] <= left]
     while len(idx) and left > 0:
         cs = np.cumsum(d[idx])
         k = int(np.searchsorted(cs, left, side="right"))
         take[idx[:k]] = True
-        if k == len(idx) or blocking:
+        if k == len(idx):
             break
         left -= int(cs[k - 1]) if k else 0
         rest = idx[k + 1 :]

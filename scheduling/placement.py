@@ -12,6 +12,8 @@ import numpy as np
 from clustersim.cluster import Cluster
 from scheduling.base import IntArray, Placement
 
+_BIG = np.iinfo(np.int64).max
+
 
 def _take_largest_first(free: IntArray, nodes: IntArray, ndev: int) -> tuple[IntArray, IntArray]:
     """Fill ``ndev`` devices from ``nodes`` taking the freest nodes first (fewest nodes)."""
@@ -42,7 +44,7 @@ class Consolidate(Placement):
             return None
         fits = f >= ndev
         if fits.any():
-            i = int(np.argmin(np.where(fits, f, np.iinfo(np.int64).max)))
+            i = int(np.argmin(np.where(fits, f, _BIG)))
             return candidates[i : i + 1], np.array([ndev], dtype=np.int64)
         return _take_largest_first(free, candidates, ndev)
 
@@ -118,7 +120,7 @@ class TopologyAware(Placement):
         rack_free = np.bincount(racks, weights=f).astype(np.int64)
         fits = rack_free >= ndev
         if fits.any():
-            r = int(np.argmin(np.where(fits, rack_free, np.iinfo(np.int64).max)))
+            r = int(np.argmin(np.where(fits, rack_free, _BIG)))
             return inner.place(cluster, free, candidates[racks == r], ndev)
         chosen_nodes: list[IntArray] = []
         chosen_counts: list[IntArray] = []

@@ -44,8 +44,13 @@ class Tiresias(Policy):
         a = state.active
         att = state.attained[a]
         queue = np.searchsorted(self._edges, att, side="right")
-        order = np.lexsort((a, queue))
-        run = a[order]
+        # active jobs are in arrival order already: a stable sort by queue keeps it inside
+        # each queue (radix sort on small integers)
+        run = a[
+            np.argsort(
+                queue.astype(np.uint8 if len(self._edges) < 255 else np.int64), kind="stable"
+            )
+        ]
         # wake up when a running job crosses its next threshold
         wake = None
         on = state.running[a] & (queue < len(self._edges))
