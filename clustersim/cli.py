@@ -1,4 +1,4 @@
-"""Command line: ``python -m clustersim {run,inspect,policies,presets,formats} ...``.
+"""Command line: ``python -m clustersim {run,inspect,synth,import-cluster,policies,...} ...``.
 
 Errors a user can cause (bad spec, unreadable trace, unknown policy) print one line on stderr
 and exit with status 2; nothing else is printed in that case.
@@ -7,6 +7,7 @@ and exit with status 2; nothing else is printed in that case.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -208,6 +209,90 @@ def cmd_formats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_synth(args: argparse.Namespace) -> int:
+    """Generate a synthetic workload and write it as a job-table CSV."""
+    from clustersim.synth import (
+        ArrivalProcess,
+        fit_workload,
+        gavel_model,
+        generate_with_notes,
+        write_jobs_csv,
+    )
+
+    if args.jobs is None and args.duration_s is None:
+        raise ClustersimError("give --jobs or --duration-s (or both)")
+    if args.fit:
+        from clustersim.traces import read_trace
+
+        trace, report = read_trace(args.fit, args.format)
+        model = fit_workload(
+            trace,
+            duration=args.duration_model,
+            start_time=report.start_time,
+            diurnal=args.arrival == "diurnal",
+            job_types=not args.no_job_types,
+        )
+    else:
+        model = gavel_model(multi_gpu=not args.single_gpu)
+        if args.no_job_types:
+            model = dataclasses.replace(model, job_types=None)
+    arrival = model.arrival
+    rate = args.rate if args.rate is not None else arrival.rate_per_hour
+    if (args.arrival or arrival.kind) == "poisson":
+        arrival = ArrivalProcess.poisson(rate)
+    elif arrival.kind == "diurnal":  # the profile fitted to --fit
+        arrival = dataclasses.replace(arrival, rate_per_hour=rate)
+    else:
+        arrival = ArrivalProcess(
+            kind="diurnal",
+            rate_per_hour=rate,
+            amplitude=args.amplitude,
+            peak_hour=args.peak_hour,
+            start_hour=args.start_hour,
+        )
+    jobs, notes = generate_with_notes(
+        model, n_jobs=args.jobs, duration_s=args.duration_s, seed=args.seed, arrival=arrival
+    )
+    write_jobs_csv(jobs, args.out)
+    span = float(jobs.submit_time[-1] - jobs.submit_time[0])
+    print(f"wrote {len(jobs):,} jobs over {_span_text(span)} to {args.out}")
+    for line in model.describe()[:1] + notes:
+        print(f"  {line}")
+    return 0
+
+
+def cmd_import_cluster(args: argparse.Namespace) -> int:
+    """Import a node list (kubectl, Slurm, Alibaba) as a cluster spec."""
+    from clustersim.inventory import import_inventory
+
+    aliases: dict[str, str] = {}
+    for item in args.alias:
+        name, sep, target = item.partition("=")
+        if not sep or not name or not target:
+            raise ClustersimError(f"--alias wants NAME=TYPE, got {item!r}")
+        aliases[name] = target
+    spec, report = import_inventory(
+        args.file,
+        args.format,
+        aliases=aliases or None,
+        name=args.name,
+        nodes_per_rack=args.nodes_per_rack,
+    )
+    text = json.dumps(spec, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps({"report": report.to_dict(), "spec": spec}, allow_nan=False))
+        return 0
+    if not args.out:
+        print(text)
+        return 0
+    for line in report.summary():
+        print(line)
+    print(f"spec written to {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clustersim", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -246,6 +331,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     i.add_argument("--json", action="store_true", help="print the report as one JSON object")
     i.set_defaults(func=cmd_inspect)
+    sy = sub.add_parser("synth", help="generate a synthetic workload (job-table CSV)")
+    sy.add_argument("--jobs", type=int, default=None, help="number of jobs")
+    sy.add_argument("--duration-s", type=float, default=None, help="arrivals before this time")
+    sy.add_argument("--arrival", choices=("poisson", "diurnal"), default=None)
+    sy.add_argument("--rate", type=float, default=None, help="mean arrivals per hour")
+    sy.add_argument("--amplitude", type=float, default=0.5, help="diurnal amplitude (0-1)")
+    sy.add_argument("--peak-hour", type=float, default=14.0, help="diurnal peak hour of day")
+    sy.add_argument("--start-hour", type=float, default=0.0, help="hour of day at t=0")
+    sy.add_argument("--fit", default=None, help="fit sizes, durations and rate to this trace")
+    sy.add_argument("--format", default=None, help="format of --fit (default: auto-detect)")
+    sy.add_argument("--duration-model", choices=("lognormal", "empirical"), default="lognormal")
+    sy.add_argument("--single-gpu", action="store_true", help="Gavel model: 1-GPU jobs only")
+    sy.add_argument("--no-job-types", action="store_true", help="generic jobs only")
+    sy.add_argument("--seed", type=int, default=0)
+    sy.add_argument("--out", required=True, help="output CSV (read back with --format csv)")
+    sy.set_defaults(func=cmd_synth)
+    ic = sub.add_parser("import-cluster", help="import a node list as a cluster spec")
+    ic.add_argument("file", help="kubectl get nodes -o json, scontrol show node, Alibaba CSV")
+    ic.add_argument("--format", choices=("kubectl", "slurm", "pai", "openb", "spot"))
+    ic.add_argument(
+        "--alias", action="append", default=[], metavar="NAME=TYPE", help="map a model name"
+    )
+    ic.add_argument("--name", default=None, help="cluster name (default: file stem)")
+    ic.add_argument("--nodes-per-rack", type=int, default=None)
+    ic.add_argument("--out", default=None, help="write the spec JSON here (default: stdout)")
+    ic.add_argument("--json", action="store_true", help="print report and spec as one object")
+    ic.set_defaults(func=cmd_import_cluster)
     sub.add_parser("policies", help="list the policy registry").set_defaults(func=cmd_policies)
     sub.add_parser("presets", help="list cluster presets").set_defaults(func=cmd_presets)
     sub.add_parser("formats", help="list trace formats").set_defaults(func=cmd_formats)

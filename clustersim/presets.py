@@ -243,6 +243,61 @@ def alibaba_spot_2026_spec(catalog: Catalog | None = None) -> dict[str, Any]:
     ]
 
 
+# -- Helios ---------------------------------------------------------------------------------------
+
+HELIOS_CLUSTER_GPUS: Mapping[str, int] = MappingProxyType(
+    {"venus": 1022, "earth": 997, "saturn": 2080, "uranus": 2119}
+)
+"""GPUs of SenseTime's four public Helios clusters (``gpu_num`` of
+``shared/data/traces/helios/helios_cluster_summary.csv``; they sum to 6,218, the file's
+``total`` row says 6,220)."""
+HELIOS_GPUS_PER_NODE = 8
+HELIOS_CPU_CORES = 48
+HELIOS_HOST_MEM_GB = 376.0
+HELIOS_NIC_GBPS = 100.0
+HELIOS_NODES_PER_RACK = 16
+
+
+def helios_spec(catalog: Catalog | None = None) -> dict[str, Any]:
+    """A Helios-like cluster: SenseTime's Venus, Earth, Saturn and Uranus GPU clusters.
+
+    Hu et al., "Characterization and Prediction of Deep Learning Workloads in Large-Scale GPU
+    Datacenters", SC'21; the trace's README (``README.HeliosData.upstream.md``) describes the
+    four clusters' job logs, ``helios_cluster_summary.csv`` gives their sizes:
+
+    - GPUs per cluster from the summary's ``gpu_num`` (Venus 1,022, Earth 997, Saturn 2,080,
+      Uranus 2,119); servers of 8 GPUs (the Helios artifact's simulator builds every
+      cluster from 8-GPU nodes, ``vc_dict_generator.py``), rounded to whole servers: 128,
+      125, 260 and 265 servers (6,224 GPUs; the four rows sum to 6,218, the summary's
+      ``total`` row says 6,220);
+    - every server is the one documented in the artifact (``env_datacenter_node.txt``, "from
+      Volta Cluster"): 8 x Tesla V100-SXM2 32 GB, 2 x Xeon Gold 6146 (48 logical CPUs),
+      376 GiB of memory, InfiniBand EDR (100 Gbit/s). The GPU models of the other clusters
+      are not in the shared data: assumed the same;
+    - each cluster is one pool in racks of 16 servers (assumed), non-blocking; the model has
+      no boundary between the four clusters (Helios runs them independently, so gangs never
+      span two of them; a simulation may place one across clusters);
+    - one region without a carbon zone (the datacentre's location is not public).
+    """
+    del catalog
+    pools = []
+    for name, gpus in HELIOS_CLUSTER_GPUS.items():
+        servers = round(gpus / HELIOS_GPUS_PER_NODE)
+        pools.append(
+            {
+                "name": name,
+                "accelerator": "V100-SXM2-32GB",
+                "nodes": servers,
+                "devices_per_node": HELIOS_GPUS_PER_NODE,
+                "racks": math.ceil(servers / HELIOS_NODES_PER_RACK),
+                "nic_gbps": HELIOS_NIC_GBPS,
+                "cpu_cores": HELIOS_CPU_CORES,
+                "host_mem_gb": HELIOS_HOST_MEM_GB,
+            }
+        )
+    return {"name": "helios", "pools": pools}
+
+
 # -- mixed cloud and edge -------------------------------------------------------------------------
 
 
@@ -390,6 +445,22 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
                 "ASPLOS'26; research use, cite the paper)"
             ),
             spec=alibaba_spot_2026_spec,
+        ),
+        "helios": Preset(
+            description=(
+                "Helios-like cluster: SenseTime's four public GPU clusters as four pools of "
+                "8-GPU V100-SXM2-32GB servers - Venus 128, Earth 125, Saturn 260, Uranus 265 "
+                "servers (6,224 GPUs; the trace summary's rows sum to 6,218), 48 CPUs and "
+                "376 GiB per server, InfiniBand EDR (100 Gbit/s), racks of 16 servers "
+                "(assumed). Every cluster is assumed to use the V100 server the Helios "
+                "artifact documents."
+            ),
+            source=(
+                "shared/data/traces/helios/helios_cluster_summary.csv (gpu_num) and its README "
+                "(Hu et al., SC'21; CC BY 4.0 / MIT); server from the HeliosArtifact "
+                "environment file (github.com/S-Lab-System-Group/HeliosArtifact)"
+            ),
+            spec=helios_spec,
         ),
         "mixed-cloud-edge": Preset(
             description=(
