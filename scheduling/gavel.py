@@ -91,6 +91,7 @@ class GavelRounds(Policy):
         self._last_dispatch: tuple[float, list[tuple[int, int]]] | None = None
         self._failing: list[int] = []  # dispatched last pass with fewer steps than GPUs
         self._failures: dict[int, int] = {}
+        self._in_steps: npt.NDArray[np.bool_] | None = None
 
     # ------------------------------------------------------------------ hooks
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
@@ -198,34 +199,35 @@ class GavelRounds(Policy):
         pos = np.arange(len(active))
         for name in names:
             t = index[name]
-            ranked = np.lexsort((pos, -share[:, t], -deficit[:, t], -prio[:, t]))
-            for i in ranked.tolist():
-                if left[t] == 0:
+            ok = (rate[:, t] > 0) & (gang <= left[t])
+            if self.skip_unprioritised:
+                ok &= prio[:, t] > 0
+            cand = pos[ok]  # the others can never be placed on this type this pass
+            ranked = cand[np.lexsort((cand, -share[cand, t], -deficit[cand, t], -prio[cand, t]))]
+            room = int(left[t])
+            for i, g in zip(ranked.tolist(), gang[ranked].tolist(), strict=True):
+                if room == 0:
                     break
-                if i in placed or rate[i, t] <= 0:
+                if g > room or i in placed:
                     continue
-                if self.skip_unprioritised and prio[i, t] <= 0:
-                    continue
-                if gang[i] > left[t]:
-                    continue
-                left[t] -= gang[i]
+                room -= g
                 placed[i] = t
-        keep = [(int(active[i]), t) for i, t in placed.items() if in_alloc[i]]
+            left[t] = room
+        pos_k = np.fromiter(placed, dtype=np.int64, count=len(placed))
+        typ_k = np.fromiter(placed.values(), dtype=np.int64, count=len(placed))
+        sel = in_alloc[pos_k]
+        kj, kt = active[pos_k[sel]], typ_k[sel]
         # a gang whose last round has fewer steps than devices fails in Gavel: it holds its
-        # slot this round but makes no progress
-        remaining = state.remaining
-        num_gpus = state.jobs.num_gpus
-        steps = state.jobs.job_type != ""  # work counted in steps (measured job types)
-        self._failing = [
-            j for j, _ in keep if num_gpus[j] > 1 and steps[j] and remaining[j] < num_gpus[j]
-        ]
-        runs = [(j, t) for j, t in keep if j not in self._failing]
-        if keep:
-            self._last_dispatch = (state.now, runs)
-        return Decision(
-            run=np.array([j for j, _ in runs], dtype=np.int64),
-            types=np.array([t for _, t in runs], dtype=np.int64),
-        )
+        # slot this round but makes no progress (work counted in steps: measured job types)
+        if self._in_steps is None:
+            self._in_steps = state.jobs.job_type != ""
+        g = state.jobs.num_gpus[kj]
+        failing = (g > 1) & self._in_steps[kj] & (state.remaining[kj] < g)
+        self._failing = kj[failing].tolist()
+        run, types = kj[~failing], kt[~failing]
+        if len(kj):
+            self._last_dispatch = (state.now, list(zip(run.tolist(), types.tolist(), strict=True)))
+        return Decision(run=run, types=types)
 
     def schedule(self, state: State) -> Decision:
         active = state.active
