@@ -62,8 +62,6 @@ negative or not finite, or the pod's end is not after its start.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -85,8 +83,13 @@ from clustersim.traces.base import (
     blank,
     build_table,
     check_options,
+    data_columns,
     drop_rows,
-    head_lines,
+    header_names,
+    name_list_option,
+    positive_option,
+    sniff_header,
+    trimmed_text,
 )
 
 REQUIRED = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
@@ -111,55 +114,38 @@ class AlibabaOpenbReader(TraceReader):
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first line is a CSV header with the openb pod columns."""
-        lines = head_lines(head, limit=1)
-        if not lines:
-            return False
-        names = {c.strip().lower() for c in lines[0].split(",")}
-        return set(REQUIRED) <= names
+        return sniff_header(head, REQUIRED)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
         """Parse an openb pod list (options ``phases``, ``multi_spec``, ``nominal_duration_s``)."""
         check_options(self, path, options, {"phases", "multi_spec", "nominal_duration_s"})
-        phases = _phases(options.get("phases"), path)
+        phases = name_list_option(options.get("phases"), path, "phases", "pod phases")
         multi = options.get("multi_spec", "any")
         if multi not in MULTI_SPEC:
             raise TraceError(
                 path, 0, "multi_spec", f"multi_spec must be 'any' or 'first', not {multi!r}"
             )
-        nominal = _positive(options.get("nominal_duration_s", NOMINAL_DURATION_S), path)
+        nominal = positive_option(
+            options.get("nominal_duration_s", NOMINAL_DURATION_S), path, "nominal_duration_s"
+        )
         report = ParseReport(format=self.name, path=path)
         text = DelimitedText(data, ",")
-        if len(text) == 0:
-            raise TraceError(path, 0, "", "empty file")
-        header_line = int(text.lines[0])
-        names = [c.strip().lower() for c in text.fields(0)]
-        for col in REQUIRED:
-            if col not in names:
-                raise TraceError(
-                    path, header_line, col, f"missing column (header must include {REQUIRED})"
-                )
-        dupes = sorted({c for c in names if c and names.count(c) > 1})
-        if dupes:
-            raise TraceError(path, header_line, dupes[0], "column appears twice in the header")
+        names = header_names(text, path, REQUIRED)
         have = [c for c in TIMES if c in names]
         if have and len(have) < len(TIMES):
             missing = [c for c in TIMES if c not in names]
             raise TraceError(
                 path,
-                header_line,
+                int(text.lines[0]),
                 missing[0],
                 f"missing column (a pod list has all of {', '.join(TIMES)} or none of them)",
             )
         timed = bool(have)
-        cols = text.columns(path, names, start=1)
-        lines = text.lines[1:]
-        n = report.jobs_read = len(lines)
-        if n == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        cols, lines = data_columns(text, path, names, report)
+        n = len(lines)
 
         parser = ColumnParser(path, lines)
-        if blank(cols["name"]).any():  # only then copy the strings to report it
-            parser.text(cols["name"], "name")
+        parser.required(cols["name"], "name")
         cpu_milli = parser.numbers(cols["cpu_milli"], "cpu_milli")
         mem_mib = parser.numbers(cols["memory_mib"], "memory_mib")
         gpus = parser.numbers(cols["num_gpu"], "num_gpu")
@@ -310,12 +296,10 @@ class AlibabaOpenbReader(TraceReader):
         with np.errstate(invalid="ignore"):
             cpu = np.where(np.isfinite(cpu_milli[idx]), cpu_milli[idx] / 1000.0, np.nan)
             mem = np.where(np.isfinite(mem_mib[idx]), mem_mib[idx] / 1024.0, np.nan)
-        kept_ids = pc.utf8_trim_whitespace(cols["name"]).take(pa.array(idx))
-        ids = np.asarray(kept_ids.to_numpy(zero_copy_only=False), dtype=object)
         table = build_table(
             path,
             report,
-            job_id=ids,
+            job_id=trimmed_text(cols["name"], idx),
             submit_time=submit[idx],
             num_gpus=gpus[idx].astype(np.int64),
             work=work_all[idx],
@@ -453,26 +437,3 @@ def _encode(values: pa.Array | None, n: int) -> tuple[list[str], npt.NDArray[np.
     enc = pc.dictionary_encode(pc.utf8_trim_whitespace(values))
     names = [str(x) for x in enc.dictionary.to_pylist()]
     return names, np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-def _phases(value: Any, path: str) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise TraceError(path, 0, "phases", "phases must be a list of pod phases")
-    out = [str(v) for v in value]
-    if not out:
-        raise TraceError(path, 0, "phases", "phases is empty")
-    return out
-
-
-def _positive(value: Any, path: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    if not (math.isfinite(x) and x > 0):
-        raise TraceError(
-            path, 0, "nominal_duration_s", "nominal_duration_s must be a positive number"
-        )
-    return x

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
@@ -94,6 +93,8 @@ from clustersim.traces.base import (
     drop_rows,
     head_lines,
     load_bytes,
+    name_list_option,
+    set_jobs_read,
 )
 
 JOB_FIELDS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -418,15 +419,23 @@ def _blank(values: pa.Array) -> npt.NDArray[np.bool_]:
 def _required_text(parser: ColumnParser, values: pa.Array, name: str) -> pa.Array:
     """A text column that may not be blank, as written (checked without copying to Python)."""
     if _blank(values).any():
-        parser.text(values, name)  # records the first blank value
+        parser.required(values, name)  # records the first blank value
     return values
 
 
-def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
-    start = _start_row(text, JOB_FIELDS)
-    cols = text.columns(path, list(JOB_FIELDS), start)
+def _split(
+    text: DelimitedText, path: str, fields: tuple[str, ...]
+) -> tuple[dict[str, pa.Array], IntArray, ColumnParser]:
+    """The rows of a table (after its header line, if it has one) by field name, their line
+    numbers and a parser for them."""
+    start = _start_row(text, fields)
+    cols = text.columns(path, list(fields), start)
     lines = text.lines[start:]
-    parser = ColumnParser(path, lines)
+    return cols, lines, ColumnParser(path, lines)
+
+
+def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
+    cols, lines, parser = _split(text, path, JOB_FIELDS)
     name = _required_text(parser, cols["job_name"], "job_name")
     status = _required_text(parser, cols["status"], "status")
     t0 = _optional_numbers(parser, cols["start_time"], "start_time")
@@ -437,10 +446,7 @@ def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
 
 
 def _read_tasks(text: DelimitedText, path: str) -> _Tasks:
-    start = _start_row(text, TASK_FIELDS)
-    cols = text.columns(path, list(TASK_FIELDS), start)
-    lines = text.lines[start:]
-    parser = ColumnParser(path, lines)
+    cols, lines, parser = _split(text, path, TASK_FIELDS)
     name = _required_text(parser, cols["job_name"], "job_name")
     inst = parser.numbers(cols["inst_num"], "inst_num")
     status = _required_text(parser, cols["status"], "status")
@@ -581,9 +587,7 @@ def _view(
     m = len(agg.line)
     if kind == "job":
         assert jobs is not None
-        n = report.jobs_read = len(jobs.line)
-        if n == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        set_jobs_read(report, path, len(jobs.line))
         group = _index_in(jobs.name, agg.name)
         used = np.zeros(m, dtype=bool)
         used[group[group >= 0]] = True
@@ -599,9 +603,7 @@ def _view(
             dup=_repeats(group),
             no_task=group < 0,
         )
-    report.jobs_read = m
-    if m == 0:
-        raise TraceError(path, 0, "", "no jobs in the file (header only)")
+    set_jobs_read(report, path, m)
     report.assume(
         f"one job per job_name of the task table ({len(agg.line)} jobs); a job's line is its "
         "first task line"
@@ -709,14 +711,8 @@ def _report_types(
 
 
 def _statuses(value: Any, path: str) -> list[str]:
-    if value is None:
-        return list(DEFAULT_STATUSES)
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise TraceError(path, 0, "statuses", "statuses must be a list of job statuses")
-    out = [str(v) for v in value]
-    if not out:
-        raise TraceError(path, 0, "statuses", "statuses is empty")
-    return out
+    out = name_list_option(value, path, "statuses", "job statuses")
+    return list(DEFAULT_STATUSES) if out is None else out
 
 
 def _clock(origin: float) -> str:

@@ -42,8 +42,10 @@ record is exactly one line and line numbers are exact.
 from __future__ import annotations
 
 import io
+import math
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -498,6 +500,150 @@ class DelimitedText:
         )
 
 
+def sniff_header(head: bytes, required: tuple[str, ...], sep: str = ",") -> bool:
+    """Whether the first line of a sniffing head is a header holding the ``required`` columns.
+
+    Parameters
+    ----------
+    head
+        The head given to :meth:`TraceReader.sniff` (any bytes).
+    required
+        Lower-case column names that must all appear.
+    sep
+        The field separator.
+
+    Returns
+    -------
+    bool
+        True when the first non-blank line, split at ``sep``, trimmed and lower-cased, names
+        every column of ``required`` (in any order, among others). Never raises.
+    """
+    lines = head_lines(head, limit=1)
+    if not lines:
+        return False
+    names = {c.strip().lower() for c in lines[0].split(sep)}
+    return set(required) <= names
+
+
+def header_names(text: DelimitedText, path: str, required: tuple[str, ...]) -> list[str]:
+    """The column names of a delimited file's header line, checked.
+
+    Parameters
+    ----------
+    text
+        The file; its first non-blank line is the header.
+    path
+        For errors.
+    required
+        Lower-case columns the header must have (shown as written in the error).
+
+    Returns
+    -------
+    list of str
+        One name per header field, trimmed and lower-cased.
+
+    Raises
+    ------
+    TraceError
+        If the file has no non-blank line (``"empty file"``, line 0), or at the header line
+        when a required column is missing (naming the first missing one, in ``required``
+        order) or a column appears twice (naming the alphabetically first such column).
+    """
+    if len(text) == 0:
+        raise TraceError(path, 0, "", "empty file")
+    line = int(text.lines[0])
+    names = [c.strip().lower() for c in text.fields(0)]
+    for col in required:
+        if col not in names:
+            raise TraceError(path, line, col, f"missing column (header must include {required})")
+    dupes = sorted({c for c in names if c and names.count(c) > 1})
+    if dupes:
+        raise TraceError(path, line, dupes[0], "column appears twice in the header")
+    return names
+
+
+def data_columns(
+    text: DelimitedText, path: str, names: list[str], report: ParseReport
+) -> tuple[dict[str, pa.Array], IntArray]:
+    """The data rows below a delimited file's header line, by column name.
+
+    Parameters
+    ----------
+    text, path
+        As for :func:`header_names`.
+    names
+        The header's column names (see :func:`header_names`).
+    report
+        Receives :attr:`ParseReport.jobs_read` (the number of data rows).
+
+    Returns
+    -------
+    cols : dict of str to pyarrow.StringArray
+        Each column's values as written, one per data row.
+    lines : (m,) int64
+        Line number of each data row.
+
+    Raises
+    ------
+    TraceError
+        If a data row has the wrong number of fields, or the file has no data row.
+    """
+    cols = text.columns(path, names, start=1)
+    lines = text.lines[1:]
+    set_jobs_read(report, path, len(lines))
+    return cols, lines
+
+
+def read_header_table(
+    data: bytes, path: str, required: tuple[str, ...], report: ParseReport, sep: str = ","
+) -> tuple[dict[str, pa.Array], IntArray]:
+    """Split a delimited file with a header line into columns named by the header.
+
+    :func:`header_names` then :func:`data_columns` on ``DelimitedText(data, sep)``.
+
+    Parameters
+    ----------
+    data
+        Text checked by :func:`check_text`.
+    path
+        For errors.
+    required
+        Lower-case columns the header must have.
+    report
+        Receives :attr:`ParseReport.jobs_read`.
+    sep
+        The one-character field separator.
+
+    Returns
+    -------
+    cols : dict of str to pyarrow.StringArray
+        Values by lower-cased header name, one per data row.
+    lines : (m,) int64
+        Line number of each data row.
+
+    Raises
+    ------
+    TraceError
+        If the file is empty, the header lacks a required column or repeats one, a data row
+        has the wrong number of fields, or there is no data row.
+    """
+    text = DelimitedText(data, sep)
+    return data_columns(text, path, header_names(text, path, required), report)
+
+
+def set_jobs_read(report: ParseReport, path: str, count: int) -> None:
+    """Set :attr:`ParseReport.jobs_read` to ``count``.
+
+    Raises
+    ------
+    TraceError
+        When ``count`` is 0: the file holds a header but no job.
+    """
+    report.jobs_read = count
+    if count == 0:
+        raise TraceError(path, 0, "", "no jobs in the file (header only)")
+
+
 # --------------------------------------------------------------------------------------------
 # Column conversion
 
@@ -567,6 +713,10 @@ class ColumnParser:
         self._record(blank(values), values, name, "empty")
         return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
 
+    def required(self, values: pa.Array, name: str) -> None:
+        """Check a required text column without converting it: blank values are errors."""
+        self._record(blank(values), values, name, "empty")
+
     def check(self) -> None:
         """Raise :class:`TraceError` at the earliest bad value found so far, if any."""
         if self._first:
@@ -578,6 +728,18 @@ def blank(values: pa.Array) -> BoolArray:
     """(m,) bool: values that are empty or only whitespace."""
     trimmed = pc.utf8_trim_whitespace(values)
     return np.asarray(pc.equal(trimmed, "").to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def trimmed_text(values: pa.Array, rows: IntArray) -> ObjArray:
+    """The values on ``rows`` (indices into ``values``) without surrounding whitespace.
+
+    Returns
+    -------
+    (len(rows),) object
+        Python strings.
+    """
+    kept = pc.utf8_trim_whitespace(values).take(pa.array(rows))
+    return np.asarray(kept.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def to_float(values: pa.Array) -> tuple[FloatArray, BoolArray]:
@@ -689,10 +851,22 @@ def drop_rows(
 ) -> BoolArray:
     """Apply row-level checks in order; return the mask of rows to keep.
 
+    :func:`apply_checks` with ``report`` receiving one drop reason per check that matched
+    rows (a row counted under the first check it fails).
+    """
+    return apply_checks(report.drop, lines, checks)
+
+
+def apply_checks(
+    record: Callable[[str, IntArray], None], lines: IntArray, checks: list[tuple[str, BoolArray]]
+) -> BoolArray:
+    """Apply row-level checks in order, handing each failing row to ``record`` once.
+
     Parameters
     ----------
-    report
-        Receives one drop reason per check that matched rows.
+    record
+        Called as ``record(reason, failed_lines)`` for each check that newly matched rows
+        (never with an empty array).
     lines : (m,) int64
         Line numbers of the rows.
     checks
@@ -708,7 +882,7 @@ def drop_rows(
     for reason, bad in checks:
         hit = bad & keep
         if hit.any():
-            report.drop(reason, lines[hit])
+            record(reason, lines[hit])
             keep &= ~hit
     return keep
 
@@ -727,6 +901,32 @@ def gpu_counts(values: FloatArray) -> tuple[BoolArray, BoolArray, BoolArray]:
         too_large = values > MAX_GPUS
         not_integer = ~np.isfinite(values) | (np.floor(values) != values)
     return below, not_integer & ~below & ~too_large, too_large & ~below
+
+
+def gpu_checks(values: FloatArray, name: str, below: str = "< 1") -> list[tuple[str, BoolArray]]:
+    """The three gang-size row checks of :func:`gpu_counts`, for :func:`drop_rows`.
+
+    Parameters
+    ----------
+    values : (m,) float64
+        The gang-size column.
+    name
+        The column's name in the trace, used in the reasons.
+    below
+        How the reason for fewer than one device reads after ``name`` (e.g. ``"<= 0"``).
+
+    Returns
+    -------
+    list of (str, (m,) bool)
+        ``(f"{name} {below}", ...)``, ``(f"{name} not an integer", ...)`` and
+        ``(f"{name} > {MAX_GPUS}", ...)``, in that order.
+    """
+    below_one, not_integer, too_large = gpu_counts(values)
+    return [
+        (f"{name} {below}", below_one),
+        (f"{name} not an integer", not_integer),
+        (f"{name} > {MAX_GPUS}", too_large),
+    ]
 
 
 def build_table(path: str, report: ParseReport, **columns: Any) -> JobTable:
@@ -767,6 +967,101 @@ def check_options(reader: TraceReader, path: str, options: dict[str, Any], known
             f"unknown option(s) {', '.join(unknown)} for format {reader.name!r} "
             f"(accepted: {accepted})",
         )
+
+
+def positive_option(value: Any, path: str, option: str, label: str | None = None) -> float:
+    """A reader option (or one of its entries) that must be a positive finite number.
+
+    Parameters
+    ----------
+    value
+        The value given (anything ``float()`` accepts).
+    path
+        For errors.
+    option
+        The option's name: the error's field.
+    label
+        How the error names the value (default ``option``), e.g. ``"work_s['bert']"``.
+
+    Raises
+    ------
+    TraceError
+        ``"<label> must be a positive number"``, at line 0.
+    """
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise TraceError(path, 0, option, f"{label or option} must be a positive number")
+    return x
+
+
+def positive_map_option(value: Any, path: str, option: str, keys: str) -> dict[str, float]:
+    """A reader option mapping names to positive numbers of seconds (``None``: empty).
+
+    Parameters
+    ----------
+    value
+        The value given: ``None`` or a mapping.
+    path
+        For errors.
+    option
+        The option's name.
+    keys
+        What the keys name, for the error (e.g. ``"model names"``).
+
+    Returns
+    -------
+    dict of str to float
+        The entries, keys as ``str``.
+
+    Raises
+    ------
+    TraceError
+        If ``value`` is not a mapping (``"<option> must map <keys> to seconds"``) or an entry
+        is not a positive number (``"<option>[<key>] must be a positive number"``).
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TraceError(path, 0, option, f"{option} must map {keys} to seconds")
+    return {str(k): positive_option(v, path, option, f"{option}[{k!r}]") for k, v in value.items()}
+
+
+def name_list_option(value: Any, path: str, option: str, what: str) -> list[str] | None:
+    """A reader option listing names (``None`` when not given).
+
+    Parameters
+    ----------
+    value
+        The value given: ``None`` or an iterable (not a string).
+    path
+        For errors.
+    option
+        The option's name.
+    what
+        What the names are, for the error (e.g. ``"pod phases"``).
+
+    Returns
+    -------
+    list of str or None
+        The names as ``str``, in the order given.
+
+    Raises
+    ------
+    TraceError
+        If ``value`` is a string or not iterable (``"<option> must be a list of <what>"``),
+        or is empty (``"<option> is empty"``).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TraceError(path, 0, option, f"{option} must be a list of {what}")
+    out = [str(v) for v in value]
+    if not out:
+        raise TraceError(path, 0, option, f"{option} is empty")
+    return out
 
 
 def head_lines(head: bytes, limit: int = 5) -> list[str]:

@@ -30,7 +30,6 @@ implausibly large.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -41,13 +40,14 @@ from clustersim.jobs import JobTable
 from clustersim.traces.base import (
     MAX_GPUS,
     ColumnParser,
-    DelimitedText,
     ParseReport,
     TraceReader,
     build_table,
     check_options,
     drop_rows,
-    head_lines,
+    positive_option,
+    read_header_table,
+    sniff_header,
 )
 
 REQUIRED = ("arrival_time", "length", "cpus")
@@ -66,36 +66,16 @@ class GaiaReader(TraceReader):
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first line is a CSV header with the GAIA columns."""
-        lines = head_lines(head, limit=1)
-        if not lines:
-            return False
-        names = {c.strip().lower() for c in lines[0].split(",")}
-        return set(REQUIRED) <= names
+        return sniff_header(head, REQUIRED)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
         """Parse a GAIA CSV (options ``cpus_per_gpu``, ``start_time``)."""
         check_options(self, path, options, {"cpus_per_gpu", "start_time"})
-        per_gpu = _per_gpu(options.get("cpus_per_gpu"), path)
+        given = options.get("cpus_per_gpu")
+        per_gpu = None if given is None else positive_option(given, path, "cpus_per_gpu")
         start = _start(options.get("start_time", _UNSET), path)
         report = ParseReport(format=self.name, path=path)
-        text = DelimitedText(data, ",")
-        if len(text) == 0:
-            raise TraceError(path, 0, "", "empty file")
-        header_line = int(text.lines[0])
-        names = [c.strip().lower() for c in text.fields(0)]
-        for col in REQUIRED:
-            if col not in names:
-                raise TraceError(
-                    path, header_line, col, f"missing column (header must include {REQUIRED})"
-                )
-        dupes = sorted({c for c in names if c and names.count(c) > 1})
-        if dupes:
-            raise TraceError(path, header_line, dupes[0], "column appears twice in the header")
-        cols = text.columns(path, names, start=1)
-        lines = text.lines[1:]
-        report.jobs_read = len(lines)
-        if len(lines) == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        cols, lines = read_header_table(data, path, REQUIRED, report)
 
         parser = ColumnParser(path, lines)
         arrival = parser.numbers(cols["arrival_time"], "arrival_time")
@@ -146,18 +126,6 @@ class GaiaReader(TraceReader):
             cpu=cpus[idx],
         )
         return table, report
-
-
-def _per_gpu(value: Any, path: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    if not (math.isfinite(x) and x > 0):
-        raise TraceError(path, 0, "cpus_per_gpu", "cpus_per_gpu must be a positive number")
-    return x
 
 
 def _start(value: Any, path: str) -> str | None:

@@ -49,7 +49,6 @@ import numpy as np
 from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.traces.base import (
-    MAX_GPUS,
     ColumnParser,
     DelimitedText,
     FloatArray,
@@ -58,7 +57,7 @@ from clustersim.traces.base import (
     build_table,
     check_options,
     drop_rows,
-    gpu_counts,
+    gpu_checks,
     head_lines,
 )
 
@@ -161,13 +160,10 @@ class GavelReader(TraceReader):
         parser.check()
 
         steps, gpus, arrival = num["total_steps"], num["scale_factor"], num["arrival_time"]
-        below, fractional, huge = gpu_counts(gpus)
         checks = [
             ("total_steps <= 0", steps <= 0),
             ("total_steps not finite", ~np.isfinite(steps)),
-            ("scale_factor < 1", below),
-            ("scale_factor not an integer", fractional),
-            (f"scale_factor > {MAX_GPUS}", huge),
+            *gpu_checks(gpus, "scale_factor"),
             ("arrival_time < 0", arrival < 0),
             ("arrival_time not finite", ~np.isfinite(arrival)),
         ]

@@ -65,9 +65,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -86,11 +87,13 @@ from clustersim.traces.base import (
     ObjArray,
     ParseReport,
     TraceReader,
+    apply_checks,
     blank,
     build_table,
     check_options,
-    gpu_counts,
+    gpu_checks,
     head_lines,
+    set_jobs_read,
     to_datetime,
     to_float,
 )
@@ -145,7 +148,8 @@ UNITS: dict[str, dict[str, float]] = {
 TIME_FORMATS = ("number", "unix", "iso")
 SEPARATORS = (",", "\t", ";", "|")
 
-_ISO = "YYYY-MM-DD HH:MM:SS"
+_NOT_ISO = "not a time of the form YYYY-MM-DD HH:MM:SS"
+_Values = TypeVar("_Values", FloatArray, npt.NDArray[np.datetime64])
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,42 +312,36 @@ class LenientParser(ColumnParser):
 
     def numbers(self, values: pa.Array, name: str) -> FloatArray:
         """A required numeric column (see :meth:`ColumnParser.numbers`)."""
-        out, bad = to_float(values)
-        if bad.any():
-            values = pc.utf8_trim_whitespace(values)
-            out, bad = to_float(values)
-            self._record(bad, values, name, "not a number")
-        return out
+        return self._lenient(to_float, values, name, "not a number", optional=False)
 
     def timestamps(self, values: pa.Array, name: str) -> npt.NDArray[np.datetime64]:
         """A required time column (see :meth:`ColumnParser.timestamps`)."""
-        out, bad = to_datetime(values)
-        if bad.any():
-            values = pc.utf8_trim_whitespace(values)
-            out, bad = to_datetime(values)
-            self._record(bad, values, name, f"not a time of the form {_ISO}")
-        return out
-
-    def required(self, values: pa.Array, name: str) -> None:
-        """Record blank values of a required text column."""
-        self._record(blank(values), values, name, "empty")
+        return self._lenient(to_datetime, values, name, _NOT_ISO, optional=False)
 
     def optional_numbers(self, values: pa.Array, name: str) -> FloatArray:
         """Numbers as float64; blank values are ``nan``, other non-numbers are errors."""
-        out, bad = to_float(values)
-        if bad.any():
-            values = pc.utf8_trim_whitespace(values)
-            out, bad = to_float(values)
-            self._record(bad & ~blank(values), values, name, "not a number")
-        return out
+        return self._lenient(to_float, values, name, "not a number", optional=True)
 
     def optional_timestamps(self, values: pa.Array, name: str) -> npt.NDArray[np.datetime64]:
         """``YYYY-MM-DD HH:MM:SS`` times; blank values are ``NaT``, others must parse."""
-        out, bad = to_datetime(values)
+        return self._lenient(to_datetime, values, name, _NOT_ISO, optional=True)
+
+    def _lenient(
+        self,
+        convert: Callable[[pa.Array], tuple[_Values, BoolArray]],
+        values: pa.Array,
+        name: str,
+        what: str,
+        optional: bool,
+    ) -> _Values:
+        """Convert a column with ``convert``; when some value fails, trim the column, convert
+        it again and record the values that still fail (``what``: the error), blank ones
+        only when not ``optional``."""
+        out, bad = convert(values)
         if bad.any():
             values = pc.utf8_trim_whitespace(values)
-            out, bad = to_datetime(values)
-            self._record(bad & ~blank(values), values, name, f"not a time of the form {_ISO}")
+            out, bad = convert(values)
+            self._record(bad & ~blank(values) if optional else bad, values, name, what)
         return out
 
     def pattern_times(
@@ -406,13 +404,7 @@ def apply_drops(
     collector: LineCollector, lines: IntArray, checks: list[tuple[str, BoolArray]]
 ) -> BoolArray:
     """Like :func:`~clustersim.traces.base.drop_rows`, collecting into ``collector``."""
-    keep = np.ones(len(lines), dtype=bool)
-    for reason, bad in checks:
-        hit = bad & keep
-        if hit.any():
-            collector.add(reason, lines[hit])
-            keep &= ~hit
-    return keep
+    return apply_checks(collector.add, lines, checks)
 
 
 def status_drops(
@@ -503,6 +495,110 @@ def check_statuses(path: str, statuses: Any, name: str = "statuses") -> tuple[st
     return tuple(s.strip().lower().split(" ")[0] for s in statuses)
 
 
+def header_name_set(head: bytes) -> set[str]:
+    """Lower-cased names of the comma-separated first line of a sniffing head (trimmed and
+    unquoted, see :func:`unquote_name`); empty when the head has no non-blank line."""
+    lines = head_lines(head, limit=1)
+    if not lines:
+        return set()
+    return {unquote_name(c).lower() for c in lines[0].split(",")}
+
+
+def read_blocks(
+    chunks: DelimitedChunks,
+    path: str,
+    report: ParseReport,
+    block: Callable[[Block], dict[str, Any]],
+) -> dict[str, list[Any]]:
+    """Run ``block`` on every block of data rows and gather its outputs by key.
+
+    Parameters
+    ----------
+    chunks
+        The file.
+    path
+        For errors.
+    report
+        Receives :attr:`~clustersim.traces.base.ParseReport.jobs_read` (the data rows).
+    block
+        Turns one block into named pieces (arrays) of the kept rows.
+
+    Returns
+    -------
+    dict of str to list
+        Per key, the pieces of every block that produced it, in file order.
+
+    Raises
+    ------
+    TraceError
+        What ``block`` raises, or when the file has a header but no data row.
+    """
+    parts: dict[str, list[Any]] = {}
+    read = 0
+    for one in chunks.blocks():
+        read += len(one.lines)
+        for key, value in block(one).items():
+            parts.setdefault(key, []).append(value)
+    set_jobs_read(report, path, read)
+    return parts
+
+
+def row_ids(values: pa.Array | None, first_row: int, rows: IntArray) -> pa.Array:
+    """Job ids of the rows ``rows`` (indices into a block).
+
+    ``values`` is the block's job-id column; without one (``None``) a row's id is its 0-based
+    index among the file's data rows, as text (``first_row``: the block's first row's index).
+    """
+    if values is not None:
+        return values.take(pa.array(rows))
+    return pa.array((first_row + rows).astype(str), type=pa.string())
+
+
+def kept_job_ids(parts: dict[str, list[Any]], report: ParseReport) -> ObjArray:
+    """The ``job_id`` pieces gathered by :func:`read_blocks` as one object array.
+
+    Ids that appear more than once are kept and warned about, at the ``lines`` pieces' lines.
+    """
+    lines = np.concatenate(parts["lines"])
+    report.warn("job id appears more than once (kept)", duplicate_lines(parts["job_id"], lines))
+    return as_objects(parts["job_id"])
+
+
+class ChunkedCsvReader(TraceReader):
+    """Base of the readers of delimited files read in chunks with bounded memory.
+
+    Subclasses implement :meth:`_read`, which gets the file as ``(first_line, text)`` chunks;
+    they override :meth:`parse` only to document their options.
+    """
+
+    def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
+        """Read a (possibly compressed) file in chunks (bounded memory); options as for
+        :meth:`parse`."""
+        name = os.fspath(path)
+        with open_source(name, options.pop("member", None)) as source:
+            report = ParseReport(format=self.name, path=name)
+            where = source.info.describe()
+            if where:
+                report.assume(f"read the {where}")
+            return self._read(text_chunks(source, name), name, report, options)
+
+    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+        """Parse a whole file held in memory (options: see the subclass)."""
+        report = ParseReport(format=self.name, path=path)
+        with bytes_source(data, path) as source:
+            return self._read(text_chunks(source, path), path, report, options)
+
+    @abstractmethod
+    def _read(
+        self,
+        chunks_in: Iterable[tuple[int, bytes]],
+        path: str,
+        report: ParseReport,
+        options: dict[str, Any],
+    ) -> tuple[JobTable, ParseReport]:
+        """Check ``options`` and read the chunks into a table; ``report`` is started."""
+
+
 # --------------------------------------------------------------------------------------------
 # The generic reader
 
@@ -523,7 +619,7 @@ class _Spec:
     resolved: dict[str, str] = field(default_factory=dict)  # field -> format used
 
 
-class GenericCsvReader(TraceReader):
+class GenericCsvReader(ChunkedCsvReader):
     """Delimited text with a header and a user-given column mapping and units."""
 
     name: ClassVar[str] = "csv"
@@ -534,21 +630,7 @@ class GenericCsvReader(TraceReader):
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first line is a header with the job-table names."""
-        lines = head_lines(head, limit=1)
-        if not lines:
-            return False
-        names = {unquote_name(c).lower() for c in lines[0].split(",")}
-        return {"submit_time", "num_gpus", "work"} <= names
-
-    def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
-        """Read a file in chunks (bounded memory); options as for :meth:`parse`."""
-        name = os.fspath(path)
-        with open_source(name, options.pop("member", None)) as source:
-            report = ParseReport(format=self.name, path=name)
-            where = source.info.describe()
-            if where:
-                report.assume(f"read the {where}")
-            return self._read(text_chunks(source, name), name, report, options)
+        return {"submit_time", "num_gpus", "work"} <= header_name_set(head)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
         """Parse a whole file held in memory.
@@ -571,9 +653,7 @@ class GenericCsvReader(TraceReader):
         speed : float, optional
             Speed of the trace's GPUs relative to the reference type (default 1).
         """
-        report = ParseReport(format=self.name, path=path)
-        with bytes_source(data, path) as source:
-            return self._read(text_chunks(source, path), path, report, options)
+        return super().parse(data, path, **options)
 
     # -- options -------------------------------------------------------------------------
 
@@ -681,17 +761,10 @@ class GenericCsvReader(TraceReader):
             raise TraceError(path, 0, "sep", f"sep must be one of {SEPARATORS!r}, got {sep!r}")
         chunks = DelimitedChunks(chunks_in, path, sep)
         spec = self._spec(path, options, chunks)
-        drops = LineCollector()
-        warnings = LineCollector()
-        parts: dict[str, list[Any]] = {}
-        read = 0
-        for block in chunks.blocks():
-            read += len(block.lines)
-            for key, value in self._block(block, spec, path, drops, warnings).items():
-                parts.setdefault(key, []).append(value)
-        report.jobs_read = read
-        if read == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        drops, warnings = LineCollector(), LineCollector()
+        parts = read_blocks(
+            chunks, path, report, lambda block: self._block(block, spec, path, drops, warnings)
+        )
         drops.drop(report)
         warnings.warn(report)
         return self._finish(path, report, spec, parts)
@@ -770,13 +843,10 @@ class GenericCsvReader(TraceReader):
 
         checks = status_drops(cols["status"], spec.statuses) if "status" in cols else []
         with np.errstate(invalid="ignore"):
-            below, fractional, huge = gpu_counts(gpus)
             checks += [
                 ("submit_time not finite", ~np.isfinite(submit)),
                 ("submit_time < 0", (submit < 0) if not spec.calendar else np.isnan(submit)),
-                ("num_gpus < 1", below),
-                ("num_gpus not an integer", fractional),
-                (f"num_gpus > {MAX_GPUS}", huge),
+                *gpu_checks(gpus, "num_gpus"),
             ]
             if "work" not in cols:
                 checks.append(("no start_time or end_time", np.isnan(work)))
@@ -799,10 +869,7 @@ class GenericCsvReader(TraceReader):
             "num_gpus": gpus[idx],
             "work": work[idx] * (1.0 if spec.steps else spec.speed),
         }
-        if "job_id" in cols:
-            out["job_id"] = cols["job_id"].take(pa.array(idx))
-        else:
-            out["job_id"] = pa.array((block.first_row + idx).astype(str), type=pa.string())
+        out["job_id"] = row_ids(cols.get("job_id"), block.first_row, idx)
         for key in TEXT_FIELDS:
             if key in cols:
                 out[key] = cols[key].take(pa.array(idx))
@@ -813,10 +880,8 @@ class GenericCsvReader(TraceReader):
     def _finish(
         self, path: str, report: ParseReport, spec: _Spec, parts: dict[str, list[Any]]
     ) -> tuple[JobTable, ParseReport]:
-        lines = np.concatenate(parts["lines"])
         submit = np.concatenate(parts["submit_time"])
-        job_id = as_objects(parts["job_id"])
-        report.warn("job id appears more than once (kept)", duplicate_lines(parts["job_id"], lines))
+        job_id = kept_job_ids(parts, report)
         origin = 0.0
         if spec.calendar and len(submit):
             origin = float(submit.min())

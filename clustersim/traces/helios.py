@@ -35,27 +35,24 @@ run time is missing (the job never started), negative, zero or not finite. Warni
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 
-from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.traces.base import (
     MAX_GPUS,
     FloatArray,
     ParseReport,
-    TraceReader,
     build_table,
     check_options,
-    gpu_counts,
-    head_lines,
+    gpu_checks,
 )
-from clustersim.traces.compressed import bytes_source, open_source, text_chunks
 from clustersim.traces.generic import (
+    Block,
+    ChunkedCsvReader,
     DelimitedChunks,
     LenientParser,
     LineCollector,
@@ -63,9 +60,11 @@ from clustersim.traces.generic import (
     as_objects,
     check_speed,
     check_statuses,
-    duplicate_lines,
+    header_name_set,
+    kept_job_ids,
+    read_blocks,
+    row_ids,
     status_drops,
-    unquote_name,
 )
 
 #: The documented states, in the order the README lists them.
@@ -109,7 +108,7 @@ _ORDER = (
 )
 
 
-class HeliosReader(TraceReader):
+class HeliosReader(ChunkedCsvReader):
     """Reader of Helios ``cluster_log.csv`` (chunked)."""
 
     name: ClassVar[str] = "helios"
@@ -120,23 +119,10 @@ class HeliosReader(TraceReader):
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first line is a header with Helios's own column names."""
-        lines = head_lines(head, limit=1)
-        if not lines:
-            return False
-        names = {unquote_name(c).lower() for c in lines[0].split(",")}
+        names = header_name_set(head)
         return {"gpu_num", "state", "submit_time"} <= names and bool(
             {"duration", "end_time"} & names
         )
-
-    def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
-        """Read a (possibly compressed) file in chunks; options as for :meth:`parse`."""
-        name = os.fspath(path)
-        with open_source(name, options.pop("member", None)) as source:
-            report = ParseReport(format=self.name, path=name)
-            where = source.info.describe()
-            if where:
-                report.assume(f"read the {where}")
-            return self._read(text_chunks(source, name), name, report, options)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
         """Parse a whole file held in memory.
@@ -150,9 +136,7 @@ class HeliosReader(TraceReader):
         speed : float, optional
             Speed of the trace's GPUs relative to the reference type (default 1).
         """
-        report = ParseReport(format=self.name, path=path)
-        with bytes_source(data, path) as source:
-            return self._read(text_chunks(source, path), path, report, options)
+        return super().parse(data, path, **options)
 
     def _read(
         self,
@@ -177,25 +161,15 @@ class HeliosReader(TraceReader):
             chunks.column_index("duration", "duration")
 
         drops, warnings = LineCollector(), LineCollector()
-        parts: dict[str, list[Any]] = {}
-        read = 0
-        for block in chunks.blocks():
-            read += len(block.lines)
-            cols = {col: block.column(name, col in _TEXT) for col, name in index.items()}
-            out = _block(cols, block.lines, block.first_row, path, states, drops, warnings)
-            for key, value in out.items():
-                parts.setdefault(key, []).append(value)
-        report.jobs_read = read
-        if read == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        parts = read_blocks(
+            chunks, path, report, lambda block: _block(block, index, path, states, drops, warnings)
+        )
         state_reasons = [m for m in drops.messages() if m.startswith("state ")]
         drops.drop(report, [*state_reasons, *_ORDER])
         warnings.warn(report, (_W_DURATION, _W_QUEUE, _W_EARLY, _W_NODE))
 
-        lines = np.concatenate(parts["lines"])
         submit = np.concatenate(parts["submit"])
-        job_id = as_objects(parts["job_id"])
-        report.warn("job id appears more than once (kept)", duplicate_lines(parts["job_id"], lines))
+        job_id = kept_job_ids(parts, report)
         origin = float(submit.min()) if len(submit) else 0.0
         if len(submit):
             report.start_time = str(np.datetime64(int(origin), "s"))
@@ -234,14 +208,15 @@ class HeliosReader(TraceReader):
 
 
 def _block(
-    cols: dict[str, pa.Array],
-    lines: np.ndarray,
-    first_row: int,
+    block: Block,
+    index: dict[str, str],
     path: str,
     states: tuple[str, ...] | None,
     drops: LineCollector,
     warnings: LineCollector,
 ) -> dict[str, Any]:
+    cols = {col: block.column(name, col in _TEXT) for col, name in index.items()}
+    lines = block.lines
     parser = LenientParser(path, lines)
     submit_t = parser.timestamps(cols["submit_time"], "submit_time")
     gpus = parser.numbers(cols["gpu_num"], "gpu_num")
@@ -263,14 +238,11 @@ def _block(
     duration = optional["duration"]
     work = np.where(np.isnan(duration), span, duration)
 
-    below, fractional, huge = gpu_counts(gpus)
     with np.errstate(invalid="ignore"):
         checks = status_drops(cols["state"], states, "state")
         checks += [
             (_CPU_ONLY, gpus == 0),
-            ("gpu_num < 0", below),
-            ("gpu_num not an integer", fractional),
-            (f"gpu_num > {MAX_GPUS}", huge),
+            *gpu_checks(gpus, "gpu_num", "< 0"),
             ("never started (no duration or start_time/end_time)", np.isnan(work)),
             ("duration < 0 (end before start)", work < 0),
             ("duration = 0", work == 0),
@@ -296,11 +268,7 @@ def _block(
         "submit": submit[idx],
         "num_gpus": gpus[idx],
         "work": work[idx],
-        "job_id": (
-            cols["job_id"].take(taken)
-            if "job_id" in cols
-            else pa.array((first_row + idx).astype(str), type=pa.string())
-        ),
+        "job_id": row_ids(cols.get("job_id"), block.first_row, idx),
     }
     for key in ("user", "vc"):
         if key in cols:

@@ -26,23 +26,21 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow.compute as pc
 
-from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.traces.base import (
-    MAX_GPUS,
     ColumnParser,
-    DelimitedText,
     ParseReport,
     TraceReader,
     blank,
     build_table,
     check_options,
     drop_rows,
-    gpu_counts,
-    head_lines,
+    gpu_checks,
+    read_header_table,
+    sniff_header,
     to_float,
+    trimmed_text,
 )
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
@@ -62,34 +60,13 @@ class PhillyReader(TraceReader):
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first line is a CSV header with the required Philly columns."""
-        lines = head_lines(head, limit=1)
-        if not lines:
-            return False
-        names = {c.strip().lower() for c in lines[0].split(",")}
-        return set(REQUIRED) <= names
+        return sniff_header(head, REQUIRED)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
         """Parse a processed Philly CSV (no options)."""
         check_options(self, path, options, set())
         report = ParseReport(format=self.name, path=path)
-        text = DelimitedText(data, ",")
-        if len(text) == 0:
-            raise TraceError(path, 0, "", "empty file")
-        header_line = int(text.lines[0])
-        names = [c.strip().lower() for c in text.fields(0)]
-        for col in REQUIRED:
-            if col not in names:
-                raise TraceError(
-                    path, header_line, col, f"missing column (header must include {REQUIRED})"
-                )
-        dupes = sorted({c for c in names if c and names.count(c) > 1})
-        if dupes:
-            raise TraceError(path, header_line, dupes[0], "column appears twice in the header")
-        cols = text.columns(path, names, start=1)
-        lines = text.lines[1:]
-        report.jobs_read = len(lines)
-        if len(lines) == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        cols, lines = read_header_table(data, path, REQUIRED, report)
 
         parser = ColumnParser(path, lines)
         stamps = parser.timestamps(cols["timestamp"], "timestamp")
@@ -97,16 +74,13 @@ class PhillyReader(TraceReader):
         gpus = parser.numbers(cols["num_gpus"], "num_gpus")
         parser.check()
 
-        below, fractional, huge = gpu_counts(gpus)
         keep = drop_rows(
             report,
             lines,
             [
                 ("duration <= 0", duration <= 0),
                 ("duration not finite", ~np.isfinite(duration)),
-                ("num_gpus <= 0", below),
-                ("num_gpus not an integer", fractional),
-                (f"num_gpus > {MAX_GPUS}", huge),
+                *gpu_checks(gpus, "num_gpus", "<= 0"),
             ],
         )
 
@@ -142,10 +116,7 @@ class PhillyReader(TraceReader):
         )
         report.assume("job_id is the 0-based index of the data row in the file; user unknown")
         if "cluster" in cols:
-            vc = np.asarray(
-                pc.utf8_trim_whitespace(cols["cluster"]).to_numpy(zero_copy_only=False),
-                dtype=object,
-            )[idx]
+            vc = trimmed_text(cols["cluster"], idx)
         else:
             vc = np.full(len(idx), "", dtype=object)
             report.assume("no cluster column: virtual cluster unknown")

@@ -397,6 +397,11 @@ def _type_name(value: object) -> str:
     }.get(type(value), type(value).__name__)
 
 
+def _wrong_type(path: str, line: int, field: str, expected: str, value: object) -> TraceError:
+    """The error for a JSON value of the wrong type (``expected``: what should be there)."""
+    return TraceError(path, line, field, f"expected {expected}, found {_type_name(value)}")
+
+
 def _seconds(value: object, path: str, line: int, field: str, attempt: int = -1) -> float | None:
     """Seconds since 1970 of a time value; ``None`` when the value marks a missing time.
 
@@ -417,9 +422,7 @@ def _seconds(value: object, path: str, line: int, field: str, attempt: int = -1)
         return None
     where = field if attempt < 0 else f"attempts[{attempt}].{field}"
     if not isinstance(value, str):
-        raise TraceError(
-            path, line, where, f"expected a time string or null, found {_type_name(value)}"
-        )
+        raise _wrong_type(path, line, where, "a time string or null", value)
     text = value if len(value) <= 40 else value[:40] + "…"
     raise TraceError(path, line, where, f"not a time of the form YYYY-MM-DD HH:MM:SS: {text!r}")
 
@@ -439,27 +442,17 @@ def _text(job: dict[str, Any], key: str, path: str, line: int, required: bool) -
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise TraceError(path, line, key, f"expected a string, found {_type_name(value)}")
+    raise _wrong_type(path, line, key, "a string", value)
 
 
 def _bad_detail(detail: list[Any], path: str, line: int, k: int) -> None:
     """Raise at the first machine of ``detail`` that is not ``{"ip": ..., "gpus": [...]}``."""
     for m, machine in enumerate(detail):
         if type(machine) is not dict:
-            raise TraceError(
-                path,
-                line,
-                f"attempts[{k}].detail[{m}]",
-                f"expected a machine object, found {_type_name(machine)}",
-            )
+            raise _wrong_type(path, line, f"attempts[{k}].detail[{m}]", "a machine object", machine)
         devices = machine.get("gpus")
         if devices is not None and type(devices) is not list:
-            raise TraceError(
-                path,
-                line,
-                f"attempts[{k}].detail[{m}].gpus",
-                f"expected a list, found {_type_name(devices)}",
-            )
+            raise _wrong_type(path, line, f"attempts[{k}].detail[{m}].gpus", "a list", devices)
 
 
 class _Columns:
@@ -492,7 +485,7 @@ class _Columns:
 def _job(job: Any, line: int, path: str, keep: tuple[str, ...], mode: str, out: _Columns) -> None:
     """Check one job object and add it to ``out`` (kept, or dropped with a reason)."""
     if not isinstance(job, dict):
-        raise TraceError(path, line, "", f"expected a job object, found {_type_name(job)}")
+        raise _wrong_type(path, line, "", "a job object", job)
     jobid = _text(job, "jobid", path, line, True)
     status = _text(job, "status", path, line, True)
     user = _text(job, "user", path, line, False)
@@ -506,7 +499,7 @@ def _job(job: Any, line: int, path: str, keep: tuple[str, ...], mode: str, out: 
     if attempts is None:
         attempts = []
     if not isinstance(attempts, list):
-        raise TraceError(path, line, "attempts", f"expected a list, found {_type_name(attempts)}")
+        raise _wrong_type(path, line, "attempts", "a list", attempts)
 
     # Every attempt is checked (types, times) before the job is judged.
     runs: list[tuple[float, float, int]] = []  # complete attempts: start, end, gpus
@@ -515,12 +508,7 @@ def _job(job: Any, line: int, path: str, keep: tuple[str, ...], mode: str, out: 
     last_started_open = False
     for k, attempt in enumerate(attempts):
         if type(attempt) is not dict:
-            raise TraceError(
-                path,
-                line,
-                f"attempts[{k}]",
-                f"expected an attempt object, found {_type_name(attempt)}",
-            )
+            raise _wrong_type(path, line, f"attempts[{k}]", "an attempt object", attempt)
         start = _seconds(attempt.get("start_time"), path, line, "start_time", k)
         end = _seconds(attempt.get("end_time"), path, line, "end_time", k)
         detail = attempt.get("detail")
@@ -533,12 +521,7 @@ def _job(job: Any, line: int, path: str, keep: tuple[str, ...], mode: str, out: 
                 elif devices is not None:
                     _bad_detail(detail, path, line, k)
         elif detail is not None:
-            raise TraceError(
-                path,
-                line,
-                f"attempts[{k}].detail",
-                f"expected a list, found {_type_name(detail)}",
-            )
+            raise _wrong_type(path, line, f"attempts[{k}].detail", "a list", detail)
         if start is not None and first_start is None:
             first_start = start
         if start is not None and end is not None:

@@ -61,30 +61,27 @@ import csv
 import functools
 import math
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
-from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.jobtypes import reference_speed
 from clustersim.traces.base import (
-    MAX_GPUS,
     ColumnParser,
-    DelimitedText,
     FloatArray,
     ParseReport,
     TraceReader,
-    blank,
     build_table,
     check_options,
     drop_rows,
-    gpu_counts,
-    head_lines,
+    gpu_checks,
+    positive_map_option,
+    read_header_table,
+    sniff_header,
+    trimmed_text,
 )
 
 REQUIRED = ("name", "time", "application", "num_replicas", "batch_size")
@@ -197,29 +194,18 @@ class PolluxReader(TraceReader):
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first line is a CSV header with the Pollux workload columns."""
-        lines = head_lines(head, limit=1)
-        if not lines:
-            return False
-        names = {c.strip().lower() for c in lines[0].split(",")}
-        return set(REQUIRED) <= names
+        return sniff_header(head, REQUIRED)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
         """Parse a Pollux workload CSV (option ``work_s``, see the module docstring)."""
         check_options(self, path, options, {"work_s"})
-        work_s = _work_option(options.get("work_s"), path)
+        work_s = positive_map_option(options.get("work_s"), path, "work_s", "application names")
         report = ParseReport(format=self.name, path=path)
-        text = DelimitedText(data, ",")
-        names = _header(text, path, REQUIRED)
-        cols = text.columns(path, names, start=1)
-        lines = text.lines[1:]
-        report.jobs_read = len(lines)
-        if len(lines) == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        cols, lines = read_header_table(data, path, REQUIRED, report)
 
         parser = ColumnParser(path, lines)
         for col in ("name", "application"):
-            if blank(cols[col]).any():  # only then copy the strings to report it
-                parser.text(cols[col], col)
+            parser.required(cols[col], col)
         time = parser.numbers(cols["time"], "time")
         replicas = parser.numbers(cols["num_replicas"], "num_replicas")
         batch = parser.numbers(cols["batch_size"], "batch_size")
@@ -228,7 +214,6 @@ class PolluxReader(TraceReader):
         app_names = [str(x) for x in encoded.dictionary.to_pylist()]
         app_code = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         app = np.array(app_names, dtype=object)[app_code]
-        job_id = pc.utf8_trim_whitespace(cols["name"])
 
         jct, how = _profile_jct(app_names, app_code, replicas, batch)
         override = None
@@ -237,16 +222,13 @@ class PolluxReader(TraceReader):
         known = np.isin(app_code, [i for i, a in enumerate(app_names) if a in POLLUX_JCT_S])
         if override is not None:
             known |= np.isfinite(override)
-        below, fractional, huge = gpu_counts(replicas)
         with np.errstate(invalid="ignore"):
             bad_batch = ~(np.isfinite(batch) & (batch > 0))
         keep = drop_rows(
             report,
             lines,
             [
-                ("num_replicas < 1", below),
-                ("num_replicas not an integer", fractional),
-                (f"num_replicas > {MAX_GPUS}", huge),
+                *gpu_checks(replicas, "num_replicas"),
                 ("time < 0", time < 0),
                 ("time not finite", ~np.isfinite(time)),
                 ("batch_size not positive and finite", bad_batch),
@@ -296,47 +278,13 @@ class PolluxReader(TraceReader):
         table = build_table(
             path,
             report,
-            job_id=np.asarray(
-                job_id.take(pa.array(idx)).to_numpy(zero_copy_only=False), dtype=object
-            ),
+            job_id=trimmed_text(cols["name"], idx),
             submit_time=time[idx],
             num_gpus=replicas[idx].astype(np.int64),
             work=work,
             job_type=app[idx],
         )
         return table, report
-
-
-def _header(text: DelimitedText, path: str, required: tuple[str, ...]) -> list[str]:
-    """Lower-cased column names of the header line; checks required and duplicate columns."""
-    if len(text) == 0:
-        raise TraceError(path, 0, "", "empty file")
-    line = int(text.lines[0])
-    names = [c.strip().lower() for c in text.fields(0)]
-    for col in required:
-        if col not in names:
-            raise TraceError(path, line, col, f"missing column (header must include {required})")
-    dupes = sorted({c for c in names if c and names.count(c) > 1})
-    if dupes:
-        raise TraceError(path, line, dupes[0], "column appears twice in the header")
-    return names
-
-
-def _work_option(value: Any, path: str) -> dict[str, float]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TraceError(path, 0, "work_s", "work_s must map application names to seconds")
-    out: dict[str, float] = {}
-    for k, v in value.items():
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            x = math.nan
-        if not (math.isfinite(x) and x > 0):
-            raise TraceError(path, 0, "work_s", f"work_s[{k!r}] must be a positive number")
-        out[str(k)] = x
-    return out
 
 
 def _profile_jct(

@@ -40,28 +40,26 @@ time.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.jobtypes import reference_speed
 from clustersim.traces.base import (
-    MAX_GPUS,
     ColumnParser,
     DelimitedText,
     ParseReport,
     TraceReader,
-    blank,
     build_table,
     check_options,
     drop_rows,
-    gpu_counts,
+    gpu_checks,
     head_lines,
+    positive_map_option,
+    trimmed_text,
 )
 
 FIELDS = ("job_id", "model", "arrival", "num_iters", "gpu_demand")
@@ -119,7 +117,11 @@ class SynergyReader(TraceReader):
                 path, 0, "arrival_unit", f"arrival_unit must be 's' or 'h', not {unit!r}"
             )
         iter_time = dict(ITERATION_TIME_S)
-        iter_time.update(_times_option(options.get("iteration_time_s"), path))
+        iter_time.update(
+            positive_map_option(
+                options.get("iteration_time_s"), path, "iteration_time_s", "model names"
+            )
+        )
         report = ParseReport(format=self.name, path=path)
         text = DelimitedText(data, ",")
         if len(text) == 0:
@@ -129,10 +131,8 @@ class SynergyReader(TraceReader):
         report.jobs_read = len(lines)
 
         parser = ColumnParser(path, lines)
-        if blank(cols["job_id"]).any():  # only then copy the strings to report it
-            parser.text(cols["job_id"], "job_id")
-        if blank(cols["model"]).any():  # only then copy the strings to report it
-            parser.text(cols["model"], "model")
+        parser.required(cols["job_id"], "job_id")
+        parser.required(cols["model"], "model")
         arrival = parser.numbers(cols["arrival"], "arrival") * _UNITS[unit]
         iters = parser.numbers(cols["num_iters"], "num_iters")
         gpus = parser.numbers(cols["gpu_demand"], "gpu_demand")
@@ -146,7 +146,6 @@ class SynergyReader(TraceReader):
         with np.errstate(invalid="ignore", over="ignore"):
             work = iters * per_model * speed
 
-        below, fractional, huge = gpu_counts(gpus)
         with np.errstate(invalid="ignore"):
             keep = drop_rows(
                 report,
@@ -154,9 +153,7 @@ class SynergyReader(TraceReader):
                 [
                     ("num_iters <= 0", iters <= 0),
                     ("num_iters not finite", ~np.isfinite(iters)),
-                    ("gpu_demand < 1", below),
-                    ("gpu_demand not an integer", fractional),
-                    (f"gpu_demand > {MAX_GPUS}", huge),
+                    *gpu_checks(gpus, "gpu_demand"),
                     ("arrival < 0", arrival < 0),
                     ("arrival not finite", ~np.isfinite(arrival)),
                     ("model has no iteration time (give iteration_time_s)", np.isnan(per_model)),
@@ -182,36 +179,13 @@ class SynergyReader(TraceReader):
             "job_type = Synergy model name (work in reference seconds); CPU and memory "
             "sensitivity not modelled; user and virtual cluster unknown"
         )
-        kept_ids = pc.utf8_trim_whitespace(cols["job_id"]).take(pa.array(idx))
-        ids = np.asarray(kept_ids.to_numpy(zero_copy_only=False), dtype=object)
         table = build_table(
             path,
             report,
-            job_id=ids,
+            job_id=trimmed_text(cols["job_id"], idx),
             submit_time=arrival[idx],
             num_gpus=gpus[idx].astype(np.int64),
             work=work[idx],
             job_type=models,
         )
         return table, report
-
-
-def _times_option(value: Any, path: str) -> dict[str, float]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TraceError(
-            path, 0, "iteration_time_s", "iteration_time_s must map model names to seconds"
-        )
-    out: dict[str, float] = {}
-    for k, v in value.items():
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            x = math.nan
-        if not (math.isfinite(x) and x > 0):
-            raise TraceError(
-                path, 0, "iteration_time_s", f"iteration_time_s[{k!r}] must be a positive number"
-            )
-        out[str(k)] = x
-    return out

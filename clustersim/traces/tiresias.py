@@ -36,20 +36,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.traces.base import (
-    MAX_GPUS,
     ColumnParser,
-    DelimitedText,
     ParseReport,
     TraceReader,
-    blank,
     build_table,
     check_options,
     drop_rows,
-    gpu_counts,
-    head_lines,
+    gpu_checks,
+    read_header_table,
+    sniff_header,
+    trimmed_text,
 )
 
 REQUIRED = ("job_id", "num_gpu", "submit_time", "duration")
@@ -68,53 +66,28 @@ class TiresiasReader(TraceReader):
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first line is a CSV header with the required Tiresias columns."""
-        lines = head_lines(head, limit=1)
-        if not lines:
-            return False
-        names = {c.strip().lower() for c in lines[0].split(",")}
-        return set(REQUIRED) <= names
+        return sniff_header(head, REQUIRED)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
         """Parse a Tiresias job CSV (no options)."""
         check_options(self, path, options, set())
         report = ParseReport(format=self.name, path=path)
-        text = DelimitedText(data, ",")
-        if len(text) == 0:
-            raise TraceError(path, 0, "", "empty file")
-        header_line = int(text.lines[0])
-        names = [c.strip().lower() for c in text.fields(0)]
-        for col in REQUIRED:
-            if col not in names:
-                raise TraceError(
-                    path, header_line, col, f"missing column (header must include {REQUIRED})"
-                )
-        dupes = sorted({c for c in names if c and names.count(c) > 1})
-        if dupes:
-            raise TraceError(path, header_line, dupes[0], "column appears twice in the header")
-        cols = text.columns(path, names, start=1)
-        lines = text.lines[1:]
-        report.jobs_read = len(lines)
-        if len(lines) == 0:
-            raise TraceError(path, 0, "", "no jobs in the file (header only)")
+        cols, lines = read_header_table(data, path, REQUIRED, report)
 
         parser = ColumnParser(path, lines)
-        if blank(cols["job_id"]).any():  # only then copy the strings to report it
-            parser.text(cols["job_id"], "job_id")
+        parser.required(cols["job_id"], "job_id")
         gpus = parser.numbers(cols["num_gpu"], "num_gpu")
         submit = parser.numbers(cols["submit_time"], "submit_time")
         duration = parser.numbers(cols["duration"], "duration")
         parser.check()
 
-        below, fractional, huge = gpu_counts(gpus)
         keep = drop_rows(
             report,
             lines,
             [
                 ("duration <= 0", duration <= 0),
                 ("duration not finite", ~np.isfinite(duration)),
-                ("num_gpu < 1", below),
-                ("num_gpu not an integer", fractional),
-                (f"num_gpu > {MAX_GPUS}", huge),
+                *gpu_checks(gpus, "num_gpu"),
                 ("submit_time < 0", submit < 0),
                 ("submit_time not finite", ~np.isfinite(submit)),
             ],
@@ -131,10 +104,7 @@ class TiresiasReader(TraceReader):
                 "job_id appears more than once (rows kept as separate jobs)", lines[idx][repeat]
             )
         if "model_name" in cols:
-            model = np.asarray(
-                pc.utf8_trim_whitespace(cols["model_name"]).to_numpy(zero_copy_only=False),
-                dtype=object,
-            )[idx]
+            model = trimmed_text(cols["model_name"], idx)
             report.assume("job_type = model_name (not a Gavel job type: work in reference seconds)")
         else:
             model = np.full(len(idx), "", dtype=object)
