@@ -112,7 +112,7 @@ class SynergyReader(TraceReader):
         """Parse a Synergy trace (options ``arrival_unit``, ``iteration_time_s``)."""
         check_options(self, path, options, {"arrival_unit", "iteration_time_s"})
         unit = options.get("arrival_unit", "s")
-        if unit not in _UNITS:
+        if not isinstance(unit, str) or unit not in _UNITS:
             raise TraceError(
                 path, 0, "arrival_unit", f"arrival_unit must be 's' or 'h', not {unit!r}"
             )
