@@ -6,7 +6,7 @@ own. Targets (issue "Simulation core"): each full-Philly run ≤ 10 s wall time 
 Gavel's simulator (our port of it, ``tests/gavel_reference.py``). Parse throughput (issue
 "Workloads") comes from :mod:`bench.parse`.
 
-``python -m bench [sim|gavel|parse ...]`` runs some sections only.
+``python -m bench [sim|gavel|parse|dashboard ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -99,7 +99,30 @@ def bench_parse() -> None:
     print()
 
 
-SECTIONS = {"sim": bench_sim, "gavel": bench_gavel, "parse": bench_parse}
+def bench_dashboard() -> None:
+    from bench.dashboard import report
+
+    print("## Dashboard: experiment-page JSON endpoints on full-Philly runs")
+    print("target: each ≤ 300 ms server time (cold) and ≤ 1 MB\n")
+    print(_in_process(report, None))
+    print()
+
+
+SECTIONS = {
+    "sim": bench_sim,
+    "gavel": bench_gavel,
+    "parse": bench_parse,
+    "dashboard": bench_dashboard,
+}
+
+
+def bench_product() -> None:
+    from bench.product import bench_product as run
+
+    run()
+
+
+SECTIONS["product"] = bench_product
 
 
 def main(argv: list[str]) -> int:

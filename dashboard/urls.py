@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import views
+from dashboard import charts, pages, views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -15,4 +15,17 @@ urlpatterns = [
     path("experiments/<int:pk>/", views.experiment_detail, name="experiment"),
     path("experiments/<int:pk>/progress/", views.experiment_progress, name="experiment-progress"),
     path("experiments/<int:pk>/cancel/", views.experiment_cancel, name="experiment-cancel"),
+    # chart pages and their JSON endpoints (dashboard.charts)
+    path("runs/<int:pk>/", pages.run_detail, name="run"),
+    path("compare/", pages.compare, name="compare"),
+    path(
+        "charts/experiments/<int:pk>/<slug:name>/",
+        charts.experiment_chart,
+        name="experiment-chart",
+    ),
+    path("charts/runs/<int:pk>/<slug:name>/", charts.run_chart, name="run-chart"),
+    path("charts/workloads/<int:pk>/<slug:name>/", charts.workload_chart, name="workload-chart"),
+    path("charts/clusters/<int:pk>/<slug:name>/", charts.cluster_chart, name="cluster-chart"),
+    path("charts/compare/<slug:name>/", charts.compare_chart, name="compare-chart"),
+    path("vendor/plotly-<str:version>.min.js", charts.plotly_js, name="plotly-js"),
 ]

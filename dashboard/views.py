@@ -162,9 +162,11 @@ def _progress_context(exp: Experiment) -> dict[str, Any]:
 
 @login_required
 def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(
-        request, "dashboard/experiment_detail.html", _progress_context(_experiment(request, pk))
-    )
+    from dashboard.pages import experiment_context
+
+    ctx = _progress_context(_experiment(request, pk))
+    ctx.update(experiment_context(ctx["e"], ctx["active"]))
+    return render(request, "dashboard/experiment_detail.html", ctx)
 
 
 @login_required

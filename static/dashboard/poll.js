@@ -9,7 +9,10 @@
       fetch(url, { credentials: "same-origin" }).then(function (r) {
         return r.text().then(function (html) {
           el.innerHTML = html;
-          if (r.headers.get("X-Poll-Done") !== "1") setTimeout(tick, every);
+          var done = r.headers.get("X-Poll-Done") === "1";
+          // pages that show results once the work is done (charts) reload themselves then
+          if (done && el.hasAttribute("data-reload-when-done")) window.location.reload();
+          else if (!done) setTimeout(tick, every);
         });
       }).catch(function () { setTimeout(tick, every * 2); });
     }

@@ -1,0 +1,157 @@
+"""Chart pages: a run, runs compared side by side, and the chart part of the experiment page.
+
+Pages only lay out containers; the charts come from :mod:`dashboard.charts`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from dashboard import figures
+from dashboard.charts import compare_chart_names
+from dashboard.results import Grid, experiment_grid, label_of, owned_runs, parse_run_ids
+from planner.models import ACTIVE_STATES, Experiment, Run, RunState
+
+#: Summary rows of the run and compare pages.
+SUMMARY_ROWS = (
+    "jobs_total",
+    "jobs_completed",
+    "jobs_dropped",
+    *figures.TABLE_METRICS[1:],
+    "queue_delay_p99_s",
+    "preemptions",
+    "migrations",
+    "idle_while_queued",
+    "avg_power_kw",
+    "electricity_cost_usd",
+)
+_UNITS = {
+    "jobs_total": "jobs",
+    "jobs_dropped": "jobs",
+    "queue_delay_p99_s": "time",
+    "preemptions": "count",
+    "migrations": "count",
+    "idle_while_queued": "%",
+    "avg_power_kw": "kW",
+    "electricity_cost_usd": "USD",
+}
+_LABELS = {
+    "jobs_total": "Jobs",
+    "jobs_dropped": "Jobs dropped",
+    "queue_delay_p99_s": "p99 queueing delay",
+    "preemptions": "Preemptions",
+    "migrations": "Migrations",
+    "idle_while_queued": "Idle devices while jobs wait",
+    "avg_power_kw": "Average facility power",
+    "electricity_cost_usd": "Electricity cost",
+}
+
+
+def summary_rows(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """Rows ``{label, unit, values}`` of the given summaries, values in display units."""
+    rows = []
+    shared = figures.job_time_unit(summaries)
+    for key in SUMMARY_ROWS:
+        values = [(s or {}).get(key) for s in summaries]
+        if key in figures.JOB_TIMES:
+            unit, f = shared
+            label = figures.METRICS[key].label if key in figures.METRICS else _LABELS[key]
+        elif key in figures.METRICS:
+            m = figures.METRICS[key]
+            unit, f = m.display(values)
+            label = m.label
+        else:
+            unit = _UNITS.get(key, "")
+            label = _LABELS.get(key, key)
+            f = 1.0
+            if unit == "%":
+                f = 100.0
+        shown = [None if v is None else v * f for v in values]
+        rows.append({"key": key, "label": label, "unit": unit, "values": shown})
+    return rows
+
+
+def experiment_context(exp: Experiment, active: int) -> dict[str, Any]:
+    """What the experiment page needs for its charts (added to the progress context)."""
+    grid: Grid = experiment_grid(exp)
+    succeeded = [r.pk for r in grid.runs]
+    return {
+        "charts_ready": bool(grid.runs) and not active,
+        "grid": grid,
+        "configs": [(c.key, grid.config_label(c)) for c in grid.configs],
+        "bar_metrics": figures.BAR_METRICS,
+        "compare_url": (
+            f"{reverse('dashboard:compare')}?runs={','.join(map(str, succeeded))}"
+            if succeeded
+            else ""
+        ),
+    }
+
+
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(
+        Run.objects.owned_by(request.user).select_related("cluster", "workload", "experiment"),
+        pk=pk,
+    )
+    siblings = list(
+        Run.objects.filter(experiment_id=run.experiment_id, state=RunState.SUCCEEDED)
+        .exclude(pk=run.pk)
+        .values_list("pk", flat=True)[:7]
+    )
+    ctx = {
+        "r": run,
+        "policy": label_of(run),
+        "rows": summary_rows([run.summary]),
+        "done": run.state == RunState.SUCCEEDED,
+        "compare_url": reverse("dashboard:compare")
+        + "?runs="
+        + ",".join(map(str, [run.pk, *siblings])),
+    }
+    return render(request, "dashboard/run_detail.html", ctx)
+
+
+@login_required
+def compare(request: HttpRequest) -> HttpResponse:
+    """``/compare/?runs=1,2,3``: the chosen runs side by side; the URL is the share link."""
+    raw = request.GET.getlist("runs")
+    ids = parse_run_ids(raw)
+    if len(raw) > 1:  # checkbox form: one `runs` per box; redirect to the short shareable URL
+        return redirect(f"{reverse('dashboard:compare')}?runs={','.join(map(str, ids))}")
+    runs = owned_runs(request.user, ids[:50]) if ids else []
+    choices = (
+        Run.objects.owned_by(request.user)
+        .filter(state=RunState.SUCCEEDED)
+        .select_related("cluster", "workload", "experiment")
+        .only(
+            "id",
+            "policy",
+            "params",
+            "load_factor",
+            "seed",
+            "state",
+            "cluster__name",
+            "workload__name",
+            "experiment__name",
+        )
+        .order_by("-id")[:200]
+    )
+    chosen = {r.pk for r in runs}
+    ctx = {
+        "runs": runs,
+        "labels": [figures.run_label(r) for r in runs],
+        "rows": summary_rows([r.summary for r in runs]),
+        "choices": choices,
+        "chosen": chosen,
+        "query": ",".join(str(r.pk) for r in runs),
+        "chart_names": compare_chart_names(),
+        "compare_metrics": figures.COMPARE_METRICS,
+        "not_done": [r.pk for r in runs if r.state != RunState.SUCCEEDED],
+        "active": any(r.state in ACTIVE_STATES for r in runs),
+    }
+    return render(request, "dashboard/compare.html", ctx)

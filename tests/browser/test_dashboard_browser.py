@@ -1,0 +1,160 @@
+"""A planner's afternoon in a real browser: sign in, build a cluster, upload a trace, launch an
+experiment, watch it finish, read every chart, drill into a run and compare runs.
+
+Every page must draw all its charts with no JavaScript error in the console and without a
+single request leaving the server (plotly.js included). Screenshots of each page are saved
+under ``artifacts/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Console
+from tests.django.conftest import PHILLY_SAMPLE
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def charts_drawn(page: Any, timeout_ms: int = 60_000) -> dict[str, str]:
+    """Wait until every chart container on the page settled; their states by id."""
+    page.wait_for_selector("body[data-charts=done]", state="attached", timeout=timeout_ms)
+    states = page.eval_on_selector_all(
+        "[data-chart]", "els => Object.fromEntries(els.map(e => [e.id, e.dataset.state]))"
+    )
+    return dict(states)
+
+
+def all_ready(states: dict[str, str], allowed_empty: tuple[str, ...] = ()) -> None:
+    assert states, "the page has no charts"
+    bad = {k: v for k, v in states.items() if v != "ready" and k not in allowed_empty}
+    assert not bad, f"charts not drawn: {bad}"
+    assert all(states[k] in ("ready", "empty") for k in allowed_empty if k in states)
+
+
+def plots(page: Any) -> int:
+    return int(page.eval_on_selector_all(".js-plotly-plot", "els => els.length"))
+
+
+def shot(page: Any, folder: Path, name: str) -> None:
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_planner_compares_policies_end_to_end(
+    page: tuple[Any, Console],
+    live_server: Any,
+    celery_worker: Any,
+    django_user_model: Any,
+    screenshots: Path,
+) -> None:
+    pg, console = page
+    base = live_server.url
+    django_user_model.objects.create_user("planner", password="planner-password")
+
+    # sign in
+    pg.goto(f"{base}/")
+    assert "/accounts/login/" in pg.url
+    pg.fill("#id_username", "planner")
+    pg.fill("#id_password", "planner-password")
+    pg.click("main button[type=submit]")
+    pg.wait_for_url(f"{base}/")
+    assert pg.locator("nav.quick .card").count() == 4
+    shot(pg, screenshots, "01-home-empty")
+
+    # a cluster from a preset
+    pg.click("text=1. Create a cluster")
+    pg.fill("#id_name", "Gavel testbed")
+    pg.select_option("#id_preset", "gavel-testbed")
+    pg.click("main form button[type=submit]")
+    pg.wait_for_url(f"{base}/clusters/*/")
+    all_ready(charts_drawn(pg))
+    assert pg.locator("#chart-carbon .js-plotly-plot").count() == 1
+    shot(pg, screenshots, "02-cluster")
+
+    # a trace through the upload form (progress bar, then parsing in the worker)
+    pg.goto(f"{base}/workloads/upload/")
+    pg.set_input_files("#id_file", str(PHILLY_SAMPLE))
+    pg.fill("#id_name", "Philly sample")
+    pg.click("#upload-form button[type=submit]")
+    pg.wait_for_url(f"{base}/workloads/*/")
+    states = charts_drawn(pg)  # the page reloads itself once parsing is done
+    all_ready(states, allowed_empty=("chart-users",))  # the sample trace names no users
+    assert pg.locator(".state.ready").count() >= 1
+    shot(pg, screenshots, "03-workload")
+
+    # an experiment: two policies at two loads
+    pg.goto(f"{base}/experiments/new/")
+    pg.fill("#id_name", "FIFO vs Tiresias")
+    pg.check("input[name=clusters]")
+    pg.check("input[name=workloads]")
+    pg.check("input[name=policies][value=fifo]")
+    pg.check("input[name=policies][value=tiresias]")
+    pg.fill("#id_load_factors", "1, 2")
+    pg.fill("#id_seeds", "0")
+    pg.click("main form button[type=submit]")
+    pg.wait_for_url(f"{base}/experiments/*/")
+    exp_url = pg.url
+    shot(pg, screenshots, "04-experiment-progress")
+    started = time.monotonic()
+    states = charts_drawn(pg, timeout_ms=120_000)  # polls progress, reloads when done
+    all_ready(states)
+    assert len(states) == 19 and plots(pg) == 18  # 18 Plotly figures and the metric table
+    assert pg.locator("#chart-table tbody tr, #chart-table tr").count() >= 5
+    shot(pg, screenshots, "05-experiment")
+    simulated_s = time.monotonic() - started
+
+    # another configuration for the CDF and timelines; the URL keeps the choice
+    select = pg.locator("select[data-chart-param=config]")
+    options = select.locator("option").all_inner_texts()
+    assert any("×2" in o for o in options)
+    select.select_option(label=next(o for o in options if "×2" in o))
+    pg.wait_for_function(
+        "() => document.querySelector('#chart-cdf .gtitle')?.textContent.includes('×2')"
+    )
+    assert "config=" in pg.url
+
+    # the page again, warm: interactive quickly on loopback
+    t0 = time.monotonic()
+    pg.goto(exp_url)
+    all_ready(charts_drawn(pg))
+    warm_s = time.monotonic() - t0
+    assert warm_s < 10, f"experiment page took {warm_s:.1f} s to draw its charts"
+
+    # a run: Gantt, fairness, timelines, slowest jobs; then a narrower window
+    pg.locator("details.runs summary").click()
+    pg.locator("details.runs a[href^='/runs/']").first.click()
+    pg.wait_for_url(f"{base}/runs/*/")
+    all_ready(charts_drawn(pg))
+    pg.fill("input[name=from_h]", "0")
+    pg.fill("input[name=to_h]", "6")
+    pg.click("form[data-chart-target] button[type=submit]")
+    pg.wait_for_function(
+        "() => document.querySelector('#chart-gantt').dataset.state === 'ready'"
+        " && document.querySelector('#chart-gantt').dataset.chart.includes('to_h=6')"
+    )
+    shot(pg, screenshots, "06-run")
+
+    # compare runs side by side; the address is the share link
+    pg.click("text=Compare with other runs of the experiment")
+    pg.wait_for_url(f"{base}/compare/?runs=*")
+    all_ready(charts_drawn(pg))
+    assert pg.locator("table.compare th a[href^='/runs/']").count() == 4
+    shot(pg, screenshots, "07-compare")
+
+    # exports: CSV of a chart's data downloads
+    with pg.expect_download() as download:
+        pg.locator("#chart-cdf a[data-export=csv]").click()
+    assert download.value.suggested_filename.endswith(".csv")
+
+    pg.goto(f"{base}/")
+    assert pg.locator("text=FIFO vs Tiresias").count() == 1
+    shot(pg, screenshots, "08-home")
+
+    assert console.errors == [], console.errors
+    assert console.foreign == [], f"requests left the server: {console.foreign}"
+    print(f"experiment simulated and drawn in {simulated_s:.1f} s; warm page {warm_s:.2f} s")

@@ -1,0 +1,131 @@
+"""The chart pages: they render containers that point at the chart endpoints, for owners only."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from dashboard import charts
+from tests.django.test_dashboard_charts import finish
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def web(owner: Any) -> Client:
+    c = Client()
+    c.force_login(owner)
+    return c
+
+
+@pytest.fixture
+def other_web(other: Any) -> Client:
+    c = Client()
+    c.force_login(other)
+    return c
+
+
+@pytest.fixture
+def experiment(owner: Any, make_experiment: Any) -> Any:
+    return finish(make_experiment(owner, policies=("fifo", "las"), load_factors=(1.0, 2.0)))
+
+
+def chart_urls(html: str) -> list[str]:
+    return re.findall(r'data-chart="([^"]+)"', html)
+
+
+def test_the_experiment_page_lays_out_every_chart_once_runs_are_done(
+    web: Client, experiment: Any
+) -> None:
+    html = web.get(f"/experiments/{experiment.pk}/").content.decode()
+    urls = chart_urls(html)
+    expected = {
+        f"/charts/experiments/{experiment.pk}/{n}/" for n in charts.experiment_chart_names()
+    }
+    assert set(urls) == expected
+    assert "/vendor/plotly-" in html and "cdn" not in html.lower()
+    assert 'data-chart-param="config"' in html  # two load factors: a configuration chooser
+    assert "/compare/?runs=" in html
+    assert "data-reload-when-done" not in html
+
+
+def test_a_running_experiment_shows_progress_and_reloads_when_done(
+    web: Client, owner: Any, make_experiment: Any
+) -> None:
+    exp = make_experiment(owner, name="queued")
+    html = web.get(f"/experiments/{exp.pk}/").content.decode()
+    assert chart_urls(html) == []
+    assert "data-reload-when-done" in html and "Charts appear here when they finish" in html
+    assert "/vendor/plotly-" not in html  # no chart, no 4.8 MB script
+
+
+def test_an_experiment_whose_runs_all_failed_says_what_to_do(
+    web: Client, owner: Any, make_experiment: Any
+) -> None:
+    from planner.models import Run
+
+    exp = make_experiment(owner, name="broken")
+    Run.objects.filter(experiment=exp).update(state="failed", error="KeyError: boom")
+    html = web.get(f"/experiments/{exp.pk}/").content.decode()
+    assert "No run succeeded" in html and "launch a new experiment" in html
+
+
+def test_the_run_page_has_a_summary_a_gantt_window_and_the_run_charts(
+    web: Client, experiment: Any
+) -> None:
+    run = experiment.runs.first()
+    r = web.get(f"/runs/{run.pk}/")
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert set(chart_urls(html)) == {f"/charts/runs/{run.pk}/{n}/" for n in charts.RUN_CHARTS}
+    assert 'name="from_h"' in html and 'name="to_h"' in html
+    assert "Mean JCT" in html and "Carbon" in html
+    assert f"/compare/?runs={run.pk}," in html
+
+
+def test_the_compare_page_is_a_shareable_url_of_run_ids(web: Client, experiment: Any) -> None:
+    ids = list(experiment.runs.values_list("pk", flat=True))
+    # the picker's checkboxes send runs=1&runs=2: redirect to the short link
+    r = web.get("/compare/", {"runs": [str(i) for i in ids[:3]]})
+    assert r.status_code == 302 and r["Location"] == f"/compare/?runs={ids[0]},{ids[1]},{ids[2]}"
+    html = web.get(r["Location"]).content.decode()
+    assert len(chart_urls(html)) == len(charts.compare_chart_names())
+    assert all(u.endswith(f"?runs={ids[0]},{ids[1]},{ids[2]}") for u in chart_urls(html))
+    assert "format=csv" in html  # export links keep the query
+    assert web.get("/compare/").status_code == 200  # no runs yet: the picker
+
+
+def test_cluster_and_workload_pages_lay_out_their_charts(web: Client, experiment: Any) -> None:
+    run = experiment.runs.first()
+    html = web.get(f"/clusters/{run.cluster_id}/").content.decode()
+    assert len(chart_urls(html)) == len(charts.CLUSTER_CHARTS)
+    html = web.get(f"/workloads/{run.workload_id}/").content.decode()
+    assert len(chart_urls(html)) == len(charts.WORKLOAD_CHARTS)
+
+
+def test_the_home_page_offers_the_quick_links(web: Client, experiment: Any) -> None:
+    html = web.get("/").content.decode()
+    for link in ("/clusters/new/", "/workloads/upload/", "/experiments/new/", "/compare/"):
+        assert f'href="{link}"' in html
+    assert experiment.name in html
+
+
+@pytest.mark.parametrize("page", ["runs", "experiments", "clusters", "workloads"])
+def test_chart_pages_of_others_are_not_found(
+    web: Client, other_web: Client, client: Client, experiment: Any, page: str
+) -> None:
+    run = experiment.runs.first()
+    pk = {
+        "runs": run.pk,
+        "experiments": experiment.pk,
+        "clusters": run.cluster_id,
+        "workloads": run.workload_id,
+    }[page]
+    url = f"/{page}/{pk}/"
+    assert web.get(url).status_code == 200
+    assert other_web.get(url).status_code == 404
+    assert client.get(url).status_code == 302  # anonymous: sign in first
+    assert other_web.get(f"/compare/?runs={run.pk}").status_code == 404
