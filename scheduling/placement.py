@@ -15,16 +15,20 @@ from scheduling.base import IntArray, Placement
 _BIG = np.iinfo(np.int64).max
 
 
-def _take_largest_first(free: IntArray, nodes: IntArray, ndev: int) -> tuple[IntArray, IntArray]:
-    """Fill ``ndev`` devices from ``nodes`` taking the freest nodes first (fewest nodes)."""
-    f = free[nodes]
-    order = np.lexsort((nodes, -f))
-    nodes, f = nodes[order], f[order]
+def _fill_in_order(nodes: IntArray, f: IntArray, ndev: int) -> tuple[IntArray, IntArray]:
+    """Take the free devices ``f`` of ``nodes`` in the given order until ``ndev`` are taken."""
     cum = np.cumsum(f)
     k = int(np.searchsorted(cum, ndev)) + 1
     counts = f[:k].copy()
     counts[-1] -= int(cum[k - 1]) - ndev
     return nodes[:k], counts
+
+
+def _take_largest_first(free: IntArray, nodes: IntArray, ndev: int) -> tuple[IntArray, IntArray]:
+    """Fill ``ndev`` devices from ``nodes`` taking the freest nodes first (fewest nodes)."""
+    f = free[nodes]
+    order = np.lexsort((nodes, -f))
+    return _fill_in_order(nodes[order], f[order], ndev)
 
 
 class Consolidate(Placement):
@@ -88,12 +92,7 @@ class RandomPlacement(Placement):
         if int(f.sum()) < ndev:
             return None
         order = self._rng.permutation(len(candidates))
-        nodes, f = candidates[order], f[order]
-        cum = np.cumsum(f)
-        k = int(np.searchsorted(cum, ndev)) + 1
-        counts = f[:k].copy()
-        counts[-1] -= int(cum[k - 1]) - ndev
-        return nodes[:k], counts
+        return _fill_in_order(candidates[order], f[order], ndev)
 
 
 class TopologyAware(Placement):

@@ -11,28 +11,10 @@ from pathlib import Path
 import pytest
 
 from clustersim.cli import main
+from tests.test_metrics import REQUIRED as KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "clustersim" / "data" / "demo"
-KEYS = [
-    "jobs_total",
-    "jobs_completed",
-    "jobs_dropped",
-    "jct_mean_s",
-    "jct_p50_s",
-    "jct_p95_s",
-    "jct_p99_s",
-    "queue_delay_mean_s",
-    "makespan_s",
-    "utilisation",
-    "jain_index",
-    "ftf_rho_max",
-    "cost_usd",
-    "work_per_dollar",
-    "energy_kwh",
-    "carbon_kg",
-    "preemptions",
-]
 
 
 def cli(*args: str, hashseed: str = "0") -> subprocess.CompletedProcess[str]:
