@@ -194,15 +194,31 @@ class _Run:
     @property
     def active(self) -> IntArray:
         """Active jobs, ascending; additions and removals are applied lazily."""
+        if self._added:
+            self._active = np.concatenate([self._active, *self._added])
+            self._added = []
         if self._removed:
             gone = np.sort(np.array(self._removed, dtype=np.int64))
             base = self._active
             self._active = np.delete(base, np.searchsorted(base, gone))
             self._removed = []
-        if self._added:
-            self._active = np.concatenate([self._active, *self._added])
-            self._added = []
         return self._active
+
+    def active_jobs(self) -> IntArray:
+        return self.active
+
+    def queued_prefix(self, limit: int) -> IntArray:
+        """First ``limit`` queued jobs without applying pending removals to the whole set.
+
+        Removed jobs not yet dropped from ``_active`` and running jobs are at most
+        ``len(_removed) + running`` entries, so that many more than ``limit`` suffice; arrivals
+        not yet appended all come after every job in ``_active``.
+        """
+        width = len(self.run_set) + limit + len(self._removed)
+        a = self._active[:width]
+        if len(a) < width and self._added:
+            a = np.concatenate([a, *self._added])[:width]
+        return a[self.is_active[a] & ~self.running[a]][:limit]
 
     def running_jobs(self) -> IntArray:
         if self._run_arr is None:
@@ -244,7 +260,7 @@ class _Run:
             now=self.now,
             jobs=self.jobs,
             cluster=self.cluster,
-            active=self.active,
+            active=None,  # built on first use (see State.active, queued_prefix)
             running=self.running,
             alloc_type=self.alloc_type,
             alloc_n=self.alloc_n,

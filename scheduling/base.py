@@ -42,6 +42,12 @@ class StateSource(Protocol):
     def sync(self) -> None:
         """Bring ``remaining``, ``attained`` and ``executed`` up to ``now``."""
 
+    def active_jobs(self) -> IntArray:
+        """The active jobs, ascending."""
+
+    def queued_prefix(self, limit: int) -> IntArray:
+        """The first ``limit`` queued jobs, ascending, without building the whole set."""
+
     def sync_types(self) -> None:
         """Bring ``type_time`` up to ``now``."""
 
@@ -108,7 +114,7 @@ class State:
         now: float,
         jobs: JobTable,
         cluster: Cluster,
-        active: IntArray,
+        active: IntArray | None,
         running: BoolArray,
         alloc_type: IntArray,
         alloc_n: IntArray,
@@ -131,7 +137,7 @@ class State:
         self.now = now
         self.jobs = jobs
         self.cluster = cluster
-        self.active = active
+        self._active = active
         self.running = running
         self.alloc_type = alloc_type
         self.alloc_n = alloc_n
@@ -142,7 +148,9 @@ class State:
         self.free = free
         self.capacity = capacity
         self.round_index = round_index
-        self.n_running = int(running[active].sum()) if n_running is None else n_running
+        if n_running is None:
+            n_running = int(running[self.active].sum())
+        self.n_running = n_running
         self.pending = pending
         self.best_rate = rate.max(axis=1) if best_rate is None else best_rate
         self._remaining = remaining
@@ -158,6 +166,13 @@ class State:
             assert self._source is not None
             self._source.sync()
             self._synced = True
+
+    @property
+    def active(self) -> IntArray:
+        if self._active is None:
+            assert self._source is not None
+            self._active = self._source.active_jobs()
+        return self._active
 
     @property
     def remaining(self) -> FloatArray:
@@ -188,6 +203,8 @@ class State:
         With ``limit``, only the first ``limit`` of them; this costs O(running + limit)
         instead of O(active), which matters for long queues.
         """
+        if limit is not None and self._active is None and self._source is not None:
+            return self._source.queued_prefix(limit)
         a = self.active if limit is None else self.active[: self.n_running + limit]
         q = a[~self.running[a]]
         return q if limit is None else q[:limit]

@@ -329,7 +329,7 @@ def _line_kind(line: str) -> str | None:
 def _table_kind(text: DelimitedText, path: str) -> str:
     if len(text) == 0:
         raise TraceError(path, 0, "", "empty file")
-    nf = int(text.nfields[0])
+    nf = len(text.fields(0))
     if nf == len(JOB_FIELDS):
         return "job"
     if nf == len(TASK_FIELDS):
@@ -517,14 +517,23 @@ def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
     enc = pc.dictionary_encode(tasks.name)
     code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     m = len(enc.dictionary)
-    order = np.argsort(code, kind="stable")
-    sc = code[order]
+    # Codes number the names in order of first appearance, so when the tasks of each job are
+    # adjacent (the usual layout) the codes are already sorted and no reordering is needed.
+    grouped = len(code) < 2 or bool(np.all(code[1:] >= code[:-1]))
+    order = None if grouped else np.argsort(code, kind="stable")
+    sc = code if order is None else code[order]
     bounds = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]]) if len(sc) else np.zeros(0, np.int64)
 
     def red(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
         if m == 0:
             return values[:0]
-        return np.asarray(ufunc.reduceat(values[order], bounds))
+        return np.asarray(ufunc.reduceat(values if order is None else values[order], bounds))
+
+    def any_of(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Per job: whether ``mask`` holds for one of its tasks."""
+        out = np.zeros(m, dtype=bool)
+        out[code[mask]] = True
+        return out
 
     with np.errstate(invalid="ignore", over="ignore"):
         gpu = tasks.inst * np.nan_to_num(tasks.gpu, nan=0.0) / 100.0
@@ -536,12 +545,13 @@ def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
     status = _status_codes(tasks.status, vocab)
     unknown = status >= len(STATUSES)
     pos = np.arange(len(status))
-    first_unknown = red(np.minimum, np.where(unknown, pos, len(pos)))
     job_status = np.full(m, vocab.index("Terminated"), dtype=np.int64)
-    has_unknown = first_unknown < len(pos)
-    job_status[has_unknown] = status[first_unknown[has_unknown]]
+    if unknown.any():
+        first_unknown = red(np.minimum, np.where(unknown, pos, len(pos)))
+        has_unknown = first_unknown < len(pos)
+        job_status[has_unknown] = status[first_unknown[has_unknown]]
     for s in ("Waiting", "Running", "Failed"):
-        job_status[red(np.maximum, (status == vocab.index(s)).astype(np.int8)) > 0] = vocab.index(s)
+        job_status[any_of(status == vocab.index(s))] = vocab.index(s)
 
     # The gpu_type of GPU tasks.
     type_names, tcode = _encode(tasks.gpu_type)
@@ -554,13 +564,14 @@ def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
     with np.errstate(invalid="ignore"):
         return _Agg(
             name=enc.dictionary,
-            line=red(np.minimum, tasks.line),
+            # Line numbers increase down the file: a job's first task has its smallest.
+            line=(tasks.line if order is None else tasks.line[order])[bounds],
             gpu=red(np.add, gpu),
             cpu=red(np.add, np.nan_to_num(cpu, nan=0.0)),
             mem=red(np.add, np.nan_to_num(mem, nan=0.0)),
             first_start=red(np.fmin, tasks.start),
             last_end=red(np.fmax, tasks.end),
-            missing_end=red(np.maximum, np.isnan(tasks.end).astype(np.int8)) > 0,
+            missing_end=any_of(np.isnan(tasks.end)),
             status=job_status,
             type_code=type_code.astype(np.int64),
             type_names=type_names,

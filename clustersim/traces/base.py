@@ -41,7 +41,6 @@ record is exactly one line and line numbers are exact.
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from abc import ABC, abstractmethod
@@ -377,6 +376,21 @@ class DelimitedText:
             raise ValueError("sep must be one character")
         self.data = data
         self.sep = sep
+        self._nfields: IntArray | None = None
+        self._scanned = False
+        count = _simple_line_count(data)
+        if count is not None:
+            # Fast path: every line is a record, so the line numbers are 1..count and the
+            # offsets and field counts are only computed if something asks for them.
+            self.lines: IntArray = np.arange(1, count + 1, dtype=np.int64)
+        else:
+            self._scan()
+
+    def _scan(self) -> None:
+        """Locate the non-blank lines (offsets and line numbers) of the whole buffer."""
+        if self._scanned:
+            return
+        data = self.data
         buf = np.frombuffer(data, dtype=np.uint8)
         newlines = np.flatnonzero(buf == ord("\n"))
         starts = np.concatenate(([0], newlines + 1)).astype(np.int64)
@@ -394,17 +408,30 @@ class DelimitedText:
         keep = np.flatnonzero(~blank)
         self._starts = starts[keep]
         self._ends = ends[keep]
-        self.lines: IntArray = (keep + 1).astype(np.int64)
-        seps = np.flatnonzero(buf == ord(sep))
-        self.nfields: IntArray = (
-            np.searchsorted(seps, self._ends) - np.searchsorted(seps, self._starts) + 1
-        ).astype(np.int64)
+        self.lines = (keep + 1).astype(np.int64)
+        self._scanned = True
+
+    @property
+    def nfields(self) -> IntArray:
+        """(m,) int64: number of fields on each non-blank line."""
+        if self._nfields is None:
+            self._scan()
+            buf = np.frombuffer(self.data, dtype=np.uint8)
+            seps = np.flatnonzero(buf == ord(self.sep))
+            self._nfields = (
+                np.searchsorted(seps, self._ends) - np.searchsorted(seps, self._starts) + 1
+            ).astype(np.int64)
+        return self._nfields
 
     def __len__(self) -> int:
         return len(self.lines)
 
     def line_text(self, i: int) -> str:
         """Text of the ``i``-th non-blank line (0-based index into :attr:`lines`)."""
+        if not self._scanned and i == 0 and len(self.lines):
+            end = self.data.find(b"\n")
+            return self.data[: end if end >= 0 else len(self.data)].decode("utf-8")
+        self._scan()
         return self.data[self._starts[i] : self._ends[i]].decode("utf-8")
 
     def fields(self, i: int) -> list[str]:
@@ -457,8 +484,13 @@ class DelimitedText:
         TraceError
             If a line has the wrong number of fields.
         """
-        self.check_field_count(path, names, start)
         m = len(self) - start
+        if m > 0 and not self._scanned:
+            fast = self._columns_fast(names, start, m)
+            if fast is not None:
+                return fast
+        self._scan()
+        self.check_field_count(path, names, start)
         if m <= 0:
             return {name: pa.array([], type=pa.string()) for name in names}
         starts, ends = self._starts[start:], self._ends[start:]
@@ -476,10 +508,32 @@ class DelimitedText:
             raise TraceError(path, 0, "", f"internal error: parsed {table.num_rows} of {m} rows")
         return {name: table.column(i).combine_chunks() for i, name in enumerate(names)}
 
-    def _read_csv(self, body: bytes, positional: list[str], longest: int) -> pa.Table:
+    def _columns_fast(self, names: list[str], start: int, m: int) -> dict[str, pa.Array] | None:
+        """:meth:`columns` of a file without blank lines, split by pyarrow in one go; ``None``
+        when pyarrow refuses the body (e.g. a wrong field count) or anything is unexpected,
+        so that the line-by-line path reports the problem."""
+        data = self.data
+        offset = 0
+        for _ in range(start):
+            offset = data.find(b"\n", offset) + 1
+            if offset <= 0:
+                return None
+        end = len(data) - 1 if data.endswith(b"\n") else len(data)
+        if end <= offset:
+            return None
+        positional = [f"f{i}" for i in range(len(names))]
+        try:
+            table = self._read_csv(pa.py_buffer(memoryview(data)[offset:end]), positional, 0)
+        except (pa.ArrowException, OverflowError, ValueError):
+            return None
+        if table.num_rows != m or table.num_columns != len(names):
+            return None
+        return {name: table.column(i).combine_chunks() for i, name in enumerate(names)}
+
+    def _read_csv(self, body: bytes | pa.Buffer, positional: list[str], longest: int) -> pa.Table:
         """Split ``body`` (non-blank lines, all with the right field count) with pyarrow."""
         return pacsv.read_csv(
-            io.BytesIO(body),
+            pa.BufferReader(body),
             read_options=pacsv.ReadOptions(
                 column_names=positional, block_size=max(1 << 20, 2 * longest + 64)
             ),
@@ -498,6 +552,19 @@ class DelimitedText:
                 quoted_strings_can_be_null=False,
             ),
         )
+
+
+def _simple_line_count(data: bytes) -> int | None:
+    """The number of lines of ``data`` when it surely has no blank line (no line is empty or
+    starts with a space or tab), else ``None`` (also when in doubt)."""
+    if not data or data[:1] in (b"\n", b" ", b"\t"):
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == ord("\n"))
+    after = buf[newlines[newlines < len(buf) - 1] + 1]
+    if ((after == ord("\n")) | (after == ord(" ")) | (after == ord("\t"))).any():
+        return None
+    return len(newlines) + (0 if data.endswith(b"\n") else 1)
 
 
 def sniff_header(head: bytes, required: tuple[str, ...], sep: str = ",") -> bool:
