@@ -214,6 +214,8 @@ class _Run:
         ``len(_removed) + running`` entries, so that many more than ``limit`` suffice; arrivals
         not yet appended all come after every job in ``_active``.
         """
+        if len(self._removed) > 256 or len(self._added) > 64:
+            self.active  # noqa: B018 - compact now and then, so this stays cheap
         width = len(self.run_set) + limit + len(self._removed)
         a = self._active[:width]
         if len(a) < width and self._added:
