@@ -316,7 +316,8 @@ class Placement:
     """Base class of placement strategies: which nodes a job's devices come from.
 
     ``place`` receives the free devices per node (read-only), the nodes of the wanted type,
-    and the number of devices, and returns per-node counts.
+    and the number of devices, and returns per-node counts; it answers ``None`` when there are
+    not enough free devices and otherwise asks the strategy's :meth:`choose`.
     """
 
     name: ClassVar[str] = ""
@@ -344,6 +345,19 @@ class Placement:
         -------
         (nodes, counts) or None
             Node indices and devices taken on each (``counts.sum() == ndev``, each
-            ``counts[i] <= free[nodes[i]]``), or ``None`` when it cannot be done.
+            ``counts[i] <= free[nodes[i]]``), or ``None`` when the candidates do not hold
+            ``ndev`` free devices.
+        """
+        f = free[candidates]
+        if int(f.sum()) < ndev:
+            return None
+        return self.choose(cluster, free, candidates, f, ndev)
+
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        """Strategy hook of :meth:`place`: the candidates hold at least ``ndev`` free devices.
+
+        ``f`` is ``free[candidates]``; the other arguments are those of :meth:`place`.
         """
         raise NotImplementedError

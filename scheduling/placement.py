@@ -40,12 +40,9 @@ class Consolidate(Placement):
 
     name = "consolidate"
 
-    def place(
-        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:
-        f = free[candidates]
-        if int(f.sum()) < ndev:
-            return None
         fits = f >= ndev
         if fits.any():
             i = int(np.argmin(np.where(fits, f, _BIG)))
@@ -58,12 +55,9 @@ class Spread(Placement):
 
     name = "spread"
 
-    def place(
-        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:
-        f = free[candidates]
-        if int(f.sum()) < ndev:
-            return None
         order = np.lexsort((candidates, -f))
         nodes, f = candidates[order], f[order]
         counts = np.zeros(len(nodes), dtype=np.int64)
@@ -85,12 +79,9 @@ class RandomPlacement(Placement):
     def reset(self, rng: np.random.Generator) -> None:
         self._rng = rng
 
-    def place(
-        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:
-        f = free[candidates]
-        if int(f.sum()) < ndev:
-            return None
         order = self._rng.permutation(len(candidates))
         return _fill_in_order(candidates[order], f[order], ndev)
 
@@ -106,21 +97,19 @@ class TopologyAware(Placement):
 
     name = "topology"
 
-    def place(
-        self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:
-        f = free[candidates]
-        if int(f.sum()) < ndev:
-            return None
         inner = Consolidate()
         if (f >= ndev).any():
-            return inner.place(cluster, free, candidates, ndev)
+            return inner.choose(cluster, free, candidates, f, ndev)
         racks = cluster.node_rack[candidates]
         rack_free = np.bincount(racks, weights=f).astype(np.int64)
         fits = rack_free >= ndev
         if fits.any():
             r = int(np.argmin(np.where(fits, rack_free, _BIG)))
-            return inner.place(cluster, free, candidates[racks == r], ndev)
+            sel = racks == r
+            return inner.choose(cluster, free, candidates[sel], f[sel], ndev)
         chosen_nodes: list[IntArray] = []
         chosen_counts: list[IntArray] = []
         left = ndev
