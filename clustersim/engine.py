@@ -15,6 +15,7 @@ identical results in any process.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import time
@@ -35,6 +36,7 @@ from clustersim.result import (
     DROP_TOO_LARGE,
     DROP_UNFINISHED,
     RunResult,
+    Stints,
 )
 from clustersim.rounds import realise_fractions
 from scheduling.base import Decision, Placement, Policy, State
@@ -43,6 +45,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+_BIG = np.iinfo(np.int64).max
 _Start = tuple[int, int, int, IntArray, IntArray]  # job, type, devices, nodes, counts
 
 
@@ -142,6 +145,9 @@ class _Run:
         self.group_list = self.node_group.tolist()
         self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
         self.type_nodes = [np.flatnonzero(cluster.node_type == t) for t in range(n_types)]
+        self.best_fit = placement.best_fit_one_node
+        self._one: dict[int, IntArray] = {}
+        self._rate_cache: dict[tuple[int, int, int, float], float] = {}
 
         # per-job state (arrays: what policies see)
         self.remaining = jobs.work.astype(np.float64).copy()
@@ -155,7 +161,11 @@ class _Run:
         self.executed = np.zeros(n)
         self.type_time = np.zeros((n, n_types))
         self.device_time = np.zeros((n, n_types))
-        self.synced_at = np.zeros(n)  # executed/attained/remaining are exact up to here
+        # running jobs: executed/attained were exe0/att0 at base_t (set at each start)
+        self.base_t = np.zeros(n)
+        self.exe0 = np.zeros(n)
+        self.att0 = np.zeros(n)
+        self.capped = False  # some running job has a finite cap (whole-step rounds)
         self.tt_synced_at = np.zeros(n)  # type_time/device_time are exact up to here
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.migrations = np.zeros(n, dtype=np.int64)
@@ -174,6 +184,7 @@ class _Run:
         self.heap: list[tuple[float, int, int]] = []
         self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
         self._run_arr: IntArray | None = None  # run_set as an array, rebuilt when it changes
+        self._run_filter = False  # _run_arr may still hold jobs stopped since it was built
         self.placed: dict[int, tuple[IntArray, IntArray]] = {}
         self.last_key: dict[int, bytes] = {}
 
@@ -189,6 +200,12 @@ class _Run:
         self.seg_queued: list[int] = []
         self.seg_running: list[int] = []
         self.n_active = 0
+        # stints: one row per (job, node) each time a job's devices are released
+        self.st_job: list[int] = []
+        self.st_node: list[int] = []
+        self.st_dev: list[int] = []
+        self.st_start: list[float] = []
+        self.st_end: list[float] = []
 
     # ------------------------------------------------------------------ views
     @property
@@ -197,10 +214,8 @@ class _Run:
         if self._added:
             self._active = np.concatenate([self._active, *self._added])
             self._added = []
-        if self._removed:
-            gone = np.sort(np.array(self._removed, dtype=np.int64))
-            base = self._active
-            self._active = np.delete(base, np.searchsorted(base, gone))
+        if self._removed:  # removed jobs are no longer flagged active
+            self._active = self._active[self.is_active[self._active]]
             self._removed = []
         return self._active
 
@@ -225,12 +240,26 @@ class _Run:
     def running_jobs(self) -> IntArray:
         if self._run_arr is None:
             self._run_arr = np.fromiter(self.run_set, dtype=np.int64, count=len(self.run_set))
+        elif self._run_filter:  # only stops since it was built: drop them
+            self._run_arr = self._run_arr[self.running[self._run_arr]]
+        self._run_filter = False
         return self._run_arr
 
-    def sync(self) -> None:
-        """Bring the dynamic per-job arrays of running jobs up to ``now``."""
-        if self.run_set:
-            self._sync(self.running_jobs())
+    def sync(self, field: str | None = None) -> None:
+        """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
+        if not self.run_set:
+            return
+        j = self.running_jobs()
+        if field is None:
+            self._sync(j)
+        elif field == "remaining":
+            self._sync_remaining(j, self._upto(j))
+        elif field == "attained":
+            self.attained[j] = self.att0[j] + self.alloc_n[j] * (self._upto(j) - self.base_t[j])
+        elif field == "executed":
+            self.executed[j] = self.exe0[j] + (self._upto(j) - self.base_t[j])
+        else:
+            raise ValueError(f"unknown field {field!r}")
 
     def sync_types(self) -> None:
         """Bring ``type_time``/``device_time`` of running jobs up to ``now``."""
@@ -245,17 +274,24 @@ class _Run:
         self.device_time[j, t] += dt * self.alloc_n[j]
         self.tt_synced_at[j] = upto
 
-    def _sync(self, j: IntArray) -> None:
-        upto = np.minimum(self.now, self.cap[j])
-        dt = upto - self.synced_at[j]
-        self.executed[j] += dt
-        self.attained[j] += dt * self.alloc_n[j]
-        self.synced_at[j] = upto
+    def _upto(self, j: IntArray) -> FloatArray | float:
+        """Time up to which running jobs ``j`` have progressed (``now`` unless capped)."""
+        return np.minimum(self.now, self.cap[j]) if self.capped else self.now
+
+    def _sync_remaining(self, j: IntArray, upto: FloatArray | float) -> None:
         rem = self.round_rem[j] - self.crate[j] * np.maximum(upto - self.stall[j], 0.0)
-        done = upto >= self.cap[j]  # a whole-step share is done: count it exactly
-        if done.any():
-            rem[done] = (self.round_rem[j] - self.share[j])[done]
+        if self.capped:
+            done = upto >= self.cap[j]  # a whole-step share is done: count it exactly
+            if done.any():
+                rem[done] = (self.round_rem[j] - self.share[j])[done]
         self.remaining[j] = rem
+
+    def _sync(self, j: IntArray) -> None:
+        upto = self._upto(j)
+        dt = upto - self.base_t[j]
+        self.executed[j] = self.exe0[j] + dt
+        self.attained[j] = self.att0[j] + dt * self.alloc_n[j]
+        self._sync_remaining(j, upto)
 
     def _state(self) -> State:
         return State(
@@ -289,29 +325,8 @@ class _Run:
         if not js:
             return
         now = self.now
-        if len(js) <= 4:  # the common case: scalar updates beat fancy indexing
-            for jj in js:
-                upto = min(now, float(self.cap[jj]))
-                dt = upto - float(self.synced_at[jj])
-                n, t = int(self.alloc_n[jj]), int(self.alloc_type[jj])
-                self.executed[jj] += dt
-                self.attained[jj] += dt * n
-                self.synced_at[jj] = upto
-                dt = upto - float(self.tt_synced_at[jj])
-                self.type_time[jj, t] += dt
-                self.device_time[jj, t] += dt * n
-                if completed:
-                    self.remaining[jj] = 0.0
-                elif upto >= self.cap[jj]:  # a whole-step share is done: count it exactly
-                    self.remaining[jj] = self.round_rem[jj] - self.share[jj]
-                else:
-                    self.remaining[jj] = float(self.round_rem[jj]) - float(self.crate[jj]) * max(
-                        upto - float(self.stall[jj]), 0.0
-                    )
-                if completed:
-                    self.finish[jj] = now
-            j = np.array(js, dtype=np.int64)
-        else:
+        small = len(js) <= 4  # the common case: scalar updates beat fancy indexing
+        if not small:
             j = np.array(js, dtype=np.int64)
             self._sync(j)
             self._sync_types(j)
@@ -319,24 +334,77 @@ class _Run:
                 self.remaining[j] = 0.0
                 self.finish[j] = now
         free, node_free, busy, group = self.free, self.node_free, self.busy, self.group_list
+        alloc_n, alloc_type, running, fin, cap = (
+            self.alloc_n,
+            self.alloc_type,
+            self.running,
+            self.fin,
+            self.cap,
+        )
+        run_set, placed, epoch, last_start = self.run_set, self.placed, self.epoch, self.last_start
+        st_job, st_node, st_dev, st_start, st_end = (
+            self.st_job,
+            self.st_node,
+            self.st_dev,
+            self.st_start,
+            self.st_end,
+        )
         for jj in js:
-            nodes, counts = self.placed.pop(jj)
+            n, t = int(alloc_n[jj]), int(alloc_type[jj])
+            if small:
+                c_j = float(cap[jj])
+                upto = now if now < c_j else c_j
+                dt = upto - float(self.base_t[jj])
+                self.executed[jj] = self.exe0[jj] + dt
+                self.attained[jj] = self.att0[jj] + dt * n
+                dt = upto - float(self.tt_synced_at[jj])
+                self.type_time[jj, t] += dt
+                self.device_time[jj, t] += dt * n
+                if completed:
+                    self.remaining[jj] = 0.0
+                    self.finish[jj] = now
+                elif upto >= c_j:  # a whole-step share is done: count it exactly
+                    self.remaining[jj] = self.round_rem[jj] - self.share[jj]
+                else:
+                    stalled = upto - float(self.stall[jj])
+                    self.remaining[jj] = float(self.round_rem[jj]) - float(self.crate[jj]) * (
+                        stalled if stalled > 0.0 else 0.0
+                    )
+                running[jj] = False
+                alloc_type[jj] = -1
+                alloc_n[jj] = 0
+                fin[jj] = np.inf
+                cap[jj] = np.inf
+            nodes, counts = placed.pop(jj)
+            began = float(last_start[jj])
             if len(nodes) == 1:
                 node, c = int(nodes[0]), int(counts[0])
                 node_free[node] += c
                 busy[group[node]] -= c
+                st_job.append(jj)
+                st_node.append(node)
+                st_dev.append(c)
+                st_start.append(began)
+                st_end.append(now)
             else:
                 node_free[nodes] += counts
                 busy -= np.bincount(self.node_group[nodes], weights=counts, minlength=len(busy))
-            free[self.alloc_type[jj]] += self.alloc_n[jj]
-            del self.run_set[jj]
-            self._run_arr = None
-            self.epoch[jj] += 1
-        self.running[j] = False
-        self.alloc_type[j] = -1
-        self.alloc_n[j] = 0
-        self.fin[j] = np.inf
-        self.cap[j] = np.inf
+                k = len(nodes)
+                st_job.extend([jj] * k)
+                st_node.extend(nodes.tolist())
+                st_dev.extend(counts.tolist())
+                st_start.extend([began] * k)
+                st_end.extend([now] * k)
+            free[t] += n
+            del run_set[jj]
+            epoch[jj] += 1
+        self._run_filter = True
+        if not small:
+            running[j] = False
+            alloc_type[j] = -1
+            alloc_n[j] = 0
+            fin[j] = np.inf
+            cap[j] = np.inf
 
     def _link_gbs(self, nodes: IntArray, ndev: int) -> float:
         """Bandwidth of the slowest link a placement crosses, GB/s (``inf`` for one device)."""
@@ -356,20 +424,31 @@ class _Run:
         if not starts:
             return
         now = self.now
-        rates = np.empty(len(starts))
-        multi = [i for i, s in enumerate(starts) if s[2] > 1 or self.gang[s[0]] > 1]
+        rates: list[float] = [0.0] * len(starts)
+        multi: list[int] = []
+        keys: list[tuple[int, int, int, float]] = []  # (job, type, devices, link GB/s)
+        cache = self._rate_cache
         for i, s in enumerate(starts):
             if s[2] == 1 and self.gang[s[0]] == 1:
-                rates[i] = self.rate[s[0], s[1]]  # one device: the consolidated rate itself
+                rates[i] = float(self.rate[s[0], s[1]])  # one device: the consolidated rate
+                continue
+            key = (s[0], s[1], s[2], self._link_gbs(s[3], s[2]))
+            hit = cache.get(key)
+            if hit is None:  # placement rates are pure: a restart on a like placement reuses it
+                multi.append(i)
+                keys.append(key)
+            else:
+                rates[i] = hit
         if multi:
-            sel = [starts[i] for i in multi]
-            rates[multi] = self.rates.placement_rate(
-                np.array([s[0] for s in sel], dtype=np.int64),
-                np.array([s[1] for s in sel], dtype=np.int64),
-                np.array([s[2] for s in sel], dtype=np.int64),
-                np.array([self._link_gbs(s[3], s[2]) for s in sel]),
-            )
-        for (j, t, nd, nodes, _), r in zip(starts, rates.tolist(), strict=True):
+            got = self.rates.placement_rate(
+                np.array([k[0] for k in keys], dtype=np.int64),
+                np.array([k[1] for k in keys], dtype=np.int64),
+                np.array([k[2] for k in keys], dtype=np.int64),
+                np.array([k[3] for k in keys]),
+            ).tolist()
+            for i, key, r in zip(multi, keys, got, strict=True):
+                rates[i] = cache[key] = r
+        for (j, t, nd, nodes, _), r in zip(starts, rates, strict=True):
             if not r > 0:
                 raise SimulationError(
                     f"job {self.jobs.job_id[j]!r} got a zero rate on its placement"
@@ -377,10 +456,10 @@ class _Run:
             resumed = self.first_start[j] == self.first_start[j]
             stall = now + self.restore[j] if resumed else now
             if resumed:
-                key = nodes.tobytes()
-                if self.last_key.get(j) != key:
+                where = nodes.tobytes()
+                if self.last_key.get(j) != where:
                     self.migrations[j] += 1
-                self.last_key[j] = key
+                self.last_key[j] = where
             else:
                 self.first_start[j] = now
                 self.last_key[j] = nodes.tobytes()
@@ -388,7 +467,9 @@ class _Run:
                 self.max_nodes[j] = len(nodes)
             fin = stall + float(self.remaining[j]) / r
             self.last_start[j] = now
-            self.synced_at[j] = now
+            self.base_t[j] = now
+            self.exe0[j] = self.executed[j]
+            self.att0[j] = self.attained[j]
             self.tt_synced_at[j] = now
             self.running[j] = True
             self.alloc_type[j] = t
@@ -406,6 +487,18 @@ class _Run:
         if self.free[t] < nd:
             return None
         nodes_t = self.type_nodes[t]
+        if self.best_fit:  # the placement puts a gang that fits one node on the best fit
+            f = self.node_free[nodes_t]
+            fits = f >= nd
+            if fits.any():
+                i = int(np.argmin(np.where(fits, f, _BIG)))
+                node = int(nodes_t[i])
+                self.node_free[node] -= nd
+                self.busy[self.group_list[node]] += nd
+                self.free[t] -= nd
+                one: tuple[IntArray, IntArray] = (nodes_t[i : i + 1], self._counts(nd))
+                self.placed[j] = one
+                return one
         cand = nodes_t[self.node_free[nodes_t] > 0]
         got = self.placement.place(self.cluster, self.node_free, cand, nd)
         if got is None:
@@ -436,6 +529,14 @@ class _Run:
         self.placed[j] = (nodes, counts)
         return nodes, counts
 
+    def _counts(self, nd: int) -> IntArray:
+        """A shared read-only ``[nd]`` array (placements on one node)."""
+        c = self._one.get(nd)
+        if c is None:
+            c = self._one[nd] = np.array([nd], dtype=np.int64)
+            c.flags.writeable = False
+        return c
+
     def _fastest(self, j: int, nd: int, free: IntArray) -> int:
         r = self.rate[j]
         ok = (r > 0) & (free >= nd)
@@ -465,9 +566,8 @@ class _Run:
         if (types is not None and len(types) != m) or len(nds) != m:
             raise SimulationError(f"policy {self.policy.name!r}: decision arrays differ in length")
         if m:
-            bad = ~self.is_active[run]
-            if bad.any():
-                jj = int(run[np.flatnonzero(bad)[0]])
+            if not self.is_active[run].all():
+                jj = int(run[np.flatnonzero(~self.is_active[run])[0]])
                 raise SimulationError(
                     f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[jj]!r},"
                     " which is not active"
@@ -523,10 +623,6 @@ class _Run:
     ) -> tuple[IntArray, IntArray]:
         """Positions in ``run`` that fit by device count, greedily in order, and their types."""
         blocking = self.policy.blocking
-        if self.cluster.n_types == 1 and (types is None or not np.any(types > 0)):
-            # one type: greedy fill by cumulative sums, one pass per distinct gap size
-            pos = np.flatnonzero(_greedy_fill(nds, int(self.capacity[0]), blocking))
-            return pos, np.zeros(len(pos), dtype=np.int64)
         left = self.capacity.copy()
         chosen: list[int] = []
         chosen_t: list[int] = []
@@ -552,15 +648,21 @@ class _Run:
 
     def _apply_preemptive(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
         # 1. which jobs fit, by device count per type, in priority order
-        pos, tt = self._select(run, types, nds)
-        tj, tn = run[pos], nds[pos]
+        if self.cluster.n_types == 1 and (types is None or not np.any(types > 0)):
+            # one type: greedy fill by cumulative sums, one pass per distinct gap size
+            take = _greedy_fill(nds, int(self.capacity[0]), self.policy.blocking)
+            tj, tn = run[take], nds[take]
+            tt = None
+        else:
+            pos, tt = self._select(run, types, nds)
+            tj, tn = run[pos], nds[pos]
         # 2. suspend running jobs that are not kept where they are
         stay = self.running[tj] & (self.alloc_n[tj] == tn)
-        if self.cluster.n_types > 1:
+        if tt is not None:
             stay &= self.alloc_type[tj] == tt
-        if int(stay.sum()) < len(self.run_set):
+        kept = tj[stay]
+        if len(kept) < len(self.run_set):
             mark = self._mark
-            kept = tj[stay]
             mark[kept] = True
             rj = self.running_jobs()
             out = rj[~mark[rj]]
@@ -571,11 +673,17 @@ class _Run:
         # 3. start the others in priority order
         starts: list[_Start] = []
         go = ~stay
-        for j, t, nd in zip(tj[go].tolist(), tt[go].tolist(), tn[go].tolist(), strict=True):
+        gt = [0] * int(go.sum()) if tt is None else tt[go].tolist()
+        for j, t, nd in zip(tj[go].tolist(), gt, tn[go].tolist(), strict=True):
             got = self._reserve(j, t, nd)
             if got is not None:
                 starts.append((j, t, nd, got[0], got[1]))
         self._start(starts)
+        if starts:  # the new running set is known: no need to rebuild it from run_set
+            self._run_arr = np.concatenate([kept, np.array([s[0] for s in starts])])
+        else:
+            self._run_arr = kept
+        self._run_filter = False
 
     def _rearm_whole_steps(self, round_len: float) -> float:
         """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
@@ -601,8 +709,11 @@ class _Run:
         self.share[j] = share
         self.stall[j] = begin
         # a job idles from its previous share's end to now: that time is not service
-        self.synced_at[j] = self.now
+        self.base_t[j] = self.now
+        self.exe0[j] = self.executed[j]
+        self.att0[j] = self.attained[j]
         self.tt_synced_at[j] = self.now
+        self.capped = True
         epoch = self.epoch
         for jj, f, d in zip(j.tolist(), fin.tolist(), done_now.tolist(), strict=True):
             epoch[jj] += 1
@@ -656,6 +767,7 @@ class _Run:
         n_ok = len(order)
         policy = self.policy
         custom_admit = type(policy).admit is not Policy.admit
+        custom_wake = type(policy).next_wake is not Policy.next_wake
         round_s = policy.round_s
         round_len = float(round_s or 0.0)
         relative = bool(round_s) and policy.rounds_only
@@ -687,14 +799,15 @@ class _Run:
             if t_fin <= t_next:
                 done = self._pop_finished(t_next)
                 self._stop(done, completed=True)
-                self.is_active[done] = False
+                for jj in done:
+                    self.is_active[jj] = False
                 self._removed.extend(done)
                 self.n_active -= len(done)
                 completed += len(done)
                 changed = True
             # arrivals
             if t_arr <= t_next:
-                hi = int(np.searchsorted(sub_arr, t_next, side="right"))
+                hi = bisect.bisect_right(sub, t_next, ai)
                 arriving = order[ai:hi]
                 ai = hi
                 self.pending = n_ok - ai
@@ -734,8 +847,13 @@ class _Run:
                 else:
                     d = policy.schedule(self._state())
                     self._apply(d)
+                    wake = np.inf
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
+                    if custom_wake:
+                        w = policy.next_wake(self._state())
+                        if w is not None and t_next < w < wake:
+                            wake = float(w)
             if relative and at_round and self.run_set:
                 if whole_steps:
                     next_round = self._rearm_whole_steps(round_len)
@@ -755,6 +873,14 @@ class _Run:
         end = self.now
         self.sync()
         self.sync_types()
+        for jj in sorted(self.placed):  # stints still open at the end
+            nodes, counts = self.placed[jj]
+            k = len(nodes)
+            self.st_job.extend([jj] * k)
+            self.st_node.extend(nodes.tolist())
+            self.st_dev.extend(counts.tolist())
+            self.st_start.extend([float(self.last_start[jj])] * k)
+            self.st_end.extend([end] * k)
         unfinished = self.active
         if len(unfinished):
             self.drop[unfinished] = DROP_UNFINISHED
@@ -786,6 +912,13 @@ class _Run:
             seg_busy=seg_busy,
             seg_queued=np.array(self.seg_queued, dtype=np.int64),
             seg_running=np.array(self.seg_running, dtype=np.int64),
+            stints=Stints(
+                job=np.array(self.st_job, dtype=np.int64),
+                node=np.array(self.st_node, dtype=np.int64),
+                devices=np.array(self.st_dev, dtype=np.int64),
+                start=np.array(self.st_start, dtype=np.float64),
+                end=np.array(self.st_end, dtype=np.float64),
+            ),
             events=self.events,
             wall_s=time.perf_counter() - t0,
         )
@@ -809,6 +942,8 @@ def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> npt.NDArray[np.bool_]
     if blocking:
         return take
     left = cap - (int(cs[k - 1]) if k else 0)
+    if left == 0:
+        return take
     idx = np.arange(k + 1, len(d))
     idx = idx[d[idx] <= left]
     while len(idx) and left > 0:

@@ -133,7 +133,7 @@ class JobTable:
                     out[name] = out["num_gpus"].copy()
                 else:
                     out[name] = np.full(n, default, dtype=dtype)
-        out["job_id"] = np.array([str(x) for x in out["job_id"]], dtype=object)
+        out["job_id"] = _as_str_ids(columns["job_id"], out["job_id"])
         order = np.argsort(out["submit_time"], kind="stable")
         if not np.all(order == np.arange(n)):
             out = {k: v[order] for k, v in out.items()}
@@ -183,3 +183,13 @@ class JobTable:
     def columns(self) -> dict[str, np.ndarray]:
         """The columns by name (the arrays themselves, not copies)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _as_str_ids(src: Any, ids: np.ndarray) -> np.ndarray:
+    """Job ids as an object array of ``str``, converted in C where the source type allows."""
+    kind = getattr(getattr(src, "dtype", None), "kind", "")
+    if kind and kind in "iuU":  # integers and numpy strings: numpy's str() is Python's
+        return np.asarray(src).astype(str).astype(object)
+    if str(getattr(src, "type", "")) in ("string", "large_string"):
+        return ids  # a pyarrow string array: its elements are already ``str``
+    return np.array([str(x) for x in ids], dtype=object)

@@ -536,3 +536,26 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
             "ftf_rho": _ftf_rho(result),
         }
     )
+
+
+def stints_frame(result: RunResult) -> pd.DataFrame:
+    """One row per job, node and uninterrupted stint: who held which devices when.
+
+    Columns: ``job_id, node, rack, accel_type, devices, start, end`` (times in seconds; ``node``
+    and ``rack`` are indices into the cluster's nodes and racks). Sorted by start, then node.
+    """
+    st, c = result.stints, result.cluster
+    order = np.lexsort((st.node, st.start))
+    node = st.node[order]
+    names = np.array(c.type_names, dtype=object)
+    return pd.DataFrame(
+        {
+            "job_id": result.jobs.job_id[st.job[order]].astype(str),
+            "node": node,
+            "rack": c.node_rack[node],
+            "accel_type": names[c.node_type[node]].astype(str) if len(node) else [],
+            "devices": st.devices[order],
+            "start": st.start[order],
+            "end": st.end[order],
+        }
+    )

@@ -26,6 +26,41 @@ DROP_ABANDONED = "abandoned by the policy"
 
 
 @dataclass(eq=False)
+class Stints:
+    """Who held which devices when: one row per job, node and uninterrupted stint.
+
+    A stint is the time a job held one placement, from a (re)start to its completion,
+    suspension, or the end of the simulation. A job placed on several nodes has one row per
+    node. Rows are in the order the stints ended (ties by job index).
+
+    Attributes
+    ----------
+    job : (k,) int64
+        Row of the job in ``RunResult.jobs``.
+    node : (k,) int64
+        Node index in ``RunResult.cluster``.
+    devices : (k,) int64
+        Devices the job held on that node.
+    start, end : (k,) float64
+        When the stint began and ended, s.
+    """
+
+    job: IntArray
+    node: IntArray
+    devices: IntArray
+    start: FloatArray
+    end: FloatArray
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+
+def _no_stints() -> Stints:
+    z = np.zeros(0, dtype=np.int64)
+    return Stints(z, z, z, np.zeros(0), np.zeros(0))
+
+
+@dataclass(eq=False)
 class RunResult:
     """Outcome of one simulation.
 
@@ -62,6 +97,8 @@ class RunResult:
         Devices held (busy) in each segment, by accelerator type and region.
     seg_queued, seg_running : (s,) int64
         Jobs waiting / holding devices in each segment.
+    stints : Stints
+        Device placements over time (for Gantt views).
     events : int
         Event batches processed by the engine.
     wall_s : float
@@ -86,6 +123,7 @@ class RunResult:
     seg_busy: FloatArray
     seg_queued: IntArray
     seg_running: IntArray
+    stints: Stints = field(default_factory=_no_stints)
     events: int = 0
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)

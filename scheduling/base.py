@@ -39,8 +39,9 @@ BoolArray = npt.NDArray[np.bool_]
 class StateSource(Protocol):
     """What :class:`State` needs from the engine to bring the dynamic arrays up to date."""
 
-    def sync(self) -> None:
-        """Bring ``remaining``, ``attained`` and ``executed`` up to ``now``."""
+    def sync(self, field: str | None = None) -> None:
+        """Bring ``field`` (one of ``remaining``, ``attained``, ``executed``; all three when
+        ``None``) of running jobs up to ``now``."""
 
     def active_jobs(self) -> IntArray:
         """The active jobs, ascending."""
@@ -158,14 +159,14 @@ class State:
         self._executed = executed
         self._type_time = type_time
         self._source = source
-        self._synced = source is None
+        self._synced: set[str] | None = None if source is None else set()
         self._synced_types = source is None
 
-    def _sync(self) -> None:
-        if not self._synced:
+    def _sync(self, field: str) -> None:
+        if self._synced is not None and field not in self._synced:
             assert self._source is not None
-            self._source.sync()
-            self._synced = True
+            self._source.sync(field)
+            self._synced.add(field)
 
     @property
     def active(self) -> IntArray:
@@ -176,17 +177,17 @@ class State:
 
     @property
     def remaining(self) -> FloatArray:
-        self._sync()
+        self._sync("remaining")
         return self._remaining
 
     @property
     def attained(self) -> FloatArray:
-        self._sync()
+        self._sync("attained")
         return self._attained
 
     @property
     def executed(self) -> FloatArray:
-        self._sync()
+        self._sync("executed")
         return self._executed
 
     @property
@@ -215,10 +216,13 @@ class State:
         Uses the current type for running jobs. Jobs that can run nowhere get ``inf``.
         """
         best = self.best_rate[idx]
-        on = self.running[idx]
-        if on.any() and self.rate.shape[1] > 1:
-            ion = idx[on]
-            best[on] = self.rate[ion, self.alloc_type[ion]]
+        if self.rate.shape[1] > 1:
+            on = self.running[idx]
+            if on.any():
+                ion = idx[on]
+                best[on] = self.rate[ion, self.alloc_type[ion]]
+        if best.all():  # the usual case: every job can run somewhere
+            return self.remaining[idx] / best
         with np.errstate(divide="ignore"):
             return np.where(best > 0, self.remaining[idx] / best, np.inf)
 
@@ -244,8 +248,9 @@ class Decision:
         ``State.active`` order) should spend on each type; rows sum to at most 1. When given,
         ``run``/``types`` are ignored and the engine realises the fractions.
     wake_at : float or None
-        Ask the engine to call ``schedule`` again at this time even if nothing else happens
-        (e.g. when a running job's attained service crosses a queue threshold).
+        Ask the engine to call ``schedule`` again at this time even if nothing else happens.
+        Each decision's value replaces the previous one (``None`` clears it). For times that
+        depend on which jobs end up running, see :meth:`Policy.next_wake`.
     drop : (d,) int64 or None
         Active jobs the policy gives up on: they are stopped and reported as abandoned
         (they never complete).
@@ -307,6 +312,17 @@ class Policy:
         """Scheduling stage; see the class docstring for what ``run`` means."""
         raise NotImplementedError
 
+    def next_wake(self, state: State) -> float | None:
+        """When ``schedule`` must be called again even if nothing else happens.
+
+        Called after each decision has been applied, with the state as it is then (the jobs
+        the decision started are running), so a policy can ask to be woken when one of them
+        crosses a threshold — which ``Decision.wake_at``, computed before the engine has
+        placed anything, cannot know. ``None``: no such time. Policies that do not override
+        it cost nothing.
+        """
+        return None
+
     def params(self) -> dict[str, object]:
         """Hyper-parameters as passed to ``__init__`` (for the catalogue and results)."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
@@ -318,9 +334,18 @@ class Placement:
     ``place`` receives the free devices per node (read-only), the nodes of the wanted type,
     and the number of devices, and returns per-node counts; it answers ``None`` when there are
     not enough free devices and otherwise asks the strategy's :meth:`choose`.
+
+    Class attributes
+    ----------------
+    best_fit_one_node : bool
+        The strategy promises that a gang fitting in one node goes to the node with the fewest
+        free devices that holds it (lowest index among ties). The engine then makes that
+        choice itself without calling :meth:`place` (a fast path; the placement conformance
+        test checks the promise).
     """
 
     name: ClassVar[str] = ""
+    best_fit_one_node: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""

@@ -39,6 +39,7 @@ class Consolidate(Placement):
     """
 
     name = "consolidate"
+    best_fit_one_node = True
 
     def choose(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
@@ -96,6 +97,7 @@ class TopologyAware(Placement):
     """
 
     name = "topology"
+    best_fit_one_node = True
 
     def choose(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int

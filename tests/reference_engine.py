@@ -6,7 +6,8 @@ placement cannot matter) and rates that do not depend on placement:
 
 * all events at the same instant form one batch: completions, then arrivals, then one policy
   call (skipped for non-preemptive policies when nothing is free or nothing is queued);
-* round-based policies are also called at every round boundary, and at ``wake_at`` times;
+* round-based policies are also called at every round boundary; every policy at the time
+  its last decision's ``wake_at`` or its ``next_wake`` (asked after the decision) named;
   with ``rounds_only`` the rounds are relative: an idle cluster starts a round at the next
   arrival, a round whose jobs have all finished ends there, and otherwise a round lasts
   ``round_s`` from its start;
@@ -209,12 +210,14 @@ def reference_simulate(
             if J[i]["type"] >= 0:
                 stop(i)
             J[i]["dropped"] = True
-        if d.wake_at is not None and d.wake_at > now:
-            wake = d.wake_at
+        wake = d.wake_at if d.wake_at is not None and d.wake_at > now else math.inf
         run = [int(x) for x in d.run]
         types = [-1] * len(run) if d.types is None else [int(x) for x in d.types]
         nds = [J[i]["gpus"] for i in run] if d.ndev is None else [int(x) for x in d.ndev]
         apply_decision(run, types, nds)
+        w = policy.next_wake(state())  # asked after the decision took effect
+        if w is not None and now < w < wake:
+            wake = w
         if relative and at_round and any(j["type"] >= 0 for j in J):
             next_round = now + round_s
 

@@ -63,6 +63,17 @@ def test_srtf_preempts_for_a_shorter_arrival() -> None:
     assert r.preemptions.tolist() == [0, 1, 0]
 
 
+def test_stints_record_who_held_which_devices_when() -> None:
+    # the SRTF case above: B holds 0-1, is suspended for C (1-2), resumes 2-5; A runs 5-15
+    t = jobs([(0, 1, 10), (0, 2, 4), (1, 2, 1)])
+    r = finish(make_policy("srtf"), t)
+    st = r.stints
+    rows = sorted(
+        zip(st.job.tolist(), st.start.tolist(), st.end.tolist(), st.devices.tolist(), strict=True)
+    )
+    assert rows == [(0, 5.0, 15.0, 1), (1, 0.0, 1.0, 2), (1, 2.0, 5.0, 2), (2, 1.0, 2.0, 2)]
+
+
 def test_restore_delay_is_paid_on_every_resume() -> None:
     # as above with 0.5 s restore: B resumes at 2, stalls to 2.5, ends 5.5; A 5.5-15.5
     t = jobs([(0, 1, 10), (0, 2, 4), (1, 2, 1)])
@@ -79,6 +90,16 @@ def test_tiresias_demotes_a_job_when_it_crosses_the_threshold() -> None:
     r = finish(make_policy("tiresias", thresholds=(5.0,)), t, cl=ONE_GPU)
     np.testing.assert_allclose(r.finish, [11, 8])
     assert r.preemptions.tolist() == [1, 0]
+
+
+def test_tiresias_demotes_a_job_it_started_without_another_event() -> None:
+    # 1 GPU, threshold 5 GPU-s, all arrive at 0: A 3 s, B 10 s, C 2 s (one queue, FIFO).
+    # A 0-3; B starts at 3 and crosses at 8 with no event in between: demoted, C 8-10,
+    # B resumes 10-15. (The wake-up must come from the jobs running after the decision.)
+    t = jobs([(0, 1, 3), (0, 1, 10), (0, 1, 2)])
+    r = finish(make_policy("tiresias", thresholds=(5.0,)), t, cl=ONE_GPU)
+    np.testing.assert_allclose(r.finish, [3, 15, 10])
+    assert r.preemptions.tolist() == [0, 1, 0]
 
 
 def test_tiresias_counts_gpu_time_not_wall_time() -> None:
@@ -238,3 +259,15 @@ def test_progress_is_reported_and_can_abort_the_run() -> None:
 
     with pytest.raises(Stop):
         finish(make_policy("fifo"), options=EngineOptions(progress=stop, progress_every=1))
+
+
+def test_tiresias_one_threshold_path_matches_the_general_path() -> None:
+    # a second threshold no job reaches leaves the order unchanged: both code paths agree
+    from tests.test_policy_conformance import random_trace
+
+    t = random_trace(5, n=80)
+    a = finish(make_policy("tiresias", thresholds=(40.0,)), t)
+    b = finish(make_policy("tiresias", thresholds=(40.0, 1e12)), t)
+    np.testing.assert_array_equal(a.finish, b.finish)
+    np.testing.assert_array_equal(a.preemptions, b.preemptions)
+    assert a.preemptions.sum() > 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -558,7 +557,8 @@ def test_prepare_is_deterministic() -> None:
     assert a.notes == b.notes and a.extrapolated_pairs == b.extrapolated_pairs
 
 
-def test_prepare_handles_a_philly_sized_trace_in_well_under_a_second() -> None:
+def test_prepare_handles_a_philly_sized_trace() -> None:
+    # (its speed is part of the simulation benchmark, `make bench`, not asserted here)
     rng = np.random.default_rng(0)
     n = 82_247
     kinds = np.array([*TABLE.job_types, "", "", "", "bert"], dtype=object)
@@ -572,9 +572,8 @@ def test_prepare_handles_a_philly_sized_trace_in_well_under_a_second() -> None:
     )
     cl = make_cluster([K80, P100, V100, V100_32, A100, H100, T4])
     model = PerformanceModel()
-    model.prepare(jobs.take(np.arange(100)), cl)  # warm the table cache
-    t0 = time.perf_counter()
+    small = model.prepare(jobs.take(np.arange(100)), cl)
     r = model.prepare(jobs, cl)
-    elapsed = time.perf_counter() - t0
     assert r.rate.shape == (n, 7)
-    assert elapsed < 1.0, f"prepare took {elapsed:.2f} s"
+    assert (r.rate > 0).any(axis=1).all()
+    np.testing.assert_array_equal(r.rate[:100], small.rate)  # row-wise, independent of n

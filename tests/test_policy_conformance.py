@@ -54,6 +54,9 @@ class Recorder(Policy):
     def admit(self, state: State, arriving):  # type: ignore[no-untyped-def]
         return self.inner.admit(state, arriving)
 
+    def next_wake(self, state: State) -> float | None:
+        return self.inner.next_wake(state)
+
     def schedule(self, state: State) -> Decision:
         self.calls += 1
         snap = {k: copy.deepcopy(getattr(state, k)) for k in _STATE_ARRAYS}
@@ -112,6 +115,29 @@ def test_policy_runs_every_job_once_within_capacity(name: str, cl_name: str) -> 
     # work done equals work asked (rates do not depend on gang size here)
     speed = np.linspace(1, 2, cl.n_types)
     np.testing.assert_allclose((r.type_time * speed).sum(axis=1)[done], t.work[done], rtol=1e-9)
+    _check_stints(r)
+
+
+def _check_stints(r) -> None:  # type: ignore[no-untyped-def]
+    """Stints add up to the held service, stay inside the job's life, never overcommit."""
+    st, cl, t = r.stints, r.cluster, r.jobs
+    assert len(st) > 0
+    assert (st.end >= st.start).all()
+    assert (st.start >= t.submit_time[st.job]).all()
+    done = np.isfinite(r.finish[st.job])
+    assert (st.end[done] <= r.finish[st.job][done] + 1e-9).all()
+    assert (cl.node_devices[st.node] >= st.devices).all()
+    held = np.bincount(st.job, weights=st.devices * (st.end - st.start), minlength=len(t))
+    np.testing.assert_allclose(held, r.attained, rtol=1e-9, atol=1e-6)
+    # sweep the stint boundaries: no node ever holds more than its devices
+    ev_t = np.concatenate([st.start, st.end])
+    ev_d = np.concatenate([st.devices, -st.devices])
+    ev_n = np.concatenate([st.node, st.node])
+    order = np.lexsort((ev_d, ev_t))  # releases before acquisitions at the same instant
+    use = np.zeros(cl.n_nodes, dtype=np.int64)
+    for i in order.tolist():
+        use[ev_n[i]] += ev_d[i]
+        assert use[ev_n[i]] <= cl.node_devices[ev_n[i]]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -184,6 +210,10 @@ def test_placements_never_overcommit_a_node(name: str) -> None:
         nodes, counts = got
         assert counts.sum() == nd and (counts > 0).all()
         assert (counts <= free[nodes]).all() and len(np.unique(nodes)) == len(nodes)
+        if p.best_fit_one_node and (free >= nd).any():
+            # the promise the engine's fast path relies on: best fit, lowest index on ties
+            best = int(np.flatnonzero(free == free[free >= nd].min())[0])
+            assert nodes.tolist() == [best] and counts.tolist() == [nd]
 
 
 def test_consolidate_uses_one_node_when_it_can_and_topology_one_rack() -> None:
