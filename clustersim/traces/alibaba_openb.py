@@ -86,10 +86,13 @@ from clustersim.traces.base import (
     data_columns,
     drop_rows,
     header_names,
+    is_numbers,
     name_list_option,
+    numbers_of,
     positive_option,
     sniff_header,
-    trimmed_text,
+    trim,
+    trimmed,
 )
 
 REQUIRED = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
@@ -136,12 +139,15 @@ class AlibabaOpenbReader(TraceReader):
             missing = [c for c in TIMES if c not in names]
             raise TraceError(
                 path,
-                int(text.lines[0]),
+                text.first_line,
                 missing[0],
                 f"missing column (a pod list has all of {', '.join(TIMES)} or none of them)",
             )
         timed = bool(have)
-        cols, lines = data_columns(text, path, names, report)
+        numbers = dict.fromkeys(("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"), False)
+        if timed:
+            numbers.update(creation_time=False, deletion_time=True, scheduled_time=True)
+        cols, lines = data_columns(text, path, names, report, numbers)
         n = len(lines)
 
         parser = ColumnParser(path, lines)
@@ -299,7 +305,7 @@ class AlibabaOpenbReader(TraceReader):
         table = build_table(
             path,
             report,
-            job_id=trimmed_text(cols["name"], idx),
+            job_id=trimmed(cols["name"], idx),
             submit_time=submit[idx],
             num_gpus=gpus[idx].astype(np.int64),
             work=work_all[idx],
@@ -423,6 +429,8 @@ def _report_constraints(
 
 def _optional_numbers(parser: ColumnParser, values: pa.Array, name: str) -> FloatArray:
     """A numeric column whose empty values mean "none" (``nan``); other bad values are errors."""
+    if is_numbers(values):
+        return numbers_of(values)
     empty = blank(values)
     out = parser.numbers(pc.if_else(pa.array(empty), "0", values), name)
     out[empty] = np.nan
@@ -434,6 +442,6 @@ def _encode(values: pa.Array | None, n: int) -> tuple[list[str], npt.NDArray[np.
     a missing column is one value ``""``."""
     if values is None:
         return [""], np.zeros(n, dtype=np.int64)
-    enc = pc.dictionary_encode(pc.utf8_trim_whitespace(values))
+    enc = pc.dictionary_encode(trim(values))
     names = [str(x) for x in enc.dictionary.to_pylist()]
     return names, np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)

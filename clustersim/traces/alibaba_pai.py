@@ -92,9 +92,13 @@ from clustersim.traces.base import (
     check_text,
     drop_rows,
     head_lines,
+    is_numbers,
     load_bytes,
     name_list_option,
+    no_blank,
+    numbers_of,
     set_jobs_read,
+    trim,
 )
 
 JOB_FIELDS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -115,6 +119,8 @@ DEFAULT_STATUSES = ("Terminated", "Failed", "Running")
 #: Time zone in which the shifted times keep their clock time and weekday (README).
 TRACE_TZ = timezone(timedelta(hours=8))
 _BIG = np.iinfo(np.int64).max
+_JOB_TIMES = ("start_time", "end_time")
+_TASK_NUMBERS = ("start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu")
 
 
 class AlibabaPaiReader(TraceReader):
@@ -283,7 +289,7 @@ class AlibabaPaiReader(TraceReader):
         table = build_table(
             path,
             report,
-            job_id=_objects(view.name.take(take)),
+            job_id=view.name.take(take),
             submit_time=kept_submit - origin,
             num_gpus=gpus,
             work=work[idx],
@@ -327,7 +333,7 @@ def _line_kind(line: str) -> str | None:
 
 
 def _table_kind(text: DelimitedText, path: str) -> str:
-    if len(text) == 0:
+    if not text:
         raise TraceError(path, 0, "", "empty file")
     nf = len(text.fields(0))
     if nf == len(JOB_FIELDS):
@@ -336,7 +342,7 @@ def _table_kind(text: DelimitedText, path: str) -> str:
         return "task"
     raise TraceError(
         path,
-        int(text.lines[0]),
+        text.first_line,
         "",
         f"found {nf} comma-separated fields; a PAI job table has 6, a task table 10",
     )
@@ -350,7 +356,7 @@ def _other(value: Any, kind: str, option: str, path: str) -> tuple[DelimitedText
     text = DelimitedText(check_text(load_bytes(other), other), ",")
     if _table_kind(text, other) != kind:
         raise TraceError(
-            other, int(text.lines[0]), "", f"{option} must be a pai_{kind}_table, not this file"
+            other, text.first_line, "", f"{option} must be a pai_{kind}_table, not this file"
         )
     return text, other
 
@@ -391,6 +397,8 @@ def _start_row(text: DelimitedText, fields: tuple[str, ...]) -> int:
 def _optional_numbers(parser: ColumnParser, values: pa.Array, name: str) -> FloatArray:
     """A numeric column whose empty values mean "none" (``nan``); other values that are not
     numbers (also whitespace) are errors."""
+    if is_numbers(values):
+        return numbers_of(values)
     empty = _empty(values)
     if not empty.any():
         return parser.numbers(values, name)
@@ -412,6 +420,8 @@ def _empty(values: pa.Array) -> npt.NDArray[np.bool_]:
 
 def _blank(values: pa.Array) -> npt.NDArray[np.bool_]:
     """(m,) bool: empty or whitespace-only values (without copying the strings)."""
+    if no_blank(values):
+        return np.zeros(len(values), dtype=bool)
     mask = pc.or_(pc.equal(values, ""), pc.utf8_is_space(values))
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
@@ -424,36 +434,34 @@ def _required_text(parser: ColumnParser, values: pa.Array, name: str) -> pa.Arra
 
 
 def _split(
-    text: DelimitedText, path: str, fields: tuple[str, ...]
+    text: DelimitedText, path: str, fields: tuple[str, ...], numbers: dict[str, bool]
 ) -> tuple[dict[str, pa.Array], IntArray, ColumnParser]:
     """The rows of a table (after its header line, if it has one) by field name, their line
-    numbers and a parser for them."""
+    numbers and a parser for them; ``numbers`` as for :meth:`DelimitedText.columns`."""
     start = _start_row(text, fields)
-    cols = text.columns(path, list(fields), start)
+    cols = text.columns(path, list(fields), start, numbers)
     lines = text.lines[start:]
     return cols, lines, ColumnParser(path, lines)
 
 
 def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
-    cols, lines, parser = _split(text, path, JOB_FIELDS)
+    cols, lines, parser = _split(text, path, JOB_FIELDS, dict.fromkeys(_JOB_TIMES, True))
     name = _required_text(parser, cols["job_name"], "job_name")
     status = _required_text(parser, cols["status"], "status")
     t0 = _optional_numbers(parser, cols["start_time"], "start_time")
     t1 = _optional_numbers(parser, cols["end_time"], "end_time")
     parser.check()
-    user = pc.utf8_trim_whitespace(cols["user"])
+    user = trim(cols["user"])
     return _Jobs(name=name, line=lines, status=status, user=user, start=t0, end=t1)
 
 
 def _read_tasks(text: DelimitedText, path: str) -> _Tasks:
-    cols, lines, parser = _split(text, path, TASK_FIELDS)
+    numbers = {"inst_num": False, **dict.fromkeys(_TASK_NUMBERS, True)}
+    cols, lines, parser = _split(text, path, TASK_FIELDS, numbers)
     name = _required_text(parser, cols["job_name"], "job_name")
     inst = parser.numbers(cols["inst_num"], "inst_num")
     status = _required_text(parser, cols["status"], "status")
-    num = {
-        c: _optional_numbers(parser, cols[c], c)
-        for c in ("start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu")
-    }
+    num = {c: _optional_numbers(parser, cols[c], c) for c in _TASK_NUMBERS}
     parser.check()
     return _Tasks(
         name=name,
@@ -621,7 +629,7 @@ def _view(
     )
     status = agg.status
     submit = np.full(m, np.nan)
-    user = pa.array([""] * m, type=pa.string())
+    user = pa.repeat(pa.scalar("", pa.string()), m)
     if jobs is not None:
         row = _index_in(agg.name, jobs.name)
         has = row >= 0

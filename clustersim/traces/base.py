@@ -336,7 +336,8 @@ def check_text(data: bytes, path: str) -> bytes:
             path, data.count(b"\n", 0, nul) + 1, "", "binary content (NUL byte): not a text trace"
         )
     try:
-        data.decode("utf-8")
+        if not data.isascii():  # ASCII is UTF-8; isascii() copies nothing
+            data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -378,13 +379,38 @@ class DelimitedText:
         self.sep = sep
         self._nfields: IntArray | None = None
         self._scanned = False
-        count = _simple_line_count(data)
-        if count is not None:
-            # Fast path: every line is a record, so the line numbers are 1..count and the
-            # offsets and field counts are only computed if something asks for them.
-            self.lines: IntArray = np.arange(1, count + 1, dtype=np.int64)
-        else:
-            self._scan()
+        self._lines: IntArray | None = None
+        #: Whether the first line is surely not blank (it starts with another character).
+        self._first_plain = bool(data) and data[:1] not in (b"\n", b" ", b"\t")
+
+    @property
+    def lines(self) -> IntArray:
+        """(m,) int64: 1-based line numbers of the non-blank lines."""
+        if self._lines is None:
+            count = _simple_line_count(self.data)
+            if count is not None:
+                # Every line is a record, so the line numbers are 1..count and the offsets
+                # and field counts are only computed if something asks for them.
+                self._lines = np.arange(1, count + 1, dtype=np.int64)
+            else:
+                self._scan()
+        assert self._lines is not None
+        return self._lines
+
+    def __bool__(self) -> bool:
+        """Whether there is a non-blank line (no scan when the first line is not blank)."""
+        return self._first_plain or len(self.lines) > 0
+
+    @property
+    def first_line(self) -> int:
+        """Line number of the first non-blank line (no scan when it is line 1).
+
+        Raises
+        ------
+        IndexError
+            When every line is blank.
+        """
+        return 1 if self._first_plain else int(self.lines[0])
 
     def _scan(self) -> None:
         """Locate the non-blank lines (offsets and line numbers) of the whole buffer."""
@@ -408,7 +434,7 @@ class DelimitedText:
         keep = np.flatnonzero(~blank)
         self._starts = starts[keep]
         self._ends = ends[keep]
-        self.lines = (keep + 1).astype(np.int64)
+        self._lines = (keep + 1).astype(np.int64)
         self._scanned = True
 
     @property
@@ -428,7 +454,7 @@ class DelimitedText:
 
     def line_text(self, i: int) -> str:
         """Text of the ``i``-th non-blank line (0-based index into :attr:`lines`)."""
-        if not self._scanned and i == 0 and len(self.lines):
+        if not self._scanned and i == 0 and self._first_plain:
             end = self.data.find(b"\n")
             return self.data[: end if end >= 0 else len(self.data)].decode("utf-8")
         self._scan()
@@ -461,7 +487,14 @@ class DelimitedText:
             f"expected {n} {what}-separated fields, found {got}",
         )
 
-    def columns(self, path: str, names: list[str], start: int = 0) -> dict[str, pa.Array]:
+    def columns(
+        self,
+        path: str,
+        names: list[str],
+        start: int = 0,
+        numbers: Mapping[str, bool] | None = None,
+        spaces: bool = False,
+    ) -> dict[str, pa.Array]:
         """The lines from index ``start`` on, split into string columns.
 
         Parameters
@@ -472,6 +505,14 @@ class DelimitedText:
             Column names, one per field (duplicates: the last one wins).
         start
             Index of the first line to include (1 to skip a header).
+        numbers
+            Numeric columns (name → whether empty values are allowed) that may come as
+            float64 arrays instead (see :func:`is_numbers`): when the whole file is read in
+            one go and every value of them is a number (empty ones, where allowed, are
+            nulls). Numbers are read as :func:`to_float` reads them, but without surrounding
+            spaces: only files without spaces and tabs qualify, unless ``spaces``.
+        spaces
+            Whether spaces around numbers may be ignored (the caller trims numbers anyway).
 
         Returns
         -------
@@ -484,12 +525,18 @@ class DelimitedText:
         TraceError
             If a line has the wrong number of fields.
         """
-        m = len(self) - start
-        if m > 0 and not self._scanned:
-            fast = self._columns_fast(names, start, m)
+        if not self._scanned:
+            if numbers and (spaces or (b" " not in self.data and b"\t" not in self.data)):
+                where = {name: i for i, name in enumerate(names)}  # the last one wins
+                typed = {where[c]: optional for c, optional in numbers.items() if c in where}
+                fast = self._columns_plain(names, start, typed)
+                if fast is not None:
+                    return fast
+            fast = self._columns_plain(names, start)
             if fast is not None:
                 return fast
         self._scan()
+        m = len(self) - start
         self.check_field_count(path, names, start)
         if m <= 0:
             return {name: pa.array([], type=pa.string()) for name in names}
@@ -508,34 +555,78 @@ class DelimitedText:
             raise TraceError(path, 0, "", f"internal error: parsed {table.num_rows} of {m} rows")
         return {name: table.column(i).combine_chunks() for i, name in enumerate(names)}
 
-    def _columns_fast(self, names: list[str], start: int, m: int) -> dict[str, pa.Array] | None:
-        """:meth:`columns` of a file without blank lines, split by pyarrow in one go; ``None``
-        when pyarrow refuses the body (e.g. a wrong field count) or anything is unexpected,
-        so that the line-by-line path reports the problem."""
+    def _columns_plain(
+        self, names: list[str], start: int, numbers: dict[int, bool] | None = None
+    ) -> dict[str, pa.Array] | None:
+        """:meth:`columns` when every line is a record, split by pyarrow in one go; ``None``
+        when some line may be blank, or pyarrow refuses the body (e.g. a wrong field count),
+        so that the line-by-line path handles the file.
+
+        Blank lines at the end (a file ending in an empty line) are left out. Whether the
+        other lines include a blank one need not be checked first when there are two or more
+        fields and the separator is not whitespace: pyarrow then skips empty lines, so the
+        row count does not match, and refuses lines of spaces and tabs (too few fields).
+
+        ``numbers`` (column index → whether empty values are allowed) asks for float64
+        columns; ``None`` unless every such value is a number (not ``nan``), or empty where
+        allowed.
+        """
         data = self.data
+        if not self._first_plain:
+            return None
+        if (
+            self._lines is None
+            and (len(names) < 2 or self.sep in " \t")
+            and (len(self.lines) == 0 or self._scanned)  # the exact check found blank lines
+        ):
+            return None
+        end = _end_of_last_record(data)
+        count = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8, count=end) == 10)) + 1
         offset = 0
         for _ in range(start):
-            offset = data.find(b"\n", offset) + 1
+            offset = data.find(b"\n", offset, end) + 1
             if offset <= 0:
                 return None
-        end = len(data) - 1 if data.endswith(b"\n") else len(data)
         if end <= offset:
             return None
         positional = [f"f{i}" for i in range(len(names))]
         try:
-            table = self._read_csv(pa.py_buffer(memoryview(data)[offset:end]), positional, 0)
+            table = self._read_csv(
+                pa.py_buffer(memoryview(data)[offset:end]), positional, 0, numbers
+            )
         except (pa.ArrowException, OverflowError, ValueError):
             return None
-        if table.num_rows != m or table.num_columns != len(names):
+        if table.num_rows != count - start or table.num_columns != len(names):
             return None
-        return {name: table.column(i).combine_chunks() for i, name in enumerate(names)}
+        for i, optional in (numbers or {}).items():
+            values = table.column(i)
+            if (values.null_count and not optional) or pc.any(pc.is_nan(values)).as_py():
+                return None
+        if self._lines is None:
+            self._lines = np.arange(1, count + 1, dtype=np.int64)  # confirmed by pyarrow
+        return {name: _one_chunk(table.column(i)) for i, name in enumerate(names)}
 
-    def _read_csv(self, body: bytes | pa.Buffer, positional: list[str], longest: int) -> pa.Table:
-        """Split ``body`` (non-blank lines, all with the right field count) with pyarrow."""
+    def _read_csv(
+        self,
+        body: bytes | pa.Buffer,
+        positional: list[str],
+        longest: int,
+        numbers: dict[int, bool] | None = None,
+    ) -> pa.Table:
+        """Split ``body`` (non-blank lines, all with the right field count) with pyarrow;
+        columns ``numbers`` (by index) as float64 (empty values null)."""
+        types = {c: pa.string() for c in positional}
+        for i in numbers or {}:
+            types[positional[i]] = pa.float64()
+        # One block (up to 1 GB): each column comes as one array, which saves copying the
+        # blocks' pieces together (CPU time and memory), at the price of splitting the body
+        # on one thread.
+        size = len(body) if isinstance(body, bytes) else body.size
         return pacsv.read_csv(
             pa.BufferReader(body),
             read_options=pacsv.ReadOptions(
-                column_names=positional, block_size=max(1 << 20, 2 * longest + 64)
+                column_names=positional,
+                block_size=min(max(1 << 20, size + 1, 2 * longest + 64), 1 << 30),
             ),
             parse_options=pacsv.ParseOptions(
                 delimiter=self.sep,
@@ -543,15 +634,37 @@ class DelimitedText:
                 double_quote=False,
                 escape_char=False,
                 newlines_in_values=False,
-                ignore_empty_lines=False,
+                # An empty line would otherwise be a row of empty values: skipped, it makes the
+                # row count differ (see _columns_plain). The line-by-line path has none.
+                ignore_empty_lines=True,
             ),
             convert_options=pacsv.ConvertOptions(
-                column_types={c: pa.string() for c in positional},
-                null_values=[],
+                column_types=types,
+                null_values=[""] if numbers else [],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
+                check_utf8=False,  # the text was checked when it was loaded
             ),
         )
+
+
+def _end_of_last_record(data: bytes) -> int:
+    """Where the last line that is not blank ends (its line end or the end of ``data``)."""
+    end = len(data)
+    while end > 0:  # back over trailing spaces, tabs and line ends, 4 kB at a time
+        low = max(0, end - 4096)
+        kept = len(data[low:end].rstrip(b" \t\n"))
+        if kept:
+            end = low + kept
+            break
+        end = low
+    newline = data.find(b"\n", end)
+    return len(data) if newline < 0 else newline
+
+
+def _one_chunk(values: pa.ChunkedArray) -> pa.Array:
+    """A chunked column as one array (without a copy when it has one chunk)."""
+    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
 
 
 def _simple_line_count(data: bytes) -> int | None:
@@ -560,11 +673,11 @@ def _simple_line_count(data: bytes) -> int | None:
     if not data or data[:1] in (b"\n", b" ", b"\t"):
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
-    newlines = np.flatnonzero(buf == ord("\n"))
-    after = buf[newlines[newlines < len(buf) - 1] + 1]
-    if ((after == ord("\n")) | (after == ord(" ")) | (after == ord("\t"))).any():
+    newline = buf == ord("\n")
+    # In doubt when a line end is followed by a byte <= " " (a line end, space, tab, ...).
+    if (newline[:-1] & (buf[1:] <= ord(" "))).any():
         return None
-    return len(newlines) + (0 if data.endswith(b"\n") else 1)
+    return int(np.count_nonzero(newline)) + (0 if data.endswith(b"\n") else 1)
 
 
 def sniff_header(head: bytes, required: tuple[str, ...], sep: str = ",") -> bool:
@@ -616,9 +729,9 @@ def header_names(text: DelimitedText, path: str, required: tuple[str, ...]) -> l
         when a required column is missing (naming the first missing one, in ``required``
         order) or a column appears twice (naming the alphabetically first such column).
     """
-    if len(text) == 0:
+    if not text:
         raise TraceError(path, 0, "", "empty file")
-    line = int(text.lines[0])
+    line = text.first_line
     names = [c.strip().lower() for c in text.fields(0)]
     for col in required:
         if col not in names:
@@ -630,7 +743,11 @@ def header_names(text: DelimitedText, path: str, required: tuple[str, ...]) -> l
 
 
 def data_columns(
-    text: DelimitedText, path: str, names: list[str], report: ParseReport
+    text: DelimitedText,
+    path: str,
+    names: list[str],
+    report: ParseReport,
+    numbers: Mapping[str, bool] | None = None,
 ) -> tuple[dict[str, pa.Array], IntArray]:
     """The data rows below a delimited file's header line, by column name.
 
@@ -642,6 +759,8 @@ def data_columns(
         The header's column names (see :func:`header_names`).
     report
         Receives :attr:`ParseReport.jobs_read` (the number of data rows).
+    numbers
+        Numeric columns that may come as numbers (see :meth:`DelimitedText.columns`).
 
     Returns
     -------
@@ -655,14 +774,19 @@ def data_columns(
     TraceError
         If a data row has the wrong number of fields, or the file has no data row.
     """
-    cols = text.columns(path, names, start=1)
+    cols = text.columns(path, names, start=1, numbers=numbers)
     lines = text.lines[1:]
     set_jobs_read(report, path, len(lines))
     return cols, lines
 
 
 def read_header_table(
-    data: bytes, path: str, required: tuple[str, ...], report: ParseReport, sep: str = ","
+    data: bytes,
+    path: str,
+    required: tuple[str, ...],
+    report: ParseReport,
+    sep: str = ",",
+    numbers: Mapping[str, bool] | None = None,
 ) -> tuple[dict[str, pa.Array], IntArray]:
     """Split a delimited file with a header line into columns named by the header.
 
@@ -680,6 +804,8 @@ def read_header_table(
         Receives :attr:`ParseReport.jobs_read`.
     sep
         The one-character field separator.
+    numbers
+        Numeric columns that may come as numbers (see :meth:`DelimitedText.columns`).
 
     Returns
     -------
@@ -695,7 +821,7 @@ def read_header_table(
         has the wrong number of fields, or there is no data row.
     """
     text = DelimitedText(data, sep)
-    return data_columns(text, path, header_names(text, path, required), report)
+    return data_columns(text, path, header_names(text, path, required), report, numbers)
 
 
 def set_jobs_read(report: ParseReport, path: str, count: int) -> None:
@@ -757,6 +883,8 @@ class ColumnParser:
         overflowing values become ``±inf`` (readers drop those rows). Empty values,
         surrounding spaces and anything else (including ``nan``) are errors.
         """
+        if is_numbers(values):
+            return numbers_of(values)
         out, bad = to_float(values)
         self._record(bad, values, name, "not a number")
         return out
@@ -791,10 +919,74 @@ class ColumnParser:
             raise TraceError(self.path, line, name, msg)
 
 
+def is_numbers(values: pa.Array) -> bool:
+    """Whether a column came as numbers (see :meth:`DelimitedText.columns`), not as text."""
+    return bool(pa.types.is_floating(values.type))
+
+
+def numbers_of(values: pa.Array) -> FloatArray:
+    """A column that came as numbers, as a writable float64 array (nulls: ``nan``)."""
+    return np.array(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
 def blank(values: pa.Array) -> BoolArray:
     """(m,) bool: values that are empty or only whitespace."""
+    if _edges_plain(values, allow_empty=False):
+        return np.zeros(len(values), dtype=bool)
     trimmed = pc.utf8_trim_whitespace(values)
     return np.asarray(pc.equal(trimmed, "").to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def no_blank(values: pa.Array) -> bool:
+    """True when surely no value is empty or only whitespace (no string is copied); ``False``
+    when in doubt."""
+    return _edges_plain(values, allow_empty=False)
+
+
+def trim(values: pa.Array) -> pa.Array:
+    """``values`` without surrounding whitespace (``values`` itself when no value has any)."""
+    if _edges_plain(values, allow_empty=True):
+        return values
+    return pc.utf8_trim_whitespace(values)
+
+
+def string_offsets(values: pa.Array) -> npt.NDArray[np.integer[Any]]:
+    """(m + 1,) The offsets of a string array's values into its data buffer (a view)."""
+    buf = values.buffers()[1]
+    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    if buf is None:
+        return np.zeros(len(values) + 1, dtype=width)
+    offsets: npt.NDArray[np.integer[Any]] = np.frombuffer(buf, dtype=width)
+    return offsets[values.offset : values.offset + len(values) + 1]
+
+
+def _edges_plain(values: pa.Array, allow_empty: bool) -> bool:
+    """Whether no value of a string array starts or ends with whitespace, and (unless
+    ``allow_empty``) none is empty; ``False`` when in doubt.
+
+    Looks at the first and last byte of each value only: every whitespace character is
+    ASCII at most ``0x20`` or a multi-byte UTF-8 sequence (bytes ``>= 0x80``), so values whose
+    edge bytes are printable ASCII have nothing to trim.
+    """
+    n = len(values)
+    if n == 0:
+        return True
+    if values.null_count or not (
+        pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    ):
+        return False
+    offsets = string_offsets(values)
+    starts, ends = offsets[:-1], offsets[1:]
+    empty = ends == starts
+    if empty.any():
+        if not allow_empty:
+            return False
+        if empty.all():
+            return True
+        starts, ends = starts[~empty], ends[~empty]
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)
+    first, last = data[starts], data[ends - 1]
+    return bool(((first - np.uint8(0x21) < 0x5F) & (last - np.uint8(0x21) < 0x5F)).all())
 
 
 def trimmed_text(values: pa.Array, rows: IntArray) -> ObjArray:
@@ -805,8 +997,51 @@ def trimmed_text(values: pa.Array, rows: IntArray) -> ObjArray:
     (len(rows),) object
         Python strings.
     """
-    kept = pc.utf8_trim_whitespace(values).take(pa.array(rows))
-    return np.asarray(kept.to_numpy(zero_copy_only=False), dtype=object)
+    return np.asarray(trimmed(values, rows).to_numpy(zero_copy_only=False), dtype=object)
+
+
+def trimmed(values: pa.Array, rows: IntArray) -> pa.Array:
+    """Like :func:`trimmed_text`, as a pyarrow string array (for :func:`build_table`, which
+    makes Python strings of the values only once they are in submit order)."""
+    return trim(values.take(pa.array(rows)))
+
+
+def int_ids(values: pa.Array) -> IntArray | None:
+    """The ids as int64 when every one is an integer written the usual way (the text of the
+    number: no sign but ``-``, no leading zero), so that equal numbers are equal texts; else
+    ``None``."""
+    try:
+        numbers = pc.cast(values, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if not pc.all(pc.equal(pc.cast(numbers, pa.string()), values)).as_py():
+        return None
+    return np.asarray(numbers.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def later_repeats(values: pa.Array) -> BoolArray:
+    """(m,) bool: values equal to an earlier value (the first of each is not marked)."""
+    out = np.zeros(len(values), dtype=bool)
+    numbers = int_ids(values)
+    if numbers is not None:  # numeric ids: no hashing of strings, ascending ones not sorted
+        if len(numbers) < 2 or bool(np.all(numbers[1:] > numbers[:-1])):
+            return out
+        order = np.argsort(numbers, kind="stable")
+        ordered = numbers[order]
+        out[order[1:][ordered[1:] == ordered[:-1]]] = True
+        return out
+    enc = pc.dictionary_encode(values)
+    if len(enc.dictionary) < len(values):
+        code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        out[:] = True
+        out[np.unique(code, return_index=True)[1]] = False
+    return out
+
+
+def index_ids(rows: IntArray) -> pa.Array:
+    """Job ids that are row indices (``rows``, int) as text, a pyarrow string array for
+    :func:`build_table` (cheaper than Python ints that the table turns into text)."""
+    return pc.cast(pa.array(np.asarray(rows, dtype=np.int64)), pa.string())
 
 
 def to_float(values: pa.Array) -> tuple[FloatArray, BoolArray]:
@@ -852,8 +1087,10 @@ def to_datetime(values: pa.Array) -> tuple[npt.NDArray[np.datetime64], BoolArray
     out = np.full(n, np.datetime64("NaT"), dtype="datetime64[s]")
     if n == 0:
         return out, np.zeros(0, dtype=bool)
-    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
-    offsets = np.frombuffer(values.buffers()[1], dtype=width)[values.offset : values.offset + n + 1]
+    fast = _iso_times(values)
+    if fast is not None:
+        return fast, np.zeros(n, dtype=bool)
+    offsets = string_offsets(values)
     buf = values.buffers()[2]
     data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
     rows = np.flatnonzero(np.diff(offsets) == 19)
@@ -882,6 +1119,24 @@ def to_datetime(values: pa.Array) -> tuple[npt.NDArray[np.datetime64], BoolArray
     seconds = days * 86400 + (hour * 3600 + minute * 60 + second)
     out[rows[ok]] = seconds[ok].astype("datetime64[s]")
     return out, np.isnat(out)
+
+
+def _iso_times(values: pa.Array) -> npt.NDArray[np.datetime64] | None:
+    """:func:`to_datetime` of a column whose every value is a good time, by Arrow's ISO 8601
+    parser; ``None`` when some value is not (or may not be) one.
+
+    The parser accepts exactly the 19-character values of the form ``YYYY-MM-DD HH:MM:SS``
+    (a space or a ``T`` in the middle, real dates and times, no leap second, no zone offset
+    for a zone-less type; shorter forms such as ``YYYY-MM-DD`` have other lengths); anything
+    else makes it raise.
+    """
+    if values.null_count or not bool(np.all(np.diff(string_offsets(values)) == 19)):
+        return None
+    try:
+        stamps = pc.cast(values, pa.timestamp("s"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return np.array(stamps.to_numpy(zero_copy_only=False), dtype="datetime64[s]")
 
 
 _TIME_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
@@ -1015,11 +1270,57 @@ def build_table(path: str, report: ParseReport, **columns: Any) -> JobTable:
             path, 0, "", f"no valid job: all {report.jobs_read} rows dropped ({reasons})"
         )
     try:
-        table = JobTable.from_columns(**columns)
+        table = JobTable.from_columns(**_submit_sorted(columns))
     except ClustersimError as exc:
         raise TraceError(path, 0, "", str(exc)) from None
     report.time_span_s = float(table.submit_time[-1] - table.submit_time[0])
     return table
+
+
+def _submit_sorted(columns: dict[str, Any]) -> dict[str, Any]:
+    """The columns for :meth:`JobTable.from_columns`, already in its (stable) submit order.
+
+    The table sorts every column, its defaults too, unless they come sorted; sorting only the
+    given ones first is cheaper and gives the same table. Text columns may be pyarrow arrays
+    (see :func:`arrow_objects`): they are sorted before they become Python strings. Columns
+    of unexpected shapes are left for the table to report.
+    """
+    try:
+        key = np.asarray(columns["submit_time"], dtype=np.float64)
+    except (KeyError, TypeError, ValueError):
+        return columns
+    n = len(key) if key.ndim == 1 else -1
+    for values in columns.values():
+        if values is None:
+            continue
+        if (not isinstance(values, pa.Array) and np.ndim(values) != 1) or len(values) != n:
+            return columns
+    with np.errstate(invalid="ignore"):
+        ordered = bool(np.all(key[1:] >= key[:-1]))
+    order = None if ordered else np.argsort(key, kind="stable")
+    out: dict[str, Any] = {}
+    for name, values in columns.items():
+        if isinstance(values, pa.Array):
+            if order is not None:
+                values = values.take(pa.array(order))
+            values = arrow_objects(values)
+        elif order is not None and values is not None:
+            values = np.asarray(values)[order]
+        out[name] = values
+    return out
+
+
+def arrow_objects(values: pa.Array) -> ObjArray:
+    """A pyarrow (string) array as an object array of Python values.
+
+    A dictionary array's values become one Python object per distinct value (cheaper for
+    repeated names, like users).
+    """
+    if pa.types.is_dictionary(values.type):
+        names = np.asarray(values.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        codes = np.asarray(values.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return names[codes]
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def check_options(reader: TraceReader, path: str, options: dict[str, Any], known: set[str]) -> None:

@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Any, Protocol
 
+import numpy as np
+
 from clustersim.errors import TraceError
 
 #: Magic bytes of the single-stream compressors, by container name.
@@ -490,32 +492,43 @@ def text_chunks(
     """
     size = chunk_bytes or CHUNK_BYTES
     line = 1
-    carry = b""
+    carry = b""  # the text read after the last line end so far
     started = False
     while True:
         block = source.read(size)
         eof = not block
-        buf = carry + block if carry else block
         if not started:
-            if len(buf) < len(_BOM) and not eof:
-                carry = buf
+            block = carry + block if carry else block
+            carry = b""
+            if len(block) < len(_BOM) and not eof:
+                carry = block
                 continue
-            if buf.startswith(_BOM):
-                buf = buf[len(_BOM) :]
+            if block.startswith(_BOM):
+                block = block[len(_BOM) :]
             started = True
         if eof:
-            piece, carry = buf, b""
+            piece, carry = carry + block, b""
         else:
-            limit = len(buf) - 1 if buf.endswith(b"\r") else len(buf)
-            cut = max(buf.rfind(b"\n", 0, limit), buf.rfind(b"\r", 0, limit))
-            if cut < 0:  # no line end yet: keep reading
-                carry = buf
-                continue
-            piece, carry = buf[: cut + 1], buf[cut + 1 :]
+            # Cut after the last line end of carry + block, but not at a final "\r" (its
+            # "\n" may come next). Only that text is copied, once.
+            limit = len(block) - 1 if block.endswith(b"\r") else len(block)
+            cut = max(block.rfind(b"\n", 0, limit), block.rfind(b"\r", 0, limit))
+            if cut >= 0:
+                if carry:
+                    piece = b"".join((carry, memoryview(block)[: cut + 1]))
+                else:
+                    piece = block if cut + 1 == len(block) else block[: cut + 1]
+                carry = block[cut + 1 :]
+            else:
+                cut = max(carry.rfind(b"\n"), carry.rfind(b"\r"))
+                if cut < 0:  # no line end yet: keep reading
+                    carry += block
+                    continue
+                piece, carry = carry[: cut + 1], carry[cut + 1 :] + block
         piece = normalise_text(piece, path, line)
         if piece:
             yield line, piece
-            line += piece.count(b"\n")
+            line += int(np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == ord("\n")))
         if eof:
             return
 

@@ -45,6 +45,7 @@ from clustersim.traces.base import (
     build_table,
     check_options,
     drop_rows,
+    index_ids,
     positive_option,
     read_header_table,
     sniff_header,
@@ -75,7 +76,9 @@ class GaiaReader(TraceReader):
         per_gpu = None if given is None else positive_option(given, path, "cpus_per_gpu")
         start = _start(options.get("start_time", _UNSET), path)
         report = ParseReport(format=self.name, path=path)
-        cols, lines = read_header_table(data, path, REQUIRED, report)
+        cols, lines = read_header_table(
+            data, path, REQUIRED, report, numbers=dict.fromkeys(REQUIRED, False)
+        )
 
         parser = ColumnParser(path, lines)
         arrival = parser.numbers(cols["arrival_time"], "arrival_time")
@@ -119,7 +122,7 @@ class GaiaReader(TraceReader):
         table = build_table(
             path,
             report,
-            job_id=idx,
+            job_id=index_ids(idx),
             submit_time=submit[idx],
             num_gpus=gpus[idx].astype(np.int64),
             work=work[idx],

@@ -137,13 +137,13 @@ class GavelReader(TraceReader):
         check_options(self, path, options, set())
         report = ParseReport(format=self.name, path=path)
         text = DelimitedText(data, "\t")
-        if len(text) == 0:
+        if not text:
             raise TraceError(path, 0, "", "empty file")
         nfields = int(text.nfields[0])
         if nfields not in LAYOUTS:
             raise TraceError(
                 path,
-                int(text.lines[0]),
+                text.first_line,
                 "",
                 f"found {nfields} tab-separated fields; a Gavel trace has 7, 10 or 12",
             )

@@ -66,7 +66,7 @@ from __future__ import annotations
 import math
 import os
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -84,7 +84,6 @@ from clustersim.traces.base import (
     DelimitedText,
     FloatArray,
     IntArray,
-    ObjArray,
     ParseReport,
     TraceReader,
     apply_checks,
@@ -93,9 +92,13 @@ from clustersim.traces.base import (
     check_options,
     gpu_checks,
     head_lines,
+    int_ids,
+    is_numbers,
+    numbers_of,
     set_jobs_read,
     to_datetime,
     to_float,
+    trim,
 )
 from clustersim.traces.compressed import bytes_source, open_source, text_chunks
 
@@ -184,10 +187,12 @@ class Block:
         numbers and times are trimmed by :class:`LenientParser` only when they need it.
         """
         values = self.cols[name]
+        if is_numbers(values):
+            return values
         if self.quoted:
-            values = pc.replace_substring_regex(pc.utf8_trim_whitespace(values), r'^"(.*)"$', r"\1")
+            values = pc.replace_substring_regex(trim(values), r'^"(.*)"$', r"\1")
             text = True
-        return pc.utf8_trim_whitespace(values) if text else values
+        return trim(values) if text else values
 
 
 class DelimitedChunks:
@@ -221,12 +226,12 @@ class DelimitedChunks:
         self._chunks = iter(chunks)
         for chunk in self._chunks:
             text = DelimitedText(chunk[1], sep)
-            if len(text):
+            if text:
                 break
         else:
             raise TraceError(path, 0, "", "empty file")
         self._first = (text, chunk[0])
-        self.header_line = int(text.lines[0]) + chunk[0] - 1
+        self.header_line = text.first_line + chunk[0] - 1
         self.names = [unquote_name(c) for c in text.fields(0)]
 
     def column_index(self, wanted: str, field: str) -> int:
@@ -264,15 +269,22 @@ class DelimitedChunks:
             return None
         return self.column_index(wanted, wanted)
 
-    def blocks(self) -> Iterator[Block]:
-        """The data rows, one block per chunk (the header is not a row)."""
+    def blocks(self, numbers: Mapping[str, bool] | None = None) -> Iterator[Block]:
+        """The data rows, one block per chunk (the header is not a row).
+
+        ``numbers`` (header name → whether empty values are allowed) names columns that may
+        come as numbers (see :meth:`DelimitedText.columns`; spaces around them are ignored:
+        :class:`LenientParser` trims them too).
+        """
         keys = [f"{i}" for i in range(len(self.names))]
+        where = {name: f"{i}" for i, name in enumerate(self.names)}  # the last one wins
+        typed = {where[n]: optional for n, optional in (numbers or {}).items() if n in where}
         row = 0
         text, first_line = self._first
         start = 1
         while True:
             try:
-                cols = text.columns(self.path, keys, start=start)
+                cols = text.columns(self.path, keys, start=start, numbers=typed, spaces=True)
             except TraceError as exc:
                 field = exc.field
                 if field.isdigit():  # the positional key of a column: name it
@@ -336,7 +348,9 @@ class LenientParser(ColumnParser):
     ) -> _Values:
         """Convert a column with ``convert``; when some value fails, trim the column, convert
         it again and record the values that still fail (``what``: the error), blank ones
-        only when not ``optional``."""
+        only when not ``optional``. A column that came as numbers is used as it is."""
+        if is_numbers(values):
+            return numbers_of(values)  # type: ignore[return-value]
         out, bad = convert(values)
         if bad.any():
             values = pc.utf8_trim_whitespace(values)
@@ -436,17 +450,15 @@ def duplicate_lines(ids: list[pa.Array], lines: IntArray) -> IntArray:
     if not ids:
         return np.zeros(0, dtype=np.int64)
     values = pa.chunked_array(ids, type=pa.string()).combine_chunks()
-    try:  # numeric ids (the usual case): sort numbers instead of hashing strings
-        numbers = np.asarray(pc.cast(values, pa.int64()).to_numpy(zero_copy_only=False))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    else:
-        if pc.all(pc.equal(pc.cast(pc.cast(values, pa.int64()), pa.string()), values)).as_py():
-            ordered = np.sort(numbers)
-            repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-            if len(repeated) == 0:
-                return np.zeros(0, dtype=np.int64)
-            return lines[np.isin(numbers, repeated)]
+    numbers = int_ids(values)
+    if numbers is not None:  # numeric ids (the usual case): no hashing of strings
+        if len(numbers) < 2 or bool(np.all(numbers[1:] > numbers[:-1])):
+            return np.zeros(0, dtype=np.int64)  # ascending ids (the usual order): all distinct
+        ordered = np.sort(numbers)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if len(repeated) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return lines[np.isin(numbers, repeated)]
     encoded = pc.dictionary_encode(values)
     if len(encoded.dictionary) == len(encoded):
         return np.zeros(0, dtype=np.int64)
@@ -455,21 +467,17 @@ def duplicate_lines(ids: list[pa.Array], lines: IntArray) -> IntArray:
     return lines[counts[codes] > 1]
 
 
-def as_objects(parts: list[pa.Array], repeated: bool = False) -> ObjArray:
-    """Concatenated string arrays as an object array of ``str``.
+def as_objects(parts: list[pa.Array], repeated: bool = False) -> pa.Array:
+    """Concatenated string arrays, for :func:`~clustersim.traces.base.build_table` (which
+    makes Python strings of them, see :func:`~clustersim.traces.base.arrow_objects`).
 
-    With ``repeated`` (few distinct values, like user names), equal values share one
-    ``str`` object.
+    With ``repeated`` (few distinct values, like user names), the array is dictionary-encoded,
+    so that equal values share one ``str`` object.
     """
     if not parts:
-        return np.zeros(0, dtype=object)
+        return pa.array([], type=pa.string())
     values = pa.chunked_array(parts, type=pa.string()).combine_chunks()
-    if repeated:
-        encoded = pc.dictionary_encode(values)
-        names = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-        codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        return names[codes]
-    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+    return pc.dictionary_encode(values) if repeated else values
 
 
 def check_speed(path: str, speed: Any) -> float:
@@ -509,6 +517,7 @@ def read_blocks(
     path: str,
     report: ParseReport,
     block: Callable[[Block], dict[str, Any]],
+    numbers: Mapping[str, bool] | None = None,
 ) -> dict[str, list[Any]]:
     """Run ``block`` on every block of data rows and gather its outputs by key.
 
@@ -522,6 +531,8 @@ def read_blocks(
         Receives :attr:`~clustersim.traces.base.ParseReport.jobs_read` (the data rows).
     block
         Turns one block into named pieces (arrays) of the kept rows.
+    numbers
+        Header columns that may come as numbers (see :meth:`DelimitedChunks.blocks`).
 
     Returns
     -------
@@ -535,7 +546,7 @@ def read_blocks(
     """
     parts: dict[str, list[Any]] = {}
     read = 0
-    for one in chunks.blocks():
+    for one in chunks.blocks(numbers):
         read += len(one.lines)
         for key, value in block(one).items():
             parts.setdefault(key, []).append(value)
@@ -554,8 +565,9 @@ def row_ids(values: pa.Array | None, first_row: int, rows: IntArray) -> pa.Array
     return pa.array((first_row + rows).astype(str), type=pa.string())
 
 
-def kept_job_ids(parts: dict[str, list[Any]], report: ParseReport) -> ObjArray:
-    """The ``job_id`` pieces gathered by :func:`read_blocks` as one object array.
+def kept_job_ids(parts: dict[str, list[Any]], report: ParseReport) -> pa.Array:
+    """The ``job_id`` pieces gathered by :func:`read_blocks` as one array (see
+    :func:`as_objects`).
 
     Ids that appear more than once are kept and warned about, at the ``lines`` pieces' lines.
     """
@@ -617,6 +629,24 @@ class _Spec:
     steps: bool = False
     calendar: bool | None = None  # decided from the first block when formats are automatic
     resolved: dict[str, str] = field(default_factory=dict)  # field -> format used
+
+
+#: Job-table columns read as plain numbers, with whether they may be blank.
+_NUMBERS = {"num_gpus": False, "work": False, "cpu": True, "mem_gb": True}
+_NUMBERS.update(min_gpus=True, max_gpus=True)
+
+
+def _numeric_columns(spec: _Spec) -> dict[str, bool]:
+    """Header columns that only numeric job-table columns read (see :data:`_NUMBERS`), with
+    whether they may be blank."""
+    fields: dict[str, list[str]] = {}
+    for key, name in spec.columns.items():
+        fields.setdefault(name, []).append(key)
+    return {
+        name: all(_NUMBERS[k] for k in keys)
+        for name, keys in fields.items()
+        if all(k in _NUMBERS for k in keys)
+    }
 
 
 class GenericCsvReader(ChunkedCsvReader):
@@ -763,7 +793,11 @@ class GenericCsvReader(ChunkedCsvReader):
         spec = self._spec(path, options, chunks)
         drops, warnings = LineCollector(), LineCollector()
         parts = read_blocks(
-            chunks, path, report, lambda block: self._block(block, spec, path, drops, warnings)
+            chunks,
+            path,
+            report,
+            lambda block: self._block(block, spec, path, drops, warnings),
+            _numeric_columns(spec),
         )
         drops.drop(report)
         warnings.warn(report)

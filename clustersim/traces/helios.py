@@ -89,6 +89,7 @@ NODE_GPUS = 8
 TOLERANCE_S = 1.0
 
 _TEXT = ("job_id", "user", "vc", "state")
+_NUMBERS = ("gpu_num", "cpu_num", "node_num", "duration", "queue")
 _W_DURATION = (
     f"duration differs from end_time - start_time by more than {TOLERANCE_S:g} s (duration used)"
 )
@@ -161,8 +162,13 @@ class HeliosReader(ChunkedCsvReader):
             chunks.column_index("duration", "duration")
 
         drops, warnings = LineCollector(), LineCollector()
+        numbers = {index[c]: c != "gpu_num" for c in _NUMBERS if c in index}
         parts = read_blocks(
-            chunks, path, report, lambda block: _block(block, index, path, states, drops, warnings)
+            chunks,
+            path,
+            report,
+            lambda block: _block(block, index, path, states, drops, warnings),
+            numbers,
         )
         state_reasons = [m for m in drops.messages() if m.startswith("state ")]
         drops.drop(report, [*state_reasons, *_ORDER])

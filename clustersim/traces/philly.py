@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import pyarrow.compute as pc
 
 from clustersim.jobs import JobTable
 from clustersim.traces.base import (
@@ -37,10 +38,11 @@ from clustersim.traces.base import (
     check_options,
     drop_rows,
     gpu_checks,
+    index_ids,
     read_header_table,
     sniff_header,
     to_float,
-    trimmed_text,
+    trimmed,
 )
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
@@ -116,14 +118,14 @@ class PhillyReader(TraceReader):
         )
         report.assume("job_id is the 0-based index of the data row in the file; user unknown")
         if "cluster" in cols:
-            vc = trimmed_text(cols["cluster"], idx)
+            vc = pc.dictionary_encode(trimmed(cols["cluster"], idx))
         else:
             vc = np.full(len(idx), "", dtype=object)
             report.assume("no cluster column: virtual cluster unknown")
         table = build_table(
             path,
             report,
-            job_id=idx,
+            job_id=index_ids(idx),
             submit_time=submit,
             num_gpus=gpus[idx].astype(np.int64),
             work=duration[idx],

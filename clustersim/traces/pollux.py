@@ -81,7 +81,8 @@ from clustersim.traces.base import (
     positive_map_option,
     read_header_table,
     sniff_header,
-    trimmed_text,
+    trim,
+    trimmed,
 )
 
 REQUIRED = ("name", "time", "application", "num_replicas", "batch_size")
@@ -201,7 +202,8 @@ class PolluxReader(TraceReader):
         check_options(self, path, options, {"work_s"})
         work_s = positive_map_option(options.get("work_s"), path, "work_s", "application names")
         report = ParseReport(format=self.name, path=path)
-        cols, lines = read_header_table(data, path, REQUIRED, report)
+        numbers = dict.fromkeys(("time", "num_replicas", "batch_size"), False)
+        cols, lines = read_header_table(data, path, REQUIRED, report, numbers=numbers)
 
         parser = ColumnParser(path, lines)
         for col in ("name", "application"):
@@ -210,7 +212,7 @@ class PolluxReader(TraceReader):
         replicas = parser.numbers(cols["num_replicas"], "num_replicas")
         batch = parser.numbers(cols["batch_size"], "batch_size")
         parser.check()
-        encoded = pc.dictionary_encode(pc.utf8_trim_whitespace(cols["application"]))
+        encoded = pc.dictionary_encode(trim(cols["application"]))
         app_names = [str(x) for x in encoded.dictionary.to_pylist()]
         app_code = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         app = np.array(app_names, dtype=object)[app_code]
@@ -278,7 +280,7 @@ class PolluxReader(TraceReader):
         table = build_table(
             path,
             report,
-            job_id=trimmed_text(cols["name"], idx),
+            job_id=trimmed(cols["name"], idx),
             submit_time=time[idx],
             num_gpus=replicas[idx].astype(np.int64),
             work=work,

@@ -59,7 +59,8 @@ from clustersim.traces.base import (
     gpu_checks,
     head_lines,
     positive_map_option,
-    trimmed_text,
+    trim,
+    trimmed,
 )
 
 FIELDS = ("job_id", "model", "arrival", "num_iters", "gpu_demand")
@@ -124,9 +125,10 @@ class SynergyReader(TraceReader):
         )
         report = ParseReport(format=self.name, path=path)
         text = DelimitedText(data, ",")
-        if len(text) == 0:
+        if not text:
             raise TraceError(path, 0, "", "empty file")
-        cols = text.columns(path, list(FIELDS))
+        numbers = dict.fromkeys(("arrival", "num_iters", "gpu_demand"), False)
+        cols = text.columns(path, list(FIELDS), numbers=numbers)
         lines = text.lines
         report.jobs_read = len(lines)
 
@@ -138,7 +140,7 @@ class SynergyReader(TraceReader):
         gpus = parser.numbers(cols["gpu_demand"], "gpu_demand")
         parser.check()
 
-        encoded = pc.dictionary_encode(pc.utf8_trim_whitespace(cols["model"]))
+        encoded = pc.dictionary_encode(trim(cols["model"]))
         names = [str(x) for x in encoded.dictionary.to_pylist()]
         code = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         per_model = np.array([iter_time.get(m, math.nan) for m in names])[code]
@@ -182,7 +184,7 @@ class SynergyReader(TraceReader):
         table = build_table(
             path,
             report,
-            job_id=trimmed_text(cols["job_id"], idx),
+            job_id=trimmed(cols["job_id"], idx),
             submit_time=arrival[idx],
             num_gpus=gpus[idx].astype(np.int64),
             work=work[idx],

@@ -33,7 +33,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from clustersim.jobs import JobTable
@@ -45,9 +44,10 @@ from clustersim.traces.base import (
     check_options,
     drop_rows,
     gpu_checks,
+    later_repeats,
     read_header_table,
     sniff_header,
-    trimmed_text,
+    trimmed,
 )
 
 REQUIRED = ("job_id", "num_gpu", "submit_time", "duration")
@@ -72,7 +72,8 @@ class TiresiasReader(TraceReader):
         """Parse a Tiresias job CSV (no options)."""
         check_options(self, path, options, set())
         report = ParseReport(format=self.name, path=path)
-        cols, lines = read_header_table(data, path, REQUIRED, report)
+        numbers = dict.fromkeys(("num_gpu", "submit_time", "duration"), False)
+        cols, lines = read_header_table(data, path, REQUIRED, report, numbers=numbers)
 
         parser = ColumnParser(path, lines)
         parser.required(cols["job_id"], "job_id")
@@ -93,18 +94,14 @@ class TiresiasReader(TraceReader):
             ],
         )
         idx = np.flatnonzero(keep)
-        ids_arrow = pc.utf8_trim_whitespace(cols["job_id"]).take(pa.array(idx))
-        ids = np.asarray(ids_arrow.to_numpy(zero_copy_only=False), dtype=object)
-        enc = pc.dictionary_encode(ids_arrow)
-        if len(enc.dictionary) < len(idx):
-            code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-            repeat = np.ones(len(idx), dtype=bool)
-            repeat[np.unique(code, return_index=True)[1]] = False
-            report.warn(
-                "job_id appears more than once (rows kept as separate jobs)", lines[idx][repeat]
-            )
+        ids = trimmed(cols["job_id"], idx)
+        report.warn(
+            "job_id appears more than once (rows kept as separate jobs)",
+            lines[idx][later_repeats(ids)],
+        )
+        model: Any
         if "model_name" in cols:
-            model = trimmed_text(cols["model_name"], idx)
+            model = pc.dictionary_encode(trimmed(cols["model_name"], idx))
             report.assume("job_type = model_name (not a Gavel job type: work in reference seconds)")
         else:
             model = np.full(len(idx), "", dtype=object)

@@ -1,0 +1,316 @@
+"""The fast paths of the delimited-text readers give exactly what the line-by-line paths give.
+
+Well-formed files are split by pyarrow in one go (numbers read as numbers where the reader
+allows it), times are converted by Arrow's ISO 8601 parser, text is trimmed only when some
+value has surrounding whitespace, numeric ids are checked for repeats without hashing, and the
+job table gets its columns already in submit order. Each of these steps falls back to the
+exact, slower path when its shortcut does not apply. Here every file is read both ways (the
+shortcuts switched off by monkeypatching) and the tables, reports and errors must be equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import clustersim.traces.base as base
+import clustersim.traces.generic as generic
+from bench.parse import (  # the generators of the benchmark's large traces
+    write_gaia_log,
+    write_helios_log,
+    write_openb_log,
+    write_pai_tables,
+    write_pollux_log,
+    write_synergy_log,
+    write_tiresias_log,
+)
+from clustersim.errors import TraceError
+from clustersim.traces import READERS, read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "traces"
+SHARED = ROOT.parent / "shared" / "data" / "traces"
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+#: Real files of the delimited formats, with their reader.
+REAL = [
+    ("philly/philly.csv", "philly"),
+    ("gaia/pai-100k.csv", "gaia"),
+    ("pollux/workload-1.csv", "pollux"),
+    ("tiresias/60_job.csv", "tiresias"),
+    ("tiresias/tf_job.csv", "tiresias"),
+    ("synergy/static_100job_6_3_1100.0.csv", "synergy"),
+    ("synergy/test_trace.csv", "synergy"),
+    ("alibaba-gpu-2023/openb_pod_list_default.csv", "alibaba-openb"),
+    ("alibaba-gpu-2023/openb_pod_list_gpuspec33.csv", "alibaba-openb"),
+    ("alibaba-gpu-2023/openb_pod_list_multigpu50.csv", "alibaba-openb"),
+    ("gavel/0e4a51.trace", "gavel"),
+]
+HELIOS_MAPPING = {"num_gpus": "gpu_num", "work": "duration", "status": "state", "cpu": "cpu_num"}
+
+
+def _objects_only(columns: dict[str, Any]) -> dict[str, Any]:
+    """``_submit_sorted`` without the sorting: pyarrow columns only become Python objects."""
+    return {k: base.arrow_objects(v) if isinstance(v, pa.Array) else v for k, v in columns.items()}
+
+
+def slow_paths(mp: pytest.MonkeyPatch) -> None:
+    """Switch every shortcut off."""
+    mp.setattr(base.DelimitedText, "_columns_plain", lambda self, *a, **k: None)
+    mp.setattr(base, "_simple_line_count", lambda data: None)
+    mp.setattr(base, "_iso_times", lambda values: None)
+    mp.setattr(base, "_edges_plain", lambda values, allow_empty: False)
+    mp.setattr(base, "int_ids", lambda values: None)
+    mp.setattr(generic, "int_ids", lambda values: None)
+    mp.setattr(base, "_submit_sorted", _objects_only)
+
+
+def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
+    """A read's table and report, or its error, in comparable form."""
+    try:
+        jobs, report = call()
+    except TraceError as err:
+        return ("error", err.line, err.field, err.message)
+    columns = {k: v.tolist() for k, v in jobs.columns().items()}
+    return ("ok", repr(columns), report.to_dict())  # repr: nan equals nan
+
+
+def both_ways(path: Path, fmt: str | None = None, **options: Any) -> tuple[Any, ...]:
+    """Read ``path`` with and without the shortcuts; they must agree. Returns the outcome."""
+    fast = outcome(lambda: read_trace(path, fmt, **options))
+    with pytest.MonkeyPatch.context() as mp:
+        slow_paths(mp)
+        slow = outcome(lambda: read_trace(path, fmt, **options))
+    assert fast == slow, f"{path.name} ({fmt}): fast and slow paths differ"
+    return fast
+
+
+@pytest.mark.parametrize(("name", "fmt"), REAL)
+def test_real_files_read_the_same_both_ways(name: str, fmt: str) -> None:
+    assert both_ways(SHARED / name, fmt)[0] == "ok"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Small files from the benchmark's generators, one per format."""
+    out = tmp_path_factory.mktemp("generated")
+    write_helios_log(out / "cluster_log.csv", 3000)
+    write_pai_tables(out / "pai_task.csv", out / "pai_job.csv", 2000)
+    write_openb_log(out / "openb.csv", 2000)
+    write_tiresias_log(out / "tiresias.csv", 2000)
+    write_synergy_log(out / "synergy.csv", 2000)
+    write_gaia_log(out / "gaia.csv", 2000)
+    write_pollux_log(out / "pollux.csv", 2000)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "options"),
+    [
+        ("cluster_log.csv", "helios", {}),
+        ("cluster_log.csv", "csv", {"mapping": HELIOS_MAPPING}),
+        ("pai_task.csv", "alibaba-pai", {}),
+        ("pai_job.csv", "alibaba-pai", {"task_table": "pai_task.csv"}),
+        ("openb.csv", "alibaba-openb", {}),
+        ("tiresias.csv", "tiresias", {}),
+        ("synergy.csv", "synergy", {}),
+        ("gaia.csv", "gaia", {}),
+        ("pollux.csv", "pollux", {}),
+    ],
+)
+def test_generated_files_read_the_same_both_ways(
+    generated: Path, name: str, fmt: str, options: dict[str, Any]
+) -> None:
+    options = {k: str(generated / v) if k == "task_table" else v for k, v in options.items()}
+    assert both_ways(generated / name, fmt, **options)[0] == "ok"
+
+
+def _variants(text: str) -> dict[str, str]:
+    """``text`` with the kinds of damage the shortcuts must notice."""
+    lines = text.split("\n")
+    numbers = [i for i, line in enumerate(lines) if any(c.isdigit() for c in line)]
+    row = numbers[len(numbers) // 2] if numbers else 0
+
+    def at_row(line: str) -> str:
+        return "\n".join([*lines[:row], line, *lines[row + 1 :]])
+
+    fields = lines[row].split(",")
+    first_digit = next((i for i, f in enumerate(fields) if f[:1].isdigit()), 0)
+
+    def field(value: str) -> str:
+        return at_row(",".join([*fields[:first_digit], value, *fields[first_digit + 1 :]]))
+
+    return {
+        "as is": text,
+        "trailing blank lines": text.rstrip("\n") + "\n\n \n\t\n",
+        "empty line": at_row(lines[row] + "\n"),
+        "line of spaces": at_row(lines[row] + "\n   "),
+        "spaces around a number": field(f" {fields[first_digit]} "),
+        "nan": field("nan"),
+        "empty number": field(""),
+        "quoted number": field(f'"{fields[first_digit]}"'),
+        "crlf": text.replace("\n", "\r\n"),
+        "no final line end": text.rstrip("\n"),
+        "leading blank line": "\n" + text,
+    }
+
+
+FIXTURE_FILES = sorted(
+    p for p in FIXTURES.iterdir() if p.suffix in (".csv", ".trace") and p.stat().st_size < 4000
+)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
+def test_fixtures_and_damaged_copies_read_the_same_both_ways(tmp_path: Path, path: Path) -> None:
+    text = path.read_text()
+    for label, variant in _variants(text).items():
+        copy = tmp_path / f"{label.replace(' ', '_')}{path.suffix}"
+        copy.write_text(variant)
+        for fmt in READERS:
+            if fmt == "philly_raw":
+                continue
+            options: dict[str, Any] = {"mapping": HELIOS_MAPPING} if fmt == "csv" else {}
+            both_ways(copy, fmt, **options)
+
+
+def test_the_shortcuts_are_taken_on_well_formed_files(
+    generated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken: list[dict[str, pa.Array]] = []
+    plain = base.DelimitedText._columns_plain
+
+    def spy(self: base.DelimitedText, *args: Any, **kwargs: Any) -> Any:
+        out = plain(self, *args, **kwargs)
+        if out is not None:
+            taken.append(out)
+        return out
+
+    monkeypatch.setattr(base.DelimitedText, "_columns_plain", spy)
+    read_trace(SHARED / "philly" / "philly.csv")  # ends in an empty line
+    assert len(taken) == 1 and len(taken[0]["timestamp"]) == 82_247
+    read_trace(generated / "gaia.csv", "gaia")
+    assert base.is_numbers(taken[-1]["arrival_time"])
+    read_trace(generated / "cluster_log.csv", "helios")
+    assert base.is_numbers(taken[-1]["3"])  # gpu_num, by position
+    assert not base.is_numbers(taken[-1]["7"])  # submit_time
+
+
+# --- the conversions one by one -----------------------------------------------------------
+
+TIME_CHARS = "0123456789-: T+Z.t/"
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(
+            st.datetimes().map(lambda d: d.strftime("%Y-%m-%d %H:%M:%S").zfill(19)),
+            st.text(alphabet=TIME_CHARS, min_size=19, max_size=19),
+            st.sampled_from(
+                [
+                    "2017-02-29 00:00:00",
+                    "2016-02-29 23:59:59",
+                    "1900-02-29 00:00:00",
+                    "2000-02-29 00:00:00",
+                    "2017-10-03 24:00:00",
+                    "2017-10-03 23:59:60",
+                    "2017-10-03 12:34+05",
+                    "2017-10-03T12:34:56",
+                    "2017-10-03t12:34:56",
+                    "0000-01-01 00:00:00",
+                    "2017-10-03 12:34:5Z",
+                ]
+            ),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_iso_times_agree_with_the_strict_parser(values: list[str]) -> None:
+    array = pa.array(values, type=pa.string())
+    fast, fast_bad = base.to_datetime(array)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(base, "_iso_times", lambda values: None)
+        slow, slow_bad = base.to_datetime(array)
+    np.testing.assert_array_equal(fast_bad, slow_bad)
+    np.testing.assert_array_equal(fast, slow)
+
+
+NUMBER_CHARS = "0123456789.eE+-infatyIN "
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=True).map(repr),
+            st.integers(-(10**25), 10**25).map(str),
+            st.text(alphabet=NUMBER_CHARS, max_size=8),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_numbers_read_by_pyarrow_agree_with_to_float(
+    values: list[str], optional: bool, spaces: bool
+) -> None:
+    data = ("x,y\n" + "".join(f"{v},1\n" for v in values)).encode()
+    cols = base.DelimitedText(data, ",").columns(
+        "t", ["x", "y"], start=1, numbers={"x": optional}, spaces=spaces
+    )
+    strings = pa.array(values, type=pa.string())
+    if not base.is_numbers(cols["x"]):
+        assert cols["x"].to_pylist() == values  # fell back to the text
+        return
+    got = base.numbers_of(cols["x"])
+    expected, bad = base.to_float(strings if not spaces else pa.array([v.strip() for v in values]))
+    empty = np.array([v.strip() == "" for v in values])
+    assert not (bad & ~empty).any()  # only numbers (and empty values) take this path
+    assert optional or not empty.any()
+    np.testing.assert_array_equal(got[~empty], expected[~empty])
+    assert np.isnan(got[empty]).all()
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ["1", "2", "3"],
+        ["3", "1", "3", "2", "1"],
+        ["1", "01", "+1", "1"],
+        ["a", "b", "a"],
+        ["-0", "0", "7", "-7", "7"],
+        [],
+    ],
+)
+def test_repeated_ids_are_found_with_or_without_hashing(ids: list[str]) -> None:
+    values = pa.array(ids, type=pa.string())
+    lines = np.arange(len(ids), dtype=np.int64) + 2
+    fast = (base.later_repeats(values), generic.duplicate_lines([values], lines))
+    with pytest.MonkeyPatch.context() as mp:
+        slow_paths(mp)
+        slow = (base.later_repeats(values), generic.duplicate_lines([values], lines))
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
+    expected = [v in ids[:i] for i, v in enumerate(ids)]
+    assert fast[0].tolist() == expected
+
+
+def test_blank_and_trim_shortcuts_agree() -> None:
+    cases = [["a", "b"], ["a", ""], [" a", "b"], ["a\t", "b"], ["\u3000x", "y"], ["é", "b"], []]
+    for values in cases:
+        array = pa.array(values, type=pa.string())
+        assert base.blank(array).tolist() == [not v.strip() for v in values]
+        assert base.trim(array).to_pylist() == [v.strip() for v in values]
+        assert base.no_blank(array) <= all(v.strip() for v in values)
