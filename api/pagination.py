@@ -1,7 +1,45 @@
+"""Page-number pagination that counts rows only when it has to.
+
+A list answers ``count`` (the number of rows across all pages). Django's paginator runs a
+``COUNT(*)`` for every page; on an annotated queryset (experiments with their run counts) that
+is a second grouped query as expensive as the page itself. :class:`Paginator` first fetches
+the page plus one row: when that row is missing this is the last page and ``count`` follows
+from the page's offset, so only a full page that has a successor still needs ``COUNT(*)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.paginator import Page
+from django.core.paginator import Paginator as DjangoPaginator
 from rest_framework.pagination import PageNumberPagination
 
 
+class Paginator(DjangoPaginator):
+    def page(self, number: Any) -> Page:
+        if self.orphans:
+            return super().page(number)
+        try:
+            if isinstance(number, float) and not number.is_integer():
+                raise ValueError
+            number = int(number)
+        except (TypeError, ValueError):
+            return super().page(number)  # raises PageNotAnInteger
+        if number < 1:
+            return super().page(number)  # raises EmptyPage
+        bottom = (number - 1) * self.per_page
+        rows = list(self.object_list[bottom : bottom + self.per_page + 1])
+        if len(rows) <= self.per_page and (rows or (number == 1 and self.allow_empty_first_page)):
+            # the last page (or an empty first one): the count needs no query
+            self.__dict__["count"] = bottom + len(rows)
+        elif not rows:
+            return super().page(number)  # past the end: EmptyPage, as Django says it
+        return self._get_page(rows[: self.per_page], number, self)
+
+
 class Pagination(PageNumberPagination):
+    django_paginator_class = Paginator
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500

@@ -6,10 +6,12 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DEFAULT_DB_ALIAS, connections, models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.representation import FastRepresentationMixin
 from planner import services
 from planner.models import (
     AcceleratorType,
@@ -36,7 +38,7 @@ class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
 # -- accelerators -------------------------------------------------------------------------------
 
 
-class AcceleratorTypeSerializer(serializers.ModelSerializer):
+class AcceleratorTypeSerializer(FastRepresentationMixin, serializers.ModelSerializer):
     class Meta:
         model = AcceleratorType
         fields = (
@@ -118,7 +120,7 @@ class BuiltinAcceleratorSerializer(serializers.Serializer):
 # -- clusters -------------------------------------------------------------------------------------
 
 
-class ClusterSerializer(serializers.ModelSerializer):
+class ClusterSerializer(FastRepresentationMixin, serializers.ModelSerializer):
     spec = serializers.JSONField(
         help_text="The simulator's cluster spec (see clustersim.spec): pools, racks, regions, "
         "accelerators."
@@ -192,7 +194,7 @@ class PresetSerializer(serializers.Serializer):
 # -- workloads ------------------------------------------------------------------------------------
 
 
-class WorkloadSerializer(serializers.ModelSerializer):
+class WorkloadSerializer(FastRepresentationMixin, serializers.ModelSerializer):
     class Meta:
         model = Workload
         fields = (
@@ -281,9 +283,58 @@ class RunCountsSerializer(serializers.Serializer):
     cancelled = serializers.IntegerField()
 
 
-class ExperimentSerializer(serializers.ModelSerializer):
-    clusters = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
-    workloads = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+def attach_grid_ids(experiments: list[Experiment]) -> None:
+    """Set ``cluster_ids`` and ``workload_ids`` (newest first) on each experiment that lacks
+    them, with one query over both many-to-many tables for all of them.
+
+    Plain SQL (portable: SQLite and PostgreSQL): the ORM's UNION of two ``values_list``
+    querysets costs more to compile than the query takes to run, and a prefetch is two
+    queries that build model instances only to read their ids.
+    """
+    todo = {e.pk: e for e in experiments if not hasattr(e, "cluster_ids")}
+    if not todo:
+        return
+    for e in todo.values():
+        e.cluster_ids, e.workload_ids = [], []
+    conn = connections[next(iter(todo.values()))._state.db or DEFAULT_DB_ALIAS]
+    q = conn.ops.quote_name
+    marks = ", ".join(["%s"] * len(todo))
+    parts = []
+    for kind, m2m in enumerate((Experiment.clusters, Experiment.workloads)):
+        through = m2m.through._meta
+        own = q(m2m.field.m2m_column_name())
+        other = q(m2m.field.m2m_reverse_name())
+        parts.append(
+            f"SELECT {own}, {other}, {kind} FROM {q(through.db_table)} WHERE {own} IN ({marks})"
+        )
+    with conn.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), [*todo, *todo])
+        rows = cursor.fetchall()
+    for exp_id, other_id, kind in rows:
+        (todo[exp_id].workload_ids if kind else todo[exp_id].cluster_ids).append(other_id)
+    for e in todo.values():
+        e.cluster_ids.sort(reverse=True)
+        e.workload_ids.sort(reverse=True)
+
+
+class ExperimentListSerializer(serializers.ListSerializer):
+    """Looks up the clusters and workloads of all the listed experiments at once."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        items = list(data.all() if isinstance(data, models.manager.BaseManager) else data)
+        attach_grid_ids(items)
+        return super().to_representation(items)
+
+
+# run counts and mean progress come from the annotations of api.views._experiment_queryset,
+# the clusters' and workloads' ids from attach_grid_ids
+class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+    clusters = serializers.ListField(
+        child=serializers.IntegerField(), read_only=True, source="cluster_ids"
+    )
+    workloads = serializers.ListField(
+        child=serializers.IntegerField(), read_only=True, source="workload_ids"
+    )
     policies = PolicyChoiceSerializer(many=True, read_only=True)
     load_factors = serializers.ListField(child=serializers.FloatField(), read_only=True)
     seeds = serializers.ListField(child=serializers.IntegerField(), read_only=True)
@@ -311,6 +362,11 @@ class ExperimentSerializer(serializers.ModelSerializer):
             "finished_at",
         )
         read_only_fields = fields
+        list_serializer_class = ExperimentListSerializer
+
+    def to_representation(self, instance: Experiment) -> dict[str, Any]:
+        attach_grid_ids([instance])
+        return super().to_representation(instance)
 
     @extend_schema_field(OpenApiTypes.FLOAT)
     def get_progress(self, obj: Experiment) -> float:
@@ -355,7 +411,7 @@ class ExperimentCreateSerializer(serializers.Serializer):
             raise _django_error(exc) from None
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(FastRepresentationMixin, serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = (
@@ -381,6 +437,15 @@ class RunSerializer(serializers.ModelSerializer):
             "error",
             "summary",
         )
+        read_only_fields = fields
+
+
+class RunListSerializer(RunSerializer):
+    """Lists leave out the summary metrics: read them from a run
+    (``/api/v1/runs/{id}/``) or side by side for many runs (``/api/v1/compare/``)."""
+
+    class Meta(RunSerializer.Meta):
+        fields = tuple(f for f in RunSerializer.Meta.fields if f != "summary")
         read_only_fields = fields
 
 

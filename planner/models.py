@@ -37,7 +37,8 @@ class Owned(models.Model):
 
 
 class Artefact(Owned):
-    """A blob in the database: an uploaded trace, a job table, per-job results, a time series.
+    """A blob in the database: an uploaded trace, a job table, per-job results, a time series,
+    a run's device stints.
 
     ``data`` holds the bytes as stored: gzip-compressed when ``encoding == "gzip"``, as is
     otherwise (Parquet, already compressed). :meth:`read` returns the original bytes.
@@ -48,6 +49,7 @@ class Artefact(Owned):
         JOBS = "jobs", "normalised job table (Parquet)"
         PER_JOB = "per_job", "per-job results (Parquet)"
         TIMESERIES = "timeseries", "time series (JSON)"
+        STINTS = "stints", "device stints per job and node (Parquet)"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
     filename = models.CharField(max_length=255, blank=True)
@@ -325,6 +327,14 @@ class Run(Owned):
     )
     timeseries = models.ForeignKey(
         Artefact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    stints = models.ForeignKey(
+        Artefact,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="who held which devices when (none for runs stored before stints existed)",
     )
 
     objects = RunQuerySet.as_manager()

@@ -17,7 +17,6 @@ times without finishing is failed with the reason.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import logging
@@ -177,6 +176,38 @@ class Outcome:
     timeseries: bytes
     events: int
     wall_s: float
+    #: the device stints (Parquet, :func:`stints_parquet`); ``None``: not recorded
+    stints: bytes | None = None
+
+
+def stints_parquet(result: Any) -> bytes:
+    """The run's device stints as zstd Parquet, sorted by start (then node).
+
+    Columns: ``clustersim.metrics.stints_frame``'s (``job_id, node, rack, accel_type,
+    devices, start, end``) plus ``job``, the row of the job in the per-job table (job ids
+    need not be unique in a trace), and ``node_devices``, the devices of that node (so the
+    artefact stays readable if the cluster is edited later).
+    """
+    import numpy as np
+
+    from clustersim.metrics import stints_frame
+
+    frame = stints_frame(result)
+    st = result.stints
+    rows = st.job[np.lexsort((st.node, st.start))]  # stints_frame's order
+    ids = result.jobs.job_id.astype(str)
+    if not np.array_equal(ids[rows], frame["job_id"].to_numpy(dtype=str)):
+        # stints_frame changed its order: find each row by its id (first row of a repeated id)
+        first: dict[str, int] = {}
+        for i, job_id in enumerate(ids.tolist()):
+            first.setdefault(job_id, i)
+        rows = np.array([first[j] for j in frame["job_id"].tolist()], dtype=np.int64)
+    frame.insert(0, "job", rows.astype(np.int64))
+    nodes = frame["node"].to_numpy(dtype=np.int64)
+    frame.insert(3, "node_devices", result.cluster.node_devices[nodes].astype(np.int64))
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False, compression="zstd")
+    return buf.getvalue()
 
 
 def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
@@ -219,6 +250,7 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         timeseries=series,
         events=int(result.events),
         wall_s=time.perf_counter() - t0,
+        stints=stints_parquet(result),
     )
 
 
@@ -245,6 +277,17 @@ def store(run: Run, attempt: int, outcome: Outcome) -> bool:
             filename=f"run-{run.pk}-timeseries.json",
             content_type="application/json",
         )
+        stints = None
+        if outcome.stints is not None:
+            stints = Artefact.build(
+                run.owner,
+                Artefact.Kind.STINTS,
+                outcome.stints,
+                filename=f"run-{run.pk}-stints.parquet",
+                content_type="application/vnd.apache.parquet",
+                compress=False,
+            )
+            stints.save()
         per_job.save()
         series.save()
         n = Run.objects.filter(pk=run.pk, state=RunState.RUNNING, attempts=attempt).update(
@@ -255,6 +298,7 @@ def store(run: Run, attempt: int, outcome: Outcome) -> bool:
             summary=outcome.summary,
             per_job=per_job,
             timeseries=series,
+            stints=stints,
             events=outcome.events,
             wall_s=outcome.wall_s,
             error="",
@@ -312,9 +356,7 @@ def execute_run(run_id: int, worker: str = "") -> str:
         refresh_experiment(run.experiment_id)
         return "failed"
     except TRANSIENT_ERRORS as exc:
-        # if even this fails, the reaper requeues the run when its heartbeat goes stale
-        with contextlib.suppress(*TRANSIENT_ERRORS):
-            release(run_id, attempt, f"transient error, will retry: {exc}")
+        _release_for_retry(run_id, attempt, f"transient error, will retry: {exc}")
         raise
     except (ClustersimError, KeyError, TypeError, ValueError) as exc:
         message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -326,9 +368,29 @@ def execute_run(run_id: int, worker: str = "") -> str:
         fail(run_id, attempt, f"internal error: {type(exc).__name__}: {exc}")
         refresh_experiment(run.experiment_id)
         return "failed"
-    stored = store(run, attempt, outcome)
+    try:
+        stored = store(run, attempt, outcome)
+    except TRANSIENT_ERRORS as exc:  # nothing was stored (one transaction): run it again
+        _release_for_retry(run_id, attempt, f"transient error while storing, will retry: {exc}")
+        raise
     refresh_experiment(run.experiment_id)
     return "succeeded" if stored else "lost"
+
+
+def _release_for_retry(run_id: int, attempt: int, reason: str, tries: int = 5) -> None:
+    """Give the run back to the queue so the task's retry can claim it again.
+
+    The database may still be unavailable for a moment, so this tries a few times; if every
+    try fails, the reaper requeues the run once its heartbeat has gone stale.
+    """
+    from planner.tasks import TRANSIENT_ERRORS
+
+    for i in range(tries):
+        try:
+            release(run_id, attempt, reason)
+            return
+        except TRANSIENT_ERRORS:
+            time.sleep(0.2 * (i + 1))
 
 
 def refresh_experiment(experiment_id: int) -> str:
@@ -394,6 +456,7 @@ def requeue_runs(runs: Any) -> list[int]:
         summary=None,
         per_job=None,
         timeseries=None,
+        stints=None,
     )
     for exp_id in set(Run.objects.filter(pk__in=ids).values_list("experiment_id", flat=True)):
         Experiment.objects.filter(pk=exp_id).update(state=Experiment.State.QUEUED, finished_at=None)

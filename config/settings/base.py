@@ -121,19 +121,23 @@ LOGGING = {
 # -- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "api.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "api.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
+# Valid API tokens are remembered per process this long (0: off): a deleted token or a
+# deactivated user still authenticates for at most this many seconds in other processes
+# (immediately refused in the process that made the change). See api/authentication.py.
+CLUSTERSIM_TOKEN_CACHE_S = env_float("CLUSTERSIM_TOKEN_CACHE_S", 5.0)
 SPECTACULAR_SETTINGS = {
     "TITLE": "clustersim API",
     "DESCRIPTION": (

@@ -17,3 +17,6 @@ CLUSTERSIM_HEARTBEAT_S = 0.0
 CLUSTERSIM_HEARTBEAT_THREAD = False
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 WHITENOISE_AUTOREFRESH = True
+# tests see every token lookup (query counts do not depend on test order); the cache's own
+# tests turn it on
+CLUSTERSIM_TOKEN_CACHE_S = 0.0

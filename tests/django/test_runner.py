@@ -51,12 +51,57 @@ def test_execute_run_stores_one_result(run: Run) -> None:
     run.refresh_from_db()
     assert run.state == "succeeded" and run.progress == 1.0
     assert run.summary["jobs_total"] == 100
-    assert run.per_job is not None and run.timeseries is not None
+    assert run.per_job is not None and run.timeseries is not None and run.stints is not None
     assert run.wall_s is not None and run.events and run.events > 0
     assert run.experiment.state == "succeeded" and run.experiment.finished_at
     # a redelivered task does nothing
     assert runner.execute_run(run.pk, "w2") == "skipped"
     assert Artefact.objects.filter(kind=Artefact.Kind.PER_JOB).count() == 1
+
+
+def test_execute_run_stores_the_device_stints(owner: Any, make_experiment: Any) -> None:
+    import io
+
+    import pandas as pd
+
+    run = make_experiment(owner, policies=("las",)).runs.get()
+    assert runner.execute_run(run.pk, "w1") == "succeeded"
+    run.refresh_from_db()
+    art = run.stints
+    assert art is not None and art.kind == Artefact.Kind.STINTS
+    assert art.content_type == "application/vnd.apache.parquet" and art.encoding == ""
+    stints = pd.read_parquet(io.BytesIO(art.read()))
+    assert list(stints.columns) == [
+        "job",
+        "job_id",
+        "node",
+        "node_devices",
+        "rack",
+        "accel_type",
+        "devices",
+        "start",
+        "end",
+    ]
+    jobs = pd.read_parquet(io.BytesIO(run.per_job.read()))
+    # every stint names its job's row; together they make up the time each job held devices
+    assert (stints["job_id"].to_numpy() == jobs["job_id"].to_numpy()[stints["job"]]).all()
+    assert (stints["start"].diff().dropna() >= 0).all()  # sorted by start
+    assert (stints["end"] >= stints["start"]).all()
+    assert (stints["devices"] <= stints["node_devices"]).all()
+    held = (stints["devices"] * (stints["end"] - stints["start"])).groupby(stints["job"]).sum()
+    np.testing.assert_allclose(
+        held.reindex(range(len(jobs)), fill_value=0.0), jobs["attained_gpu_s"], rtol=1e-6, atol=1e-3
+    )
+    # a preempted job has one stint per start: its preemptions plus one
+    pre = jobs["preemptions"].to_numpy()
+    assert pre.sum() > 0
+    starts = stints.groupby("job")["start"].nunique().reindex(range(len(jobs)), fill_value=0)
+    started = np.isfinite(jobs["first_start"].to_numpy())
+    assert (starts.to_numpy()[started] >= pre[started] + 1).all()
+    # a re-run drops the link (and writes new stints when it succeeds)
+    Run.objects.filter(pk=run.pk).update(state=RunState.FAILED)
+    runner.requeue_runs(Run.objects.filter(pk=run.pk))
+    assert Run.objects.get(pk=run.pk).stints_id is None
 
 
 def test_a_stale_attempt_cannot_store_its_result(run: Run) -> None:
@@ -69,6 +114,29 @@ def test_a_stale_attempt_cannot_store_its_result(run: Run) -> None:
     Run.objects.filter(pk=run.pk).update(attempts=2)  # someone else claimed it meanwhile
     assert runner.store(run, attempt, outcome) is False
     assert not Artefact.objects.filter(kind=Artefact.Kind.PER_JOB).exists()
+    assert not Artefact.objects.filter(kind=Artefact.Kind.STINTS).exists()
+
+
+def test_a_transient_error_while_storing_gives_the_run_back_for_the_retry(
+    run: Run, monkeypatch: Any
+) -> None:
+    from django.db import OperationalError
+
+    real_store = runner.store
+
+    def flaky_store(*args: Any, **kwargs: Any) -> bool:
+        raise OperationalError("database table is locked")
+
+    monkeypatch.setattr(runner, "store", flaky_store)
+    with pytest.raises(OperationalError):
+        runner.execute_run(run.pk, "w1")
+    run.refresh_from_db()
+    assert run.state == RunState.QUEUED and "while storing" in run.error
+    assert run.per_job_id is None
+    monkeypatch.setattr(runner, "store", real_store)
+    assert runner.execute_run(run.pk, "w1") == "succeeded"  # the task's retry claims it again
+    run.refresh_from_db()
+    assert run.state == RunState.SUCCEEDED and run.attempts == 2
 
 
 def test_the_heartbeat_stops_a_cancelled_run(run: Run, settings: Any) -> None:
