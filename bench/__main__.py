@@ -6,7 +6,7 @@ own. Targets (issue "Simulation core"): each full-Philly run ≤ 10 s wall time 
 Gavel's simulator (our port of it, ``tests/gavel_reference.py``). Parse throughput (issue
 "Workloads") comes from :mod:`bench.parse`.
 
-``python -m bench [sim|gavel|parse|dashboard ...]`` runs some sections only.
+``python -m bench [sim|gavel|parse|dashboard|product ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def bench_parse() -> None:
 def bench_dashboard() -> None:
     from bench.dashboard import report
 
-    print("## Dashboard: experiment-page JSON endpoints on full-Philly runs")
-    print("target: each ≤ 300 ms server time (cold) and ≤ 1 MB\n")
+    print("## Dashboard on full-Philly runs: JSON endpoints, and pages in headless chromium")
+    print("targets: each endpoint ≤ 300 ms server time (cold) and ≤ 1 MB; page interactive ≤ 2 s\n")
     print(_in_process(report, None))
     print()
 

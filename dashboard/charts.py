@@ -29,7 +29,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from dashboard import figures
+from dashboard import figures, gantt
 from dashboard.plotting import Chart, empty
 from dashboard.results import (
     experiment_grid,
@@ -136,7 +136,7 @@ def experiment_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
 
 # -- runs ----------------------------------------------------------------------------------------
 
-RUN_CHARTS = ("gantt", "ftf", "slowest", "timeline-utilisation", "timeline-queue")
+RUN_CHARTS = ("gantt", "placement", "ftf", "slowest", "timeline-utilisation", "timeline-queue")
 
 
 def _float_param(request: HttpRequest, name: str) -> float | None:
@@ -167,7 +167,9 @@ def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
                 + (" (see its error above and re-run the experiment)." if run.error else "."),
             )
         if name == "gantt":
-            return figures.gantt(run, from_h, to_h)
+            return gantt.gantt(run, from_h, to_h)
+        if name == "placement":
+            return gantt.placement(run, from_h, to_h)
         if name == "ftf":
             return figures.ftf_distribution(run)
         if name == "slowest":

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from dashboard import figures
 from dashboard.charts import compare_chart_names
+from dashboard.gantt import MAX_GANTT_ROWS
 from dashboard.results import Grid, experiment_grid, label_of, owned_runs, parse_run_ids
 from planner.models import ACTIVE_STATES, Experiment, Run, RunState
 
@@ -109,6 +110,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "policy": label_of(run),
         "rows": summary_rows([run.summary]),
         "done": run.state == RunState.SUCCEEDED,
+        "max_gantt_rows": MAX_GANTT_ROWS,
         "compare_url": reverse("dashboard:compare")
         + "?runs="
         + ",".join(map(str, [run.pk, *siblings])),

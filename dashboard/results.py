@@ -1,9 +1,10 @@
 """Stored results as the charts need them: owned querysets, grouping, cached artefact reads.
 
 Dashboards never re-simulate: everything here reads what a worker stored (a run's summary
-row, its per-job Parquet and time-series JSON artefacts, a workload's job table). Artefacts
-are immutable once written (a re-run writes new ones), so decoded columns are cached per
-process by artefact id; callers check ownership before asking for an artefact.
+row, its per-job Parquet, time-series JSON and stints Parquet artefacts, a workload's job
+table). Artefacts are immutable once written (a re-run writes new ones), so decoded columns
+are cached per process by artefact id; callers check ownership before asking for an
+artefact.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 from django.http import Http404
@@ -36,6 +38,7 @@ RUN_FIELDS = (
     "summary",
     "per_job_id",
     "timeseries_id",
+    "stints_id",
     "finished_at",
     "cluster__name",
     "workload__name",
@@ -85,6 +88,106 @@ def timeseries(artefact_id: int) -> dict[str, list[float]]:
     """A run's stored time series (``clustersim.metrics.timeseries`` keys), cached."""
     pk = int(artefact_id)
     return _series(pk, content_key(pk))
+
+
+@dataclass(eq=False)
+class StintColumns:
+    """A run's device stints (``planner.runner.stints_parquet``) as read-only numpy columns.
+
+    Rows are sorted by ``start`` (then node).
+    """
+
+    job: np.ndarray
+    node: np.ndarray
+    rack: np.ndarray
+    node_devices: np.ndarray
+    devices: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    type_code: np.ndarray
+    type_names: tuple[str, ...]
+    _by_job: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+    def overlapping(self, lo: float, hi: float) -> np.ndarray:
+        """Rows (in start order) of the stints that overlap ``[lo, hi)``."""
+        head = int(np.searchsorted(self.start, hi, side="left"))
+        return np.flatnonzero(self.end[:head] > lo)
+
+    def by_job(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, offsets)``: rows by job (then start); job ``j``'s are
+        ``order[offsets[j]:offsets[j + 1]]``. Computed on first use (the Gantt's)."""
+        if self._by_job is None:
+            order = np.argsort(self.job, kind="stable")
+            n_jobs = int(self.job.max()) + 1 if len(self.job) else 0
+            offsets = np.r_[0, np.cumsum(np.bincount(self.job, minlength=n_jobs))]
+            order.setflags(write=False)
+            offsets.setflags(write=False)
+            self._by_job = (order, offsets.astype(np.int64))
+        return self._by_job
+
+    def of_jobs(self, jobs: np.ndarray) -> np.ndarray:
+        """Rows of the stints of ``jobs`` (a few job rows), job by job, each in start order."""
+        order, offsets = self.by_job()
+        n = len(offsets) - 1
+        parts = [
+            order[offsets[j] : offsets[j + 1]]
+            for j in np.asarray(jobs, dtype=np.int64).tolist()
+            if 0 <= j < n
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+_STINT_COLUMNS = ("job", "node", "rack", "node_devices", "accel_type", "devices", "start", "end")
+
+
+@lru_cache(maxsize=8)
+def _stints(artefact_id: int, sha: str) -> StintColumns:
+    table = pq.read_table(
+        io.BytesIO(_raw(artefact_id)), columns=list(_STINT_COLUMNS), read_dictionary=["accel_type"]
+    )
+
+    def ints(name: str) -> np.ndarray:
+        return np.ascontiguousarray(table.column(name).to_numpy(), dtype=np.int64)
+
+    def floats(name: str) -> np.ndarray:
+        return np.ascontiguousarray(table.column(name).to_numpy(), dtype=np.float64)
+
+    types = table.column("accel_type").combine_chunks()
+    if len(types):
+        codes = np.asarray(types.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        names = tuple(str(x) for x in types.dictionary.to_pylist())
+    else:
+        codes, names = np.zeros(0, dtype=np.int64), ()
+    cols = StintColumns(
+        job=ints("job"),
+        node=ints("node"),
+        rack=ints("rack"),
+        node_devices=ints("node_devices"),
+        devices=ints("devices"),
+        start=floats("start"),
+        end=floats("end"),
+        type_code=codes,
+        type_names=names,
+    )
+    for value in vars(cols).values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    return cols
+
+
+def stint_columns(artefact_id: int) -> StintColumns:
+    """A run's stored device stints, decoded once per process (numeric columns only)."""
+    pk = int(artefact_id)
+    return _stints(pk, content_key(pk))
+
+
+def stints_rows(artefact_id: int, rows: np.ndarray) -> pd.DataFrame:
+    """Some rows (start-order indices) of a stints artefact with every column, for exports."""
+    table = pq.read_table(io.BytesIO(_raw(int(artefact_id))))
+    return table.take(np.asarray(rows, dtype=np.int64)).to_pandas()
 
 
 # -- runs and how an experiment groups them ---------------------------------------------------
@@ -224,5 +327,6 @@ def owned_runs(user: Any, ids: Sequence[int]) -> list[Run]:
 def version_of(runs: Iterable[Run]) -> str:
     """Cache version of charts over ``runs``: changes when any run's results change."""
     return ";".join(
-        f"{r.pk}.{r.state}.{r.per_job_id}.{r.timeseries_id}.{r.finished_at}" for r in runs
+        f"{r.pk}.{r.state}.{r.per_job_id}.{r.timeseries_id}.{r.stints_id}.{r.finished_at}"
+        for r in runs
     )

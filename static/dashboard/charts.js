@@ -21,6 +21,9 @@
     return u.pathname + u.search;
   }
 
+  // one formatter for every cell (toLocaleString builds a new one each call: slow)
+  var INTEGER = new Intl.NumberFormat("en", { maximumFractionDigits: 0 });
+
   function fmt(v) {
     if (v === null || v === undefined) return "–";
     if (Array.isArray(v)) {
@@ -28,8 +31,8 @@
       return fmt(v[0]) + (v[1] === null || v[1] === undefined ? "" : " ± " + fmt(v[1]));
     }
     if (typeof v === "number") {
-      if (Number.isInteger(v) && Math.abs(v) < 1e6) return v.toLocaleString("en");
-      if (Math.abs(v) >= 1000) return Math.round(v).toLocaleString("en");
+      if (Number.isInteger(v) && Math.abs(v) < 1e6) return INTEGER.format(v);
+      if (Math.abs(v) >= 1000) return INTEGER.format(Math.round(v));
       return String(Number(v.toPrecision(3)));
     }
     return String(v);
@@ -86,61 +89,160 @@
       png.href = "#";
       png.addEventListener("click", function (ev) {
         ev.preventDefault();
-        var body = box.querySelector(".chart-body");
-        window.Plotly.downloadImage(body, { format: "png", filename: box.id, scale: 2 });
+        // a chart not drawn yet (below the fold) is drawn first, then exported
+        drawNow(box).then(function () {
+          var body = box.querySelector(".chart-body");
+          if (box.getAttribute("data-state") === "ready" && body.classList.contains("js-plotly-plot"))
+            window.Plotly.downloadImage(body, { format: "png", filename: box.id, scale: 2 });
+        });
       });
       exports.appendChild(document.createTextNode(" · "));
       exports.appendChild(png);
     }
   }
 
+  // plotly.js is a deferred script that takes a while to evaluate; every chart's data is
+  // fetched meanwhile (this script runs first), tables and messages are drawn at once, and
+  // figures as soon as plotly.js is ready -- but only those on, or within a screen of, the
+  // viewport (the others wait until the page is scrolled towards them), in-view ones first,
+  // one at a time so the page stays responsive.
+  var plotlyReady = new Promise(function (resolve) {
+    if (window.Plotly || document.readyState !== "loading") resolve();
+    else document.addEventListener("DOMContentLoaded", resolve);
+  });
+  var queue = [];
+  var drawing = false;
+
+  function visible(box) {
+    var r = box.getBoundingClientRect();
+    return r.bottom > 0 && r.top < (window.innerHeight || 800);
+  }
+
+  // a figure is drawn once its container comes within LAZY_MARGIN of the viewport
+  var LAZY_MARGIN = "100% 0px"; // one viewport height above and below
+  var hasIO = typeof IntersectionObserver === "function";
+  function observer(margin, flag, onNear) {
+    if (!hasIO) return null;
+    return new IntersectionObserver(
+      function (entries) {
+        entries.forEach(function (e) {
+          e.target[flag] = e.isIntersecting;
+          if (e.isIntersecting && onNear) onNear(e.target);
+        });
+      },
+      { rootMargin: margin }
+    );
+  }
+  // in the viewport now: drawn before the ones merely near it
+  var inView = observer("0px", "_inView");
+  var near = observer(LAZY_MARGIN, "_near", function (box) {
+    if (box._pending) release(box);
+  });
+
+  function drawNext() {
+    if (drawing || !queue.length) return;
+    var i = 0;
+    for (var k = 0; k < queue.length; k++) {
+      if (queue[k].box._inView) {
+        i = k;
+        break;
+      }
+    }
+    var job = queue.splice(i, 1)[0];
+    drawing = true;
+    var done = function () {
+      drawing = false;
+      setTimeout(drawNext, 0); // let input and paint in between two figures
+    };
+    Promise.resolve().then(job.run).then(job.resolve, job.reject).then(done, done);
+  }
+
+  // hand a waiting figure to the draw queue
+  function release(box) {
+    var job = box._pending;
+    box._pending = null;
+    queue.push(job);
+    plotlyReady.then(drawNext);
+  }
+
+  // a figure's draw: at once when its container is near the viewport (or when there is no
+  // IntersectionObserver), otherwise when it scrolls near
+  function enqueue(box, run) {
+    return new Promise(function (resolve, reject) {
+      box._pending = { box: box, run: run, resolve: resolve, reject: reject };
+      if (!near || box._near || box._eager) release(box);
+    });
+  }
+
+  // draw a chart now, wherever it is (PNG export, drawAll); resolves when it has settled
+  function drawNow(box) {
+    box._eager = true;
+    if (box._pending) release(box);
+    return box._settled || Promise.resolve();
+  }
+
+  function fail(box, body, err) {
+    body.innerHTML = "";
+    body.appendChild(
+      el(
+        "p",
+        "chart-message error",
+        "This chart could not be loaded (" + err.message + "). Reload the page; if it " +
+          "keeps failing, the server log (or the worker log) says why."
+      )
+    );
+    box.setAttribute("data-state", "error");
+  }
+
   function load(box) {
     var url = box.getAttribute("data-chart");
     var body = box.querySelector(".chart-body");
     var note = box.querySelector(".chart-note");
+    var seq = (box._seq = (box._seq || 0) + 1); // a newer load wins over a slower older one
     box.setAttribute("data-state", "loading");
-    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+    if (box._pending) box._pending.resolve(null); // superseded before it was drawn
+    box._pending = null;
+    var settled = fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) {
         if (!r.ok) throw new Error("the server answered " + r.status);
         return r.json();
       })
       .then(function (data) {
-        if (window.Plotly && body.classList.contains("js-plotly-plot")) window.Plotly.purge(body);
-        body.innerHTML = "";
+        if (seq !== box._seq) return null;
+        var clear = function () {
+          if (window.Plotly && body.classList.contains("js-plotly-plot")) window.Plotly.purge(body);
+          body.innerHTML = "";
+          note.textContent = data.note || "";
+          setExports(box, url, !!data.figure);
+        };
+        if (data.empty || data.table) {
+          clear();
+          body.appendChild(el("h3", "chart-title", data.title));
+          if (data.empty) body.appendChild(el("p", "chart-message empty-state", data.empty));
+          else renderTable(body, data.table);
+          box.setAttribute("data-state", data.empty ? "empty" : "ready");
+          return null;
+        }
         note.textContent = data.note || "";
-        setExports(box, url, !!data.figure);
-        if (data.empty) {
-          body.appendChild(el("h3", "chart-title", data.title));
-          body.appendChild(el("p", "chart-message empty-state", data.empty));
-          box.setAttribute("data-state", "empty");
-          return null;
-        }
-        if (data.table) {
-          body.appendChild(el("h3", "chart-title", data.title));
-          renderTable(body, data.table);
-          box.setAttribute("data-state", "ready");
-          return null;
-        }
-        var fig = data.figure;
-        var cfg = Object.assign({}, PLOT_CONFIG, {
-          toImageButtonOptions: { format: "png", filename: box.id, scale: 2 },
-        });
-        return window.Plotly.newPlot(body, fig.data, fig.layout, cfg).then(function () {
-          box.setAttribute("data-state", "ready");
+        setExports(box, url, true); // CSV/JSON/PNG work before the figure is drawn
+        return enqueue(box, function () {
+          if (seq !== box._seq) return null;
+          if (!window.Plotly) throw new Error("plotly.js did not load; reload the page");
+          clear();
+          var fig = data.figure;
+          var cfg = Object.assign({}, PLOT_CONFIG, {
+            toImageButtonOptions: { format: "png", filename: box.id, scale: 2 },
+          });
+          return window.Plotly.newPlot(body, fig.data, fig.layout, cfg).then(function () {
+            box.setAttribute("data-state", "ready");
+          });
         });
       })
       .catch(function (err) {
-        body.innerHTML = "";
-        body.appendChild(
-          el(
-            "p",
-            "chart-message error",
-            "This chart could not be loaded (" + err.message + "). Reload the page; if it " +
-              "keeps failing, the server log (or the worker log) says why."
-          )
-        );
-        box.setAttribute("data-state", "error");
+        if (seq === box._seq) fail(box, body, err);
       });
+    box._settled = settled;
+    return settled;
   }
 
   function params(box) {
@@ -150,7 +252,7 @@
   function applyParam(name, value, only) {
     document.querySelectorAll("[data-chart]").forEach(function (box) {
       if (params(box).indexOf(name) < 0) return;
-      if (only && box.id !== only) return;
+      if (only && only.indexOf(box.id) < 0) return;
       var p = {};
       p[name] = value;
       box.setAttribute("data-chart", withParams(box.getAttribute("data-chart"), p));
@@ -176,7 +278,8 @@
       });
     });
     document.querySelectorAll("form[data-chart-target]").forEach(function (form) {
-      var target = form.getAttribute("data-chart-target");
+      // one chart id, or several separated by spaces
+      var target = form.getAttribute("data-chart-target").split(/\s+/).filter(Boolean);
       form.querySelectorAll("[data-chart-param]").forEach(function (input) {
         var name = input.getAttribute("data-chart-param");
         if (here.get(name)) {
@@ -189,26 +292,50 @@
         form.querySelectorAll("[data-chart-param]").forEach(function (input) {
           applyParam(input.getAttribute("data-chart-param"), input.value, target);
         });
-        var box = document.getElementById(target);
-        if (box) load(box);
+        target.forEach(function (id) {
+          var box = document.getElementById(id);
+          if (box) load(box);
+        });
       });
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
-    var boxes = document.querySelectorAll("[data-chart]");
+  // The page's ready signals (tests and the benchmark wait for them), in ms since navigation
+  // start: data-charts-visible="done" with data-charts-visible-ms when the charts in the first
+  // screen have settled (drawn, or an empty/error message); data-charts="done" with
+  // data-charts-ms once every chart container on the page has settled -- which, as figures
+  // below the fold are drawn lazily, happens only after the page was scrolled past them (or
+  // window.clustersimCharts.drawAll() was called). window.clustersimCharts also offers the
+  // promises visible and all.
+  function stamp(name) {
+    var b = document.body;
+    b.setAttribute("data-charts" + (name ? "-" + name : "") + "-ms", String(Math.round(performance.now())));
+    b.setAttribute("data-charts" + (name ? "-" + name : ""), "done");
+  }
+
+  function start() {
+    var boxes = Array.prototype.slice.call(document.querySelectorAll("[data-chart]"));
     if (!boxes.length) return;
-    if (!window.Plotly) {
-      boxes.forEach(function (box) {
-        box.querySelector(".chart-body").innerHTML =
-          '<p class="chart-message error">plotly.js did not load; reload the page.</p>';
-        box.setAttribute("data-state", "error");
-      });
-      return;
-    }
     controls();
-    Promise.all(Array.prototype.map.call(boxes, load)).then(function () {
-      document.body.setAttribute("data-charts", "done");
+    var first = boxes.filter(visible);
+    boxes.forEach(function (box) {
+      box._inView = box._near = first.indexOf(box) >= 0;
+      if (near) near.observe(box);
+      if (inView) inView.observe(box);
     });
-  });
+    boxes.forEach(load);
+    var settled = function (list) {
+      return Promise.all(list.map(function (box) { return box._settled; }));
+    };
+    var api = {
+      visible: settled(first).then(function () { stamp("visible"); }),
+      all: settled(boxes).then(function () { stamp(""); }),
+      drawAll: function () {
+        return Promise.all(boxes.map(drawNow));
+      },
+    };
+    window.clustersimCharts = api;
+  }
+
+  start();
 })();
