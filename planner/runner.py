@@ -125,12 +125,23 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
 
     def write(self) -> bool:
-        """One conditional write of progress and heartbeat; ``False`` if the claim is lost."""
-        return bool(
-            Run.objects.filter(
-                pk=self.run_id, state=RunState.RUNNING, attempts=self.attempt
-            ).update(progress=round(min(max(self.progress, 0.0), 1.0), 4), heartbeat=_now())
-        )
+        """One conditional write of progress and heartbeat; ``False`` if the claim is lost.
+
+        A transient database error skips this beat (the next one tries again) rather than
+        stopping a simulation that may have run for minutes; if the database stays away,
+        the beats go stale and the reaper requeues the run.
+        """
+        from planner.tasks import TRANSIENT_ERRORS
+
+        try:
+            return bool(
+                Run.objects.filter(
+                    pk=self.run_id, state=RunState.RUNNING, attempts=self.attempt
+                ).update(progress=round(min(max(self.progress, 0.0), 1.0), 4), heartbeat=_now())
+            )
+        except TRANSIENT_ERRORS as exc:
+            log.warning("run %s: heartbeat skipped: %s", self.run_id, exc)
+            return True
 
     def __call__(self, progress: float, *, force: bool = False) -> None:
         self.progress = progress
@@ -319,25 +330,35 @@ def fail(run_id: int, attempt: int, reason: str) -> bool:
 
 
 def release(run_id: int, attempt: int, reason: str) -> bool:
-    """Give the run back to the queue (a transient error); the caller retries the task."""
+    """Give the run back to the queue (a transient error); the caller retries the task.
+
+    The attempt is given back too: ``CLUSTERSIM_RUN_MAX_ATTEMPTS`` counts workers lost in
+    the middle of a run, not database hiccups (the task's own ``max_retries`` bounds those),
+    so a run that met a few locked tables is not failed as if its worker kept dying. The
+    retry's claim gets the same attempt number, which is safe: this attempt has stopped.
+    """
     return bool(
         Run.objects.filter(pk=run_id, state=RunState.RUNNING, attempts=attempt).update(
-            state=RunState.QUEUED, worker="", error=reason[:5000]
+            state=RunState.QUEUED, worker="", error=reason[:5000], attempts=attempt - 1
         )
     )
 
 
-def execute_run(run_id: int, worker: str = "") -> str:
+def execute_run(run_id: int, worker: str = "", *, last_try: bool = False) -> str:
     """Claim, simulate and store one run. Returns what happened (for logs and tests).
 
     Errors a user can cause (bad spec, unknown policy, bad parameters) and internal errors
     fail the run with the reason; transient database errors propagate (the task retries
-    them) after giving the run back to the queue.
+    them) after giving the run back to the queue, unless this is the task's ``last_try``:
+    then the run fails with the reason (never left queued with no message to run it).
     """
     from planner.tasks import TRANSIENT_ERRORS
 
     attempt = claim(run_id, worker)
     if attempt is None:
+        # a redelivered task, or the retry of one whose final step met a transient error
+        # after the results were stored: make sure the experiment's state caught up
+        refresh_experiment(_experiment_of(run_id))
         return "skipped"
     run = Run.objects.select_related("cluster", "workload", "experiment", "owner").get(pk=run_id)
     try:
@@ -356,7 +377,7 @@ def execute_run(run_id: int, worker: str = "") -> str:
         refresh_experiment(run.experiment_id)
         return "failed"
     except TRANSIENT_ERRORS as exc:
-        _release_for_retry(run_id, attempt, f"transient error, will retry: {exc}")
+        _release_for_retry(run_id, attempt, f"transient error, will retry: {exc}", last_try)
         raise
     except (ClustersimError, KeyError, TypeError, ValueError) as exc:
         message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -371,14 +392,19 @@ def execute_run(run_id: int, worker: str = "") -> str:
     try:
         stored = store(run, attempt, outcome)
     except TRANSIENT_ERRORS as exc:  # nothing was stored (one transaction): run it again
-        _release_for_retry(run_id, attempt, f"transient error while storing, will retry: {exc}")
+        _release_for_retry(
+            run_id, attempt, f"transient error while storing, will retry: {exc}", last_try
+        )
         raise
     refresh_experiment(run.experiment_id)
     return "succeeded" if stored else "lost"
 
 
-def _release_for_retry(run_id: int, attempt: int, reason: str, tries: int = 5) -> None:
-    """Give the run back to the queue so the task's retry can claim it again.
+def _release_for_retry(
+    run_id: int, attempt: int, reason: str, last_try: bool = False, tries: int = 5
+) -> None:
+    """Give the run back to the queue so the task's retry can claim it again (on the task's
+    ``last_try``, fail it with the reason instead).
 
     The database may still be unavailable for a moment, so this tries a few times; if every
     try fails, the reaper requeues the run once its heartbeat has gone stale.
@@ -387,7 +413,12 @@ def _release_for_retry(run_id: int, attempt: int, reason: str, tries: int = 5) -
 
     for i in range(tries):
         try:
-            release(run_id, attempt, reason)
+            if last_try:
+                reason = reason.replace(", will retry", ", retries exhausted")
+                if fail(run_id, attempt, reason):
+                    refresh_experiment(_experiment_of(run_id))
+            else:
+                release(run_id, attempt, reason)
             return
         except TRANSIENT_ERRORS:
             time.sleep(0.2 * (i + 1))

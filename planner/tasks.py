@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 
-from celery import group, shared_task
+from celery import Task, group, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -43,6 +43,7 @@ def parse_workload(workload_id: int) -> str:
 
 
 @shared_task(
+    bind=True,
     name="planner.simulate_run",
     autoretry_for=TRANSIENT_ERRORS,
     retry_backoff=2,
@@ -50,9 +51,14 @@ def parse_workload(workload_id: int) -> str:
     soft_time_limit=settings.CLUSTERSIM_RUN_SOFT_TIME_LIMIT_S,
     time_limit=settings.CLUSTERSIM_RUN_HARD_TIME_LIMIT_S,
 )
-def simulate_run(run_id: int) -> str:
-    """Simulate one run (see :func:`planner.runner.execute_run`)."""
-    outcome = runner.execute_run(run_id, worker=_worker_name())
+def simulate_run(self: Task, run_id: int) -> str:
+    """Simulate one run (see :func:`planner.runner.execute_run`).
+
+    On its last retry a transient error fails the run with the reason rather than giving it
+    back to a queue that no message will take it from again.
+    """
+    last_try = self.request.retries >= (self.max_retries or 0)
+    outcome = runner.execute_run(run_id, worker=_worker_name(), last_try=last_try)
     log.info("run %s: %s", run_id, outcome)
     return outcome
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from planner.models import Run
 from tests.browser.conftest import Console
 from tests.django.conftest import PHILLY_SAMPLE
 
@@ -126,10 +127,9 @@ def test_a_planner_compares_policies_end_to_end(
     states = charts_drawn(pg, timeout_ms=120_000)  # polls progress, reloads when done
     all_ready(states)
     assert len(states) == 19 and plots(pg) == 18  # 18 Plotly figures and the metric table
-    from planner.models import Run
-
     runs = list(Run.objects.values_list("pk", "policy", "load_factor", "state", "error"))
-    assert pg.locator("#chart-table tbody tr, #chart-table tr").count() >= 5, runs
+    assert all(r[3] == "succeeded" for r in runs), runs  # with the reasons if not
+    assert pg.locator("#chart-table tbody tr, #chart-table tr").count() >= 5
     shot(pg, screenshots, "05-experiment")
     simulated_s = time.monotonic() - started
 

@@ -136,7 +136,40 @@ def test_a_transient_error_while_storing_gives_the_run_back_for_the_retry(
     monkeypatch.setattr(runner, "store", real_store)
     assert runner.execute_run(run.pk, "w1") == "succeeded"  # the task's retry claims it again
     run.refresh_from_db()
-    assert run.state == RunState.SUCCEEDED and run.attempts == 2
+    # a transient error does not use up one of the attempts (they count lost workers)
+    assert run.state == RunState.SUCCEEDED and run.attempts == 1
+
+
+def test_transient_errors_do_not_fail_a_run_as_if_its_worker_was_lost(
+    run: Run, monkeypatch: Any, settings: Any
+) -> None:
+    from django.db import OperationalError
+
+    settings.CLUSTERSIM_RUN_MAX_ATTEMPTS = 2
+    real_store = runner.store
+    calls = {"n": 0}
+
+    def flaky_store(*args: Any, **kwargs: Any) -> bool:
+        calls["n"] += 1
+        if calls["n"] <= 3:
+            raise OperationalError("database table is locked")
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "store", flaky_store)
+    for _ in range(3):
+        with pytest.raises(OperationalError):
+            runner.execute_run(run.pk, "w1")
+    assert runner.execute_run(run.pk, "w1") == "succeeded"
+    run.refresh_from_db()
+    assert run.state == RunState.SUCCEEDED and run.error == ""
+
+
+def test_a_redelivered_task_repairs_an_experiment_left_behind(run: Run) -> None:
+    assert runner.execute_run(run.pk, "w1") == "succeeded"
+    # the final step of the first delivery failed after the results were stored
+    Experiment.objects.filter(pk=run.experiment_id).update(state="running", finished_at=None)
+    assert runner.execute_run(run.pk, "w2") == "skipped"
+    assert Experiment.objects.get(pk=run.experiment_id).state == "succeeded"
 
 
 def test_the_heartbeat_stops_a_cancelled_run(run: Run, settings: Any) -> None:
@@ -268,3 +301,42 @@ def test_the_heartbeat_thread_beats_and_notices_cancellation(
             time.sleep(0.05)
         with pytest.raises(runner.LostClaim):
             beat(0.3)
+
+
+def test_the_last_retry_fails_the_run_with_the_reason_instead_of_leaving_it_queued(
+    run: Run, monkeypatch: Any
+) -> None:
+    from django.db import OperationalError
+
+    from planner.tasks import simulate_run
+
+    def locked(*args: Any, **kwargs: Any) -> bool:
+        raise OperationalError("database table is locked")
+
+    monkeypatch.setattr(runner, "store", locked)
+    with pytest.raises(OperationalError):  # eager tasks propagate; a worker logs it
+        simulate_run.apply(args=(run.pk,), retries=simulate_run.max_retries)
+    run.refresh_from_db()
+    assert run.state == RunState.FAILED
+    assert "retries exhausted" in run.error and "table is locked" in run.error
+    assert Experiment.objects.get(pk=run.experiment_id).state == "failed"
+
+
+def test_a_heartbeat_that_meets_a_transient_error_skips_that_beat(
+    run: Run, settings: Any, monkeypatch: Any
+) -> None:
+    from django.db import OperationalError
+
+    settings.CLUSTERSIM_HEARTBEAT_S = 0.0
+    attempt = runner.claim(run.pk, "w1")
+    beat = runner.Heartbeat(run.pk, attempt)
+    real_update = type(Run.objects.all()).update
+
+    def locked(self: Any, **kwargs: Any) -> int:
+        raise OperationalError("database table is locked")
+
+    monkeypatch.setattr(type(Run.objects.all()), "update", locked)
+    beat(0.3)  # skipped, not raised: the simulation goes on
+    monkeypatch.setattr(type(Run.objects.all()), "update", real_update)
+    beat(0.4)
+    assert Run.objects.get(pk=run.pk).progress == 0.4
