@@ -1,5 +1,8 @@
 """Fixtures of the Django tests: three users (owner, other, anonymous) and small objects.
 
+The dashboard tests share ``web``/``other_web`` (signed-in test clients), ``fresh_cache``
+(chart answers are cached), ``finish`` and ``experiment`` (a finished grid of runs).
+
 Unit tests run on in-memory SQLite with Celery in eager mode (tasks run in-process when the
 transaction's on-commit callbacks run). The integration tests (``test_integration.py``) start
 real processes against PostgreSQL and Redis instead.
@@ -7,10 +10,12 @@ real processes against PostgreSQL and Redis instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -58,6 +63,34 @@ def other_api(other: Any) -> APIClient:
 @pytest.fixture
 def anon_api() -> APIClient:
     return _client(None)
+
+
+def _web(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def web(owner: Any) -> Client:
+    """The owner's browser session (a test client signed in)."""
+    return _web(owner)
+
+
+@pytest.fixture
+def other_web(other: Any) -> Client:
+    """Another user's browser session (a client of its own, so both can be used at once)."""
+    return _web(other)
+
+
+@pytest.fixture
+def fresh_cache() -> Iterator[None]:
+    """An empty cache before and after the test (chart answers are cached)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture
@@ -134,3 +167,40 @@ def make_experiment(make_cluster: Any, make_workload: Any) -> Any:
 def finished_run(owner: Any, make_experiment: Any) -> Any:
     exp = make_experiment(owner, run=True)
     return exp.runs.get()
+
+
+#: Simulation outcomes by (policy, load, seed), computed once per test session: each test
+#: gets fresh rows, stored through the runner's own claim/store path.
+_OUTCOMES: dict[tuple[str, float, int], Any] = {}
+
+
+def _finish(exp: Any) -> Any:
+    from planner import runner
+
+    for run in exp.runs.select_related("cluster", "workload", "experiment", "owner"):
+        attempt = runner.claim(run.pk, "test")
+        key = (run.policy, run.load_factor, run.seed)
+        if key not in _OUTCOMES:
+            with runner.Heartbeat(run.pk, attempt, threaded=False) as beat:
+                _OUTCOMES[key] = runner.simulate_run(run, beat)
+        assert runner.store(run, attempt, _OUTCOMES[key])
+    runner.refresh_experiment(exp.pk)
+    exp.refresh_from_db()
+    return exp
+
+
+@pytest.fixture
+def finish() -> Any:
+    """Run an experiment's queued runs to success, simulating each (policy, load, seed) of
+    the Gavel demo trace once per test session (faster than ``make_experiment(run=True)``)."""
+    return _finish
+
+
+@pytest.fixture
+def experiment(owner: Any, make_experiment: Any, finish: Any) -> Any:
+    """The owner's finished grid: fifo and las × load factors 1 and 2 × seeds 0 and 1 on the
+    Gavel demo trace (eight runs)."""
+    exp = make_experiment(
+        owner, policies=("fifo", "las"), load_factors=(1.0, 2.0), seeds=(0, 1), name="grid"
+    )
+    return finish(exp)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import itertools
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,34 +20,13 @@ from django.test import Client
 
 from dashboard import gantt
 from planner.models import Artefact, Run
-from tests.django.test_dashboard_charts import assert_units, finish, get_json
+from tests.django.test_dashboard_charts import assert_units, get_json
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 
 @pytest.fixture
-def web(owner: Any) -> Client:
-    c = Client()
-    c.force_login(owner)
-    return c
-
-
-@pytest.fixture
-def other_web(other: Any) -> Client:
-    c = Client()
-    c.force_login(other)
-    return c
-
-
-@pytest.fixture
-def run(owner: Any, make_experiment: Any) -> Run:
+def run(owner: Any, make_experiment: Any, finish: Any) -> Run:
     """A finished LAS run of the Gavel demo trace (100 jobs, many preemptions)."""
     exp = finish(make_experiment(owner, policies=("las",), name="las"))
     r = exp.runs.get()

@@ -9,28 +9,9 @@ import pytest
 from django.test import Client
 
 from dashboard import charts
-from tests.django.test_dashboard_charts import finish
+from dashboard.templatetags.dashboard_tags import PLOTLY_JS
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def web(owner: Any) -> Client:
-    c = Client()
-    c.force_login(owner)
-    return c
-
-
-@pytest.fixture
-def other_web(other: Any) -> Client:
-    c = Client()
-    c.force_login(other)
-    return c
-
-
-@pytest.fixture
-def experiment(owner: Any, make_experiment: Any) -> Any:
-    return finish(make_experiment(owner, policies=("fifo", "las"), load_factors=(1.0, 2.0)))
 
 
 def chart_urls(html: str) -> list[str]:
@@ -46,7 +27,7 @@ def test_the_experiment_page_lays_out_every_chart_once_runs_are_done(
         f"/charts/experiments/{experiment.pk}/{n}/" for n in charts.experiment_chart_names()
     }
     assert set(urls) == expected
-    assert "/vendor/plotly-" in html and "cdn" not in html.lower()
+    assert PLOTLY_JS in html and "cdn" not in html.lower()
     assert 'data-chart-param="config"' in html  # two load factors: a configuration chooser
     assert "/compare/?runs=" in html
     assert "data-reload-when-done" not in html
@@ -59,7 +40,7 @@ def test_a_running_experiment_shows_progress_and_reloads_when_done(
     html = web.get(f"/experiments/{exp.pk}/").content.decode()
     assert chart_urls(html) == []
     assert "data-reload-when-done" in html and "Charts appear here when they finish" in html
-    assert "/vendor/plotly-" not in html  # no chart, no 4.8 MB script
+    assert PLOTLY_JS not in html  # no chart, no 1.2 MB script
 
 
 def test_an_experiment_whose_runs_all_failed_says_what_to_do(
