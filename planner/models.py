@@ -164,6 +164,9 @@ class Cluster(Owned):
     )
     total_devices = models.PositiveIntegerField(default=0)
     device_types = models.JSONField(default=list, help_text="accelerator type names present")
+    import_report = models.JSONField(
+        null=True, blank=True, help_text="what the importer understood (imported node lists)"
+    )
 
     class Meta:
         ordering = ("-created", "-id")
@@ -212,10 +215,27 @@ class WorkloadStatus(models.TextChoices):
     FAILED = "failed"
 
 
+class WorkloadOrigin(models.TextChoices):
+    UPLOAD = "upload"
+    SYNTHETIC = "synthetic"
+    DERIVED = "derived"
+
+
 class Workload(Owned):
-    """An uploaded trace, its parse report and its normalised job table."""
+    """A trace and its normalised job table: uploaded and parsed, or built from a recipe.
+
+    Synthetic and derived workloads (:mod:`planner.recipes`) keep their ``recipe``; a derived
+    one points at its ``parent``. All three are built by the same worker task.
+    """
 
     name = models.CharField(max_length=200)
+    origin = models.CharField(
+        max_length=16, choices=WorkloadOrigin.choices, default=WorkloadOrigin.UPLOAD
+    )
+    recipe = models.JSONField(null=True, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derived"
+    )
     description = models.TextField(blank=True)
     format = models.CharField(
         max_length=32, blank=True, help_text="requested format; blank: detect"

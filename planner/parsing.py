@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from clustersim.errors import ClustersimError, TraceError
 from planner.jobtable import to_parquet, workload_summary
-from planner.models import Artefact, Workload, WorkloadStatus
+from planner.models import Artefact, Workload, WorkloadOrigin, WorkloadStatus
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,9 @@ def parse_workload(workload_id: int) -> str:
     """Parse the upload; store the report, summary and job table; ``ready`` or ``failed``."""
     if not claim_workload(workload_id):
         return "skipped"
-    workload = Workload.objects.select_related("source").get(pk=workload_id)
+    workload = Workload.objects.select_related("source", "parent", "owner").get(pk=workload_id)
+    if workload.origin != WorkloadOrigin.UPLOAD:
+        return build_workload(workload)
     if workload.source is None:
         Workload.objects.filter(pk=workload_id).update(
             status=WorkloadStatus.FAILED, error="the uploaded file is missing"
@@ -90,20 +92,25 @@ def parse_workload(workload_id: int) -> str:
         k: ([_clean(x, path, shown) for x in v] if isinstance(v, list) else v)
         for k, v in report_dict.items()
     }
+    return _store(workload, jobs, report_dict)
+
+
+def _store(workload: Workload, jobs: Any, report: dict[str, Any]) -> str:
+    """Save the job table and mark the workload ready (if it is still this parse's)."""
     table = Artefact.build(
         workload.owner,
         Artefact.Kind.JOBS,
         to_parquet(jobs),
-        filename=f"workload-{workload_id}-jobs.parquet",
+        filename=f"workload-{workload.pk}-jobs.parquet",
         content_type="application/vnd.apache.parquet",
         compress=False,
     )
     with transaction.atomic():
         table.save()
-        n = Workload.objects.filter(pk=workload_id, status=WorkloadStatus.PARSING).update(
+        n = Workload.objects.filter(pk=workload.pk, status=WorkloadStatus.PARSING).update(
             status=WorkloadStatus.READY,
-            detected_format=report.format,
-            report=report_dict,
+            detected_format=str(report.get("format", "")),
+            report=report,
             summary=workload_summary(jobs),
             jobs=table,
             parsed_at=timezone.now(),
@@ -112,3 +119,19 @@ def parse_workload(workload_id: int) -> str:
             transaction.set_rollback(True)
             return "lost"
     return "ready"
+
+
+def build_workload(workload: Workload) -> str:
+    """Build a synthetic or derived workload from its recipe (:mod:`planner.recipes`)."""
+    from planner import recipes
+
+    try:
+        jobs, report = recipes.build(workload)
+    except (ClustersimError, ValueError) as exc:
+        Workload.objects.filter(pk=workload.pk, status=WorkloadStatus.PARSING).update(
+            status=WorkloadStatus.FAILED,
+            error=f"{type(exc).__name__}: {exc}" if isinstance(exc, ValueError) else str(exc),
+            parsed_at=timezone.now(),
+        )
+        return "failed"
+    return _store(workload, jobs, report)

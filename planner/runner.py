@@ -223,6 +223,7 @@ def stints_parquet(result: Any) -> bytes:
 
 def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
     """Simulate one run's scenario (no database writes except through ``beat``)."""
+    from clustersim.carbon import DEFAULT_START
     from clustersim.engine import EngineOptions, simulate
     from clustersim.metrics import per_job_frame, summary, timeseries
     from clustersim.perf import PerformanceModel
@@ -250,11 +251,15 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
     t0 = time.perf_counter()
     result = simulate(jobs, cluster, policy, placement, rates=rates, options=options)
     beat(1.0, force=True)
-    out = dict(summary(result))
+    # a rebased workload (planner.recipes) says which calendar hours its t = 0 falls on
+    carbon_start = (workload.report or {}).get("carbon_start") or DEFAULT_START
+    out = dict(summary(result, carbon_start=carbon_start))
     out["jobs_extrapolated"] = int(rates.extrapolated.sum())
     buf = io.BytesIO()
     per_job_frame(result).to_parquet(buf, index=False, compression="zstd")
-    series = json.dumps(timeseries(result, max_points=2000), allow_nan=False).encode()
+    series = json.dumps(
+        timeseries(result, max_points=2000, carbon_start=carbon_start), allow_nan=False
+    ).encode()
     return Outcome(
         summary=out,
         per_job=buf.getvalue(),

@@ -32,6 +32,61 @@ def cluster_summary(spec: dict[str, Any], owner: Any) -> tuple[int, list[str]]:
     return int(cluster.total_devices), list(cluster.type_names)
 
 
+#: Largest node list imported in the request (they are small: a 10k-node kubectl list is a
+#: few tens of MB); larger ones are refused with a clear error.
+MAX_INVENTORY_BYTES = 64 * 1024 * 1024
+
+
+def import_cluster(
+    owner: Any,
+    raw: bytes,
+    filename: str,
+    fmt: str = "",
+    aliases: dict[str, str] | None = None,
+    name: str = "",
+    nodes_per_rack: int | None = None,
+    description: str = "",
+) -> Cluster:
+    """A cluster from a node list (kubectl JSON, Slurm ``scontrol show node``, Alibaba CSVs).
+
+    The importer's report (models resolved, unmapped models and the nodes left out, warnings)
+    is kept on the cluster. Raises :class:`ValidationError` naming the file, line and field
+    when the file cannot be read; nothing is stored then.
+    """
+    import os
+
+    from clustersim.errors import ClustersimError
+    from clustersim.inventory import parse_inventory
+
+    if len(raw) > MAX_INVENTORY_BYTES:
+        raise ValidationError(
+            f"{filename}: {len(raw):,} bytes; node lists of at most "
+            f"{MAX_INVENTORY_BYTES // 2**20} MB are imported"
+        )
+    stem = os.path.splitext(os.path.basename(filename))[0] or "imported"
+    try:
+        spec, report = parse_inventory(
+            raw,
+            fmt or None,
+            path=filename,
+            aliases=aliases or None,
+            name=name or stem,
+            nodes_per_rack=nodes_per_rack,
+        )
+    except ClustersimError as exc:
+        raise ValidationError(str(exc)) from None
+    total, types = cluster_summary(spec, owner)
+    return Cluster.objects.create(
+        owner=owner,
+        name=name or stem,
+        description=description or f"imported from {filename} ({report.format})",
+        spec=spec,
+        total_devices=total,
+        device_types=types,
+        import_report=report.to_dict(),
+    )
+
+
 def create_workload(
     owner: Any,
     name: str,
@@ -55,6 +110,64 @@ def create_workload(
             original_filename=filename,
             upload_size=len(raw),
             source=source,
+            status=WorkloadStatus.PENDING,
+        )
+        if enqueue:
+            transaction.on_commit(lambda: parse_workload.delay(workload.pk))
+    return workload
+
+
+def create_synthetic_workload(
+    owner: Any, name: str, recipe: Any, description: str = "", enqueue: bool = True
+) -> Workload:
+    """Validate a synthetic recipe (``ValidationError`` naming the field) and enqueue its
+    generation after commit (:mod:`planner.recipes`)."""
+    from planner import recipes
+    from planner.models import WorkloadOrigin
+    from planner.tasks import parse_workload
+
+    clean = recipes.validate_synthetic(recipe, owner)
+    with transaction.atomic():
+        workload = Workload.objects.create(
+            owner=owner,
+            name=name or "synthetic workload",
+            description=description,
+            origin=WorkloadOrigin.SYNTHETIC,
+            recipe=clean,
+            original_filename="",
+            status=WorkloadStatus.PENDING,
+        )
+        if enqueue:
+            transaction.on_commit(lambda: parse_workload.delay(workload.pk))
+    return workload
+
+
+def derive_workload(
+    owner: Any,
+    parent: Workload,
+    name: str,
+    steps: Any,
+    description: str = "",
+    enqueue: bool = True,
+) -> Workload:
+    """A new workload from ``parent``'s job table through transformation ``steps``
+    (validated here, applied by the worker)."""
+    from planner import recipes
+    from planner.models import WorkloadOrigin
+    from planner.tasks import parse_workload
+
+    if parent.status != WorkloadStatus.READY:
+        raise ValidationError(f"workload {parent.pk} is {parent.status}: derive from a ready one")
+    clean = recipes.validate_derive(steps, owner)
+    with transaction.atomic():
+        workload = Workload.objects.create(
+            owner=owner,
+            name=name or f"{parent.name} (derived)",
+            description=description,
+            origin=WorkloadOrigin.DERIVED,
+            recipe={"parent": parent.pk, "steps": clean},
+            parent=parent,
+            original_filename="",
             status=WorkloadStatus.PENDING,
         )
         if enqueue:
