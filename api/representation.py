@@ -16,16 +16,27 @@ how each readable field reads its value:
   through a field instance built once, exactly as DRF would;
 
 and a serializer with a field it does not know (e.g. hyperlinked ones, which need the request)
-keeps DRF's own path. The output is identical to DRF's: ``tests/django/test_api_performance.py``
-compares both for every serializer that uses the mixin. Writes (validation, ``fields`` for the
-schema) are untouched.
+keeps DRF's own path.
+
+When every field reads one model column (runs, clusters, workloads and accelerator types as
+listed), :meth:`FastRepresentationMixin.row_plan` lets a list read ``values_list`` rows instead
+of model instances (``api.views.OwnedMixin.list``): building 36 run instances, and above all
+parsing their 144 date-times in Python (Django's psycopg loader is pure Python) and formatting
+them again, was most of a run list's time. On PostgreSQL, when the answer is in UTC, the
+database writes the date-times as text (:class:`UtcIsoText`) and only the zero microseconds
+are trimmed off, as ``datetime.isoformat`` leaves them out.
+
+The output is identical to DRF's: ``tests/django/test_api_performance.py`` compares both, for
+instances and rows, for every serializer that uses the mixin. Writes (validation, ``fields``
+for the schema) are untouched.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -103,9 +114,16 @@ def _model_field(model: Any, name: str) -> Any:
 
 
 def _step(field: Any, model: Any) -> Step | None:
+    step = _column_step(field, model)
+    return step[0] if step is not None else None
+
+
+def _column_step(field: Any, model: Any) -> tuple[Step, str | None] | None:
+    """The field's step and the model column (attname) a ``_PLAIN`` / ``_DATETIME`` step
+    reads (``None`` for the others); ``None``: a field the plan does not know."""
     name = field.field_name
     if isinstance(field, serializers.SerializerMethodField):
-        return (name, _METHOD, field.method_name, None)
+        return (name, _METHOD, field.method_name, None), None
     if not _context_free(field):
         return None
     source = field.source_attrs
@@ -118,28 +136,30 @@ def _step(field: Any, model: Any) -> Step | None:
         and mfield.is_relation
         and mfield.target_field.primary_key
     ):
-        return (name, _PLAIN, operator.attrgetter(mfield.attname), None)
+        column = mfield.attname
+        return (name, _PLAIN, operator.attrgetter(column), None), column
     if concrete and not mfield.is_relation:
-        get = operator.attrgetter(mfield.attname)
+        column = mfield.attname
+        get = operator.attrgetter(column)
         if type(field) in _CONVERTERS:
-            return (name, _PLAIN, get, _CONVERTERS[type(field)])
+            return (name, _PLAIN, get, _CONVERTERS[type(field)]), column
         if type(field) is f.BigIntegerField and not getattr(
             field, "coerce_to_string", api_settings.COERCE_BIGINT_TO_STRING
         ):
-            return (name, _PLAIN, get, int)
+            return (name, _PLAIN, get, int), column
         if type(field) is f.JSONField and not field.binary:
-            return (name, _PLAIN, get, None)
+            return (name, _PLAIN, get, None), column
         if (
             type(field) is f.DateTimeField
             and isinstance(mfield, models.DateTimeField)
             and getattr(field, "format", api_settings.DATETIME_FORMAT) == f.ISO_8601
             and not hasattr(field, "timezone")
         ):
-            return (name, _DATETIME, get, field)
+            return (name, _DATETIME, get, field), column
         if not isinstance(field, f.ListField | f.DictField | serializers.BaseSerializer):
             # a scalar field (choices, booleans, ...): its own conversion, DRF's lookup skipped
-            return (name, _PLAIN, get, field.to_representation)
-    return (name, _FIELD, field, None)
+            return (name, _PLAIN, get, field.to_representation), column
+    return (name, _FIELD, field, None), None
 
 
 def _datetime(value: Any, field: Any, tz: Any) -> Any:
@@ -149,22 +169,142 @@ def _datetime(value: Any, field: Any, tz: Any) -> Any:
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
+# (output name, column index, kind, converter) of a column that needs converting
+RowStep = tuple[str, int, int, Any]
+
+
+class UtcIsoText(models.Func):
+    """PostgreSQL: a ``timestamptz`` as ``YYYY-MM-DDTHH:MM:SS.ffffff`` text in UTC.
+
+    Parsing a date-time in Python (Django's psycopg loader is pure Python) and formatting it
+    again costs more than everything else a listed run needs; the database formats it for a
+    fraction of that and :func:`_utc_text` only trims it to what DRF answers.
+    """
+
+    template = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')"
+    output_field = models.CharField()
+
+
+def _utc_text(text: str) -> str:
+    """:class:`UtcIsoText`'s text as DRF writes a UTC date-time (no zero microseconds)."""
+    return (text[:-7] if text.endswith(".000000") else text) + "Z"
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """How a list reads its rows straight from ``values_list(*select(...))`` (no model
+    instances): each row is ``dict(zip(names, row))``, then the ``convert`` steps fix some
+    values."""
+
+    names: tuple[str, ...]
+    columns: tuple[str, ...]
+    convert: tuple[RowStep, ...]
+    datetimes: frozenset[str]  # the columns of the _DATETIME steps
+
+    def utc_text(self, vendor: str) -> bool:
+        """Whether the database can format the date-times: PostgreSQL, and they are answered
+        in UTC (DRF's default time zone is the current one)."""
+        return (
+            bool(self.datetimes)
+            and vendor == "postgresql"
+            and settings.USE_TZ
+            and timezone.get_current_timezone_name() in ("UTC", "Etc/UTC")
+        )
+
+    def select(self, utc_text: bool) -> list[Any]:
+        """What ``values_list`` reads: the columns, with the date-times as
+        :class:`UtcIsoText` if ``utc_text`` (``represent_rows`` knows them by their type)."""
+        if not utc_text:
+            return list(self.columns)
+        return [UtcIsoText(c) if c in self.datetimes else c for c in self.columns]
+
+
+# converters that change nothing in what the database answers for these model fields
+_IDENTITY: dict[Callable[[Any], Any], tuple[type, ...]] = {
+    str: (models.CharField, models.TextField),
+    int: (models.IntegerField,),  # and its subclasses: auto, big, small, positive
+}
+
+
+def _needs_converting(kind: int, extra: Any, mfield: Any) -> bool:
+    if kind == _DATETIME:
+        return True
+    return extra is not None and not isinstance(mfield, _IDENTITY.get(extra, ()))
+
+
+def _make_row_plan(steps: list[tuple[Step, str | None]], model: Any) -> RowPlan | None:
+    """A row plan when every field reads one model column (``_PLAIN`` / ``_DATETIME``)."""
+    if any(column is None or step[1] not in (_PLAIN, _DATETIME) for step, column in steps):
+        return None
+    columns = tuple(column for _, column in steps if column is not None)
+    if len(set(columns)) != len(columns):
+        return None  # two fields of one column: values_list would answer it once
+    convert = tuple(
+        (name, i, kind, extra)
+        for i, ((name, kind, _, extra), column) in enumerate(steps)
+        if _needs_converting(kind, extra, model._meta.get_field(column))
+    )
+    datetimes = frozenset(column for step, column in steps if step[1] == _DATETIME)
+    return RowPlan(tuple(step[0] for step, _ in steps), columns, convert, datetimes)
+
+
 # Mix into a (model) serializer: same output, a fraction of the time (module doc). No
 # docstring: drf-spectacular would take it (inspect.getdoc follows the MRO) as the description
 # of every serializer without its own.
 class FastRepresentationMixin:
     _fast_plan: list[Step] | None
+    _row_plan: RowPlan | None
+
+    @classmethod
+    def _plans(cls) -> None:
+        if "_fast_plan" not in cls.__dict__:
+            template: Any = cls()
+            model = getattr(getattr(cls, "Meta", None), "model", None)
+            steps = [_column_step(field, model) for field in template._readable_fields]
+            if any(s is None for s in steps):
+                cls._row_plan = None
+                cls._fast_plan = None
+            else:
+                known = [s for s in steps if s is not None]
+                cls._row_plan = _make_row_plan(known, model)
+                cls._fast_plan = [step for step, _ in known]
 
     @classmethod
     def fast_plan(cls) -> list[Step] | None:
         """The steps of this class (computed once; ``None``: use DRF's own path)."""
-        if "_fast_plan" not in cls.__dict__:
-            template: Any = cls()
-            model = getattr(getattr(cls, "Meta", None), "model", None)
-            steps = [_step(field, model) for field in template._readable_fields]
-            plan = None if any(s is None for s in steps) else steps
-            cls._fast_plan = plan
+        cls._plans()
         return cls.__dict__["_fast_plan"]
+
+    @classmethod
+    def row_plan(cls) -> RowPlan | None:
+        """The row plan of this class (computed once; ``None``: it needs model instances)."""
+        cls._plans()
+        return cls.__dict__["_row_plan"]
+
+    @classmethod
+    def represent_rows(cls, rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        """The data of ``values_list(*row_plan().select(...))`` rows: what ``many=True``
+        answers for the same rows as model instances."""
+        plan = cls.row_plan()
+        if plan is None:
+            raise TypeError(f"{cls.__name__} needs model instances")
+        tz = timezone.get_current_timezone() if settings.USE_TZ else None
+        names, convert = plan.names, plan.convert
+        out = []
+        for row in rows:
+            item = dict(zip(names, row, strict=True))
+            for name, i, kind, extra in convert:
+                value = row[i]
+                if value is None:
+                    continue
+                if kind == _PLAIN:
+                    item[name] = extra(value)
+                elif type(value) is str:  # UtcIsoText
+                    item[name] = _utc_text(value)
+                else:
+                    item[name] = _datetime(value, extra, tz)
+            out.append(item)
+        return out
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         plan = self.fast_plan()

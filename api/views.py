@@ -7,6 +7,7 @@ import io
 import json
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import Avg, Count, ProtectedError, Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -57,6 +58,38 @@ class OwnedMixin:
             instance.delete()
         except ProtectedError:
             raise Conflict() from None
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # A list serializer whose fields all read model columns (a RowPlan) gets the page as
+        # ``values_list`` rows: same data without building model instances only to read them
+        # (with the date-times formatted by PostgreSQL, most of a run list's time). The rows
+        # are the user's (``owned_by`` on a values_list queryset built once, see _rows); a
+        # view whose get_queryset narrows them further keeps DRF's path. Filters, ordering and
+        # pagination apply as before.
+        view: Any = self
+        serializer_class: Any = view.get_serializer_class()
+        plan = serializer_class.row_plan() if hasattr(serializer_class, "row_plan") else None
+        own_rows = (
+            type(self).get_queryset is OwnedMixin.get_queryset
+            and type(self).base_queryset is OwnedMixin.base_queryset
+        )
+        if plan is None or not own_rows:
+            return super().list(request, *args, **kwargs)  # type: ignore[misc,no-any-return]
+        db = router.db_for_read(self.model)
+        rows = _rows(self.model, serializer_class, db, plan.utc_text(connections[db].vendor))
+        queryset = view.filter_queryset(rows.owned_by(request.user))
+        page = view.paginate_queryset(queryset)
+        if page is None:
+            return Response(serializer_class.represent_rows(queryset))
+        return view.get_paginated_response(serializer_class.represent_rows(page))
+
+
+@functools.lru_cache(maxsize=64)
+def _rows(model: Any, serializer_class: Any, db: str, utc_text: bool) -> Any:
+    """``values_list`` of the serializer's row plan on all the model's rows: built once (its
+    twenty columns cost a run list about 0.2 ms a request), cloned by every ``owned_by``, never
+    evaluated itself."""
+    return model.objects.using(db).values_list(*serializer_class.row_plan().select(utc_text))
 
 
 class Conflict(ValidationError):
@@ -178,11 +211,7 @@ class WorkloadViewSet(
     ordering_fields = ("name", "created", "status")
     parser_classes = (MultiPartParser, FormParser, JSONParser)
 
-    def get_queryset(self) -> Any:
-        qs = self.base_queryset()
-        if self.action == "list":
-            qs = qs.defer("report", "summary")
-        return qs
+    # lists read only their serializer's columns (OwnedMixin.list): no report, no summary
 
     def get_serializer_class(self) -> Any:
         if self.action == "list":
@@ -314,12 +343,7 @@ class RunViewSet(OwnedMixin, viewsets.ReadOnlyModelViewSet):
     filterset_class = RunFilter
     ordering_fields = ("id", "state", "policy", "load_factor", "seed", "finished_at")
 
-    def get_queryset(self) -> Any:
-        qs = self.base_queryset()
-        if self.action == "list":
-            # the listed columns only: no summary, no timestamps nobody reads
-            qs = qs.only(*s.RunListSerializer.Meta.fields)
-        return qs
+    # lists read only their serializer's columns (OwnedMixin.list): no summary
 
     def get_serializer_class(self) -> Any:
         if self.action == "list":

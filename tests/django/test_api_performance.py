@@ -132,6 +132,123 @@ def test_a_field_that_needs_the_request_keeps_drfs_path(owner: Any, make_cluster
     assert WithMethod(cluster, context={"user": "bob"}).data["who"] == "bob:small"
 
 
+# -- lists read values_list rows ----------------------------------------------------------------
+
+ROWS = (
+    s.AcceleratorTypeSerializer,
+    s.ClusterSerializer,
+    s.WorkloadListSerializer,
+    s.RunListSerializer,
+)
+
+
+def test_the_listed_serializers_read_rows_and_experiments_need_instances() -> None:
+    for cls in ROWS:
+        assert cls.row_plan() is not None, cls
+    assert s.ExperimentSerializer.row_plan() is None  # method fields, annotations
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
+def test_rows_give_drfs_output(
+    owner: Any, make_cluster: Any, make_experiment: Any, zone: str
+) -> None:
+    objects = _objects(owner, make_cluster, make_experiment)
+    with timezone.override(zone):
+        for cls in ROWS:
+            items = objects[cls]
+            plan = cls.row_plan()
+            rows = list(
+                type(items[0])
+                .objects.filter(pk__in=[o.pk for o in items])
+                .values_list(*plan.select(plan.utc_text(connection.vendor)))
+            )
+            by_id = {o.pk: o for o in items}
+            for item in cls.represent_rows(rows):
+                generic = serializers.ModelSerializer.to_representation(cls(), by_id[item["id"]])
+                assert list(item) == list(generic), cls  # same key order
+                assert JSONRenderer().render(item) == JSONRenderer().render(generic), cls
+
+
+def test_list_endpoints_answer_what_the_serializers_answer(
+    api: Any, owner: Any, make_cluster: Any, make_experiment: Any
+) -> None:
+    from planner.models import Run
+
+    objects = _objects(owner, make_cluster, make_experiment)
+    for url, cls in [
+        ("/api/v1/accelerators/", s.AcceleratorTypeSerializer),
+        ("/api/v1/clusters/", s.ClusterSerializer),
+        ("/api/v1/workloads/", s.WorkloadListSerializer),
+        ("/api/v1/runs/", s.RunListSerializer),
+    ]:
+        listed = api.get(url).json()["results"]
+        by_id = {o.pk: o for o in objects[cls]}
+        assert sorted(by_id) == sorted(i["id"] for i in listed), url
+        for item in listed:
+            generic = serializers.ModelSerializer.to_representation(cls(), by_id[item["id"]])
+            assert item == json.loads(JSONRenderer().render(generic)), url
+    # ordering and filters still apply to the rows
+    ids = [r["id"] for r in api.get("/api/v1/runs/?ordering=id").json()["results"]]
+    assert ids == sorted(Run.objects.values_list("id", flat=True))
+    assert {r["state"] for r in api.get("/api/v1/runs/?state=queued").json()["results"]} == {
+        "queued"
+    }
+
+
+def test_a_view_that_narrows_its_rows_keeps_drfs_list(
+    owner: Any, make_experiment: Any, monkeypatch: Any
+) -> None:
+    from rest_framework.test import APIRequestFactory, force_authenticate
+
+    from api import views
+
+    make_experiment(owner, policies=("fifo", "sjf"))
+
+    class SjfRuns(views.RunViewSet):
+        def get_queryset(self) -> Any:
+            return super().get_queryset().filter(policy="sjf")
+
+    def no_rows(*args: Any) -> Any:
+        raise AssertionError("the row path ignores get_queryset")
+
+    monkeypatch.setattr(views, "_rows", no_rows)
+    request = APIRequestFactory().get("/api/v1/runs/")
+    force_authenticate(request, user=owner)
+    body = SjfRuns.as_view({"get": "list"})(request).data
+    assert [r["policy"] for r in body["results"]] == ["sjf"]
+
+
+def test_postgresql_formats_date_times_as_drf_does() -> None:
+    """``UtcIsoText`` (PostgreSQL's to_char) trimmed by ``_utc_text`` is DRF's date-time."""
+    import datetime as dt
+
+    psycopg = pytest.importorskip("psycopg")
+    from api.representation import UtcIsoText, _utc_text
+
+    try:
+        conn = psycopg.connect(
+            host="127.0.0.1", port=5432, user="postgres", dbname="postgres", connect_timeout=3
+        )
+    except psycopg.OperationalError:
+        pytest.skip("no PostgreSQL at 127.0.0.1:5432")
+    sql = "SELECT " + UtcIsoText.template % {"expressions": "%s::timestamptz"}
+    field = serializers.DateTimeField()
+    paris = dt.timezone(dt.timedelta(hours=1))
+    values = [
+        dt.datetime(2026, 11, 22, 6, 10, 0, 123456, tzinfo=dt.UTC),
+        dt.datetime(2026, 11, 22, 6, 10, 0, tzinfo=dt.UTC),
+        dt.datetime(2026, 11, 22, 6, 10, 0, 100000, tzinfo=dt.UTC),
+        dt.datetime(2026, 1, 2, 3, 4, 5, 1, tzinfo=paris),
+        dt.datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.UTC),
+    ]
+    with conn, timezone.override("UTC"):
+        for session_zone in ("UTC", "Europe/Paris"):  # to_char converts to UTC itself
+            conn.execute(f"SET TIME ZONE '{session_zone}'")
+            for value in values:
+                (text,) = conn.execute(sql, [value]).fetchone()
+                assert _utc_text(text) == field.to_representation(value), (value, text)
+
+
 # -- what the API answers ------------------------------------------------------------------------
 
 
