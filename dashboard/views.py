@@ -17,7 +17,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from dashboard.forms import ClusterForm, ExperimentForm, UploadForm
+from dashboard.forms import (
+    ClusterForm,
+    DeriveForm,
+    ExperimentForm,
+    ImportClusterForm,
+    SyntheticForm,
+    UploadForm,
+    describe_recipe,
+)
 from planner import runner, services
 from planner.models import ACTIVE_STATES, Cluster, Experiment, Run, Workload, WorkloadStatus
 
@@ -59,13 +67,58 @@ def workload_upload(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/workload_upload.html", {"form": form})
 
 
+@login_required
+def workload_synthetic(request: HttpRequest) -> HttpResponse:
+    data = request.POST if request.method == "POST" else None
+    form = SyntheticForm(data, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            workload = services.create_synthetic_workload(
+                request.user, form.cleaned_data["name"], form.recipe()
+            )
+        except ValidationError as exc:
+            form.add_service_error(exc)
+        else:
+            return redirect("dashboard:workload", pk=workload.pk)
+    return render(request, "dashboard/workload_synthetic.html", {"form": form})
+
+
 def _workload(request: HttpRequest, pk: int) -> Workload:
-    return get_object_or_404(Workload.objects.owned_by(request.user), pk=pk)
+    return get_object_or_404(
+        Workload.objects.owned_by(request.user).select_related("parent"), pk=pk
+    )
+
+
+def _workload_page(
+    request: HttpRequest, w: Workload, form: DeriveForm | None = None
+) -> HttpResponse:
+    if form is None and w.status == WorkloadStatus.READY:
+        form = DeriveForm(owner=request.user)
+    ctx = {"w": w, "recipe_lines": describe_recipe(w), "derive_form": form}
+    return render(request, "dashboard/workload_detail.html", ctx)
 
 
 @login_required
 def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return render(request, "dashboard/workload_detail.html", {"w": _workload(request, pk)})
+    return _workload_page(request, _workload(request, pk))
+
+
+@login_required
+@require_POST
+def workload_derive(request: HttpRequest, pk: int) -> HttpResponse:
+    parent = _workload(request, pk)
+    form = DeriveForm(request.POST, owner=request.user)
+    if form.is_valid():
+        steps = form.steps()
+        try:
+            workload = services.derive_workload(
+                request.user, parent, form.cleaned_data["name"], steps
+            )
+        except ValidationError as exc:
+            form.add_service_error(exc, steps)
+        else:
+            return redirect("dashboard:workload", pk=workload.pk)
+    return _workload_page(request, parent, form)
 
 
 @login_required
@@ -102,9 +155,59 @@ def cluster_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+def cluster_import(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = ImportClusterForm(request.POST, request.FILES)
+    else:  # the cluster page's "re-import with an alias" link fills in the form
+        keys = ("format", "name", "aliases", "nodes_per_rack")
+        form = ImportClusterForm(initial={k: request.GET[k] for k in keys if k in request.GET})
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        upload = d["file"]
+        try:
+            cluster = services.import_cluster(
+                request.user,
+                upload.read(),
+                upload.name,
+                fmt=d["format"],
+                aliases=d["aliases"],
+                name=d["name"],
+                nodes_per_rack=d["nodes_per_rack"],
+            )
+        except ValidationError as exc:
+            for message in exc.messages:
+                form.add_error("aliases" if ": aliases[" in message else None, message)
+        else:
+            report = cluster.import_report or {}
+            text = (
+                f"Imported {cluster.name!r}: {cluster.total_devices} devices on "
+                f"{report.get('nodes_kept', 0)} of {report.get('nodes_read', 0)} nodes."
+            )
+            if report.get("unmapped"):
+                text += " Some models are unmapped: see below."
+            messages.success(request, text)
+            return redirect("dashboard:cluster", pk=cluster.pk)
+    return render(request, "dashboard/cluster_import.html", {"form": form})
+
+
+def _reimport_url(c: Cluster) -> str:
+    """The import form, filled in to map the cluster's unmapped models (the file is re-chosen)."""
+    from urllib.parse import urlencode
+
+    report = c.import_report or {}
+    query = {
+        "format": report.get("format", ""),
+        "name": c.name,
+        "aliases": "\n".join(f"{model} = " for model in report.get("unmapped", {})),
+    }
+    return f"{reverse('dashboard:cluster-import')}?{urlencode(query)}"
+
+
+@login_required
 def cluster_detail(request: HttpRequest, pk: int) -> HttpResponse:
     cluster = get_object_or_404(Cluster.objects.owned_by(request.user), pk=pk)
-    return render(request, "dashboard/cluster_detail.html", {"c": cluster})
+    ctx = {"c": cluster, "reimport_url": _reimport_url(cluster) if cluster.import_report else ""}
+    return render(request, "dashboard/cluster_detail.html", ctx)
 
 
 @login_required

@@ -19,6 +19,8 @@ from planner.models import Run
 from tests.browser.conftest import Console
 from tests.django.conftest import PHILLY_SAMPLE
 
+INVENTORY = Path(__file__).resolve().parents[1] / "fixtures" / "inventory"
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -205,3 +207,57 @@ def test_a_planner_compares_policies_end_to_end(
         f"experiment simulated and drawn in {simulated_s:.1f} s; warm page: first screen "
         f"{first_s:.2f} s, every chart (scrolled) {warm_s:.2f} s"
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_planner_generates_derives_and_imports(
+    page: tuple[Any, Console],
+    live_server: Any,
+    celery_worker: Any,
+    django_user_model: Any,
+    screenshots: Path,
+) -> None:
+    pg, console = page
+    base = live_server.url
+    django_user_model.objects.create_user("maker", password="maker-password")
+    pg.goto(f"{base}/")
+    pg.fill("#id_username", "maker")
+    pg.fill("#id_password", "maker-password")
+    pg.click("main button[type=submit]")
+    pg.wait_for_url(f"{base}/")
+
+    # a synthetic workload: the page waits for the worker, then draws its charts
+    pg.click("text=generate a synthetic workload")
+    pg.fill("#id_name", "Poisson 200")
+    pg.fill("#id_jobs", "200")
+    pg.select_option("#id_arrival", "poisson")
+    pg.fill("#id_rate_per_hour", "20")
+    pg.click("#synthetic-form button[type=submit]")
+    pg.wait_for_url(f"{base}/workloads/*/")
+    all_ready(charts_drawn(pg), allowed_empty=("chart-users", "chart-vcs", "chart-warnings"))
+    assert pg.locator("text=Synthetic workload").count() == 1
+    shot(pg, screenshots, "10-synthetic-workload")
+
+    # derived from it: half the jobs at twice the load
+    synthetic_url = pg.url
+    pg.click("#derive > summary")
+    pg.fill("#id_sample_fraction", "0.5")
+    pg.fill("#id_load_factor", "2")
+    pg.click("#derive-form button[type=submit]")
+    pg.wait_for_function(f"location.href !== {synthetic_url!r}")
+    all_ready(charts_drawn(pg), allowed_empty=("chart-users", "chart-vcs", "chart-warnings"))
+    assert pg.locator("a:text('Poisson 200')").count() == 1  # the parent, linked
+    shot(pg, screenshots, "11-derived-workload")
+
+    # a cluster from a Kubernetes node list, with an unmapped model reported
+    pg.goto(f"{base}/clusters/new/")
+    pg.click("text=Import a cluster from a node list")
+    pg.set_input_files("#id_file", str(INVENTORY / "kubectl_nodes.json"))
+    pg.click("#import-form button[type=submit]")
+    pg.wait_for_url(f"{base}/clusters/*/")
+    all_ready(charts_drawn(pg))
+    assert pg.locator("#unmapped td code", has_text="NVIDIA-L40S").count() == 1
+    shot(pg, screenshots, "12-imported-cluster")
+
+    assert console.errors == [], console.errors
+    assert console.foreign == [], f"requests left the server: {console.foreign}"
