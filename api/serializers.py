@@ -137,6 +137,7 @@ class ClusterSerializer(FastRepresentationMixin, serializers.ModelSerializer):
             "parent",
             "total_devices",
             "device_types",
+            "import_report",
             "created",
             "updated",
         )
@@ -145,6 +146,7 @@ class ClusterSerializer(FastRepresentationMixin, serializers.ModelSerializer):
             "parent",
             "total_devices",
             "device_types",
+            "import_report",
             "created",
             "updated",
         )
@@ -201,6 +203,9 @@ class WorkloadSerializer(FastRepresentationMixin, serializers.ModelSerializer):
             "id",
             "name",
             "description",
+            "origin",
+            "parent",
+            "recipe",
             "format",
             "detected_format",
             "status",
@@ -221,7 +226,9 @@ class WorkloadListSerializer(WorkloadSerializer):
     """Lists leave out the report and summary (they can be large)."""
 
     class Meta(WorkloadSerializer.Meta):
-        fields = tuple(f for f in WorkloadSerializer.Meta.fields if f not in ("report", "summary"))
+        fields = tuple(
+            f for f in WorkloadSerializer.Meta.fields if f not in ("report", "summary", "recipe")
+        )
         read_only_fields = fields
 
 
@@ -263,6 +270,60 @@ class WorkloadUploadSerializer(serializers.Serializer):
             fmt=validated_data.get("format", ""),
             description=validated_data.get("description", ""),
         )
+
+
+class SyntheticWorkloadSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    recipe = serializers.JSONField(
+        help_text='What to draw (planner.recipes): {"model": "gavel" | "gavel-single" | "fit", '
+        '"fit_workload": id (with "fit"), "jobs": 2000, "duration_s": null, '
+        '"arrival": "poisson" | "diurnal", "rate_per_hour": 30, "amplitude": 0.5, '
+        '"peak_hour": 14, "start_hour": 0, "duration_model": "lognormal" | "empirical", '
+        '"job_types": true, "seed": 0}; give jobs or duration_s.'
+    )
+
+
+class DeriveWorkloadSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    steps = serializers.JSONField(
+        help_text="Transformations applied in order (planner.recipes): "
+        '{"op": "window", "start_s", "end_s"}, {"op": "sample", "fraction" | "n", "seed"}, '
+        '{"op": "scale", "factor"}, {"op": "cap", "cluster": id, "mode": "cap" | "drop"}, '
+        '{"op": "rebase", "start": ISO 8601, "keep": "time_of_day" | "weekday" | "none"}.'
+    )
+
+
+class ClusterImportSerializer(serializers.Serializer):
+    file = serializers.FileField(
+        help_text="A node list: kubectl get nodes -o json, Slurm scontrol show node, or an "
+        "Alibaba node CSV (pai_machine_spec, openb, spot)."
+    )
+    format = serializers.ChoiceField(
+        choices=("kubectl", "slurm", "pai", "openb", "spot"),
+        required=False,
+        allow_blank=True,
+        help_text="Blank: detect from the content.",
+    )
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    aliases = serializers.JSONField(
+        required=False,
+        binary=True,
+        help_text="A JSON object mapping model names in the file to catalog types, e.g. "
+        '{"NVIDIA-L40S": "L40"}; unmapped models are reported, never guessed.',
+    )
+    nodes_per_rack = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
+
+    def validate_aliases(self, value: Any) -> dict[str, str]:
+        if value in (None, ""):
+            return {}
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise serializers.ValidationError('an object of strings, e.g. {"G2": "A10"}')
+        return value
 
 
 # -- experiments and runs -------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connections, router
 from django.db.models import Avg, Count, ProtectedError, Q
 from django.http import HttpResponse
@@ -183,6 +186,37 @@ class ClusterViewSet(OwnedMixin, viewsets.ModelViewSet):
         )
         return Response(s.ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(
+        request={"multipart/form-data": s.ClusterImportSerializer},
+        responses={201: s.ClusterSerializer},
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import",
+        parser_classes=(MultiPartParser, FormParser),
+    )
+    def import_nodes(self, request: Request) -> Response:
+        """Create a cluster from a node list; ``import_report`` says what was understood
+        (models resolved, unmapped models and the nodes left out, warnings). A file that
+        cannot be read answers 400 naming its line and field, and nothing is stored."""
+        form = s.ClusterImportSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        upload = data["file"]
+        with _as_400("file"):
+            cluster = services.import_cluster(
+                request.user,
+                upload.read(),
+                upload.name,
+                fmt=data.get("format", ""),
+                aliases=data.get("aliases") or None,
+                name=data.get("name", ""),
+                nodes_per_rack=data.get("nodes_per_rack"),
+                description=data.get("description", ""),
+            )
+        return Response(s.ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
+
     @extend_schema(request=s.CloneSerializer, responses={201: s.ClusterSerializer})
     @action(detail=True, methods=["post"])
     def clone(self, request: Request, pk: str | None = None) -> Response:
@@ -230,6 +264,50 @@ class WorkloadViewSet(
         form.is_valid(raise_exception=True)
         workload = form.save()
         return Response(s.WorkloadSerializer(workload).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=s.SyntheticWorkloadSerializer, responses={202: s.WorkloadSerializer})
+    @action(detail=False, methods=["post"], parser_classes=(JSONParser,))
+    def synthetic(self, request: Request) -> Response:
+        """Generate a synthetic workload (Poisson or diurnal arrivals; sizes and durations from
+        Gavel's generator or fitted to one of your workloads). A worker builds it: poll until
+        ``status`` is ``ready``. A bad recipe answers 400 naming ``recipe.<field>``."""
+        form = s.SyntheticWorkloadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        with _as_400("recipe"):
+            workload = services.create_synthetic_workload(
+                request.user, data.get("name", ""), data["recipe"], data.get("description", "")
+            )
+        return Response(s.WorkloadSerializer(workload).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=s.DeriveWorkloadSerializer, responses={202: s.WorkloadSerializer})
+    @action(detail=True, methods=["post"], parser_classes=(JSONParser,))
+    def derive(self, request: Request, pk: str | None = None) -> Response:
+        """A new workload from this one's job table through transformation ``steps`` (time
+        window, sample, load factor, demand capped to a cluster, calendar rebase), built by
+        a worker. A bad step answers 400 naming ``steps[i].<field>``."""
+        parent = self.get_object()
+        form = s.DeriveWorkloadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        with _as_400("steps"):
+            workload = services.derive_workload(
+                request.user,
+                parent,
+                data.get("name", ""),
+                data["steps"],
+                data.get("description", ""),
+            )
+        return Response(s.WorkloadSerializer(workload).data, status=status.HTTP_202_ACCEPTED)
+
+
+@contextlib.contextmanager
+def _as_400(field: str) -> Iterator[None]:
+    """A service's ``ValidationError`` (it names the field) as a 400 under ``field``."""
+    try:
+        yield
+    except DjangoValidationError as exc:
+        raise ValidationError({field: exc.messages}) from None
 
 
 @functools.cache

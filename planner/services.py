@@ -156,6 +156,8 @@ def derive_workload(
     from planner.models import WorkloadOrigin
     from planner.tasks import parse_workload
 
+    if parent.owner_id != getattr(owner, "pk", None):
+        raise ValidationError(f"workload {parent.pk} is not yours")
     if parent.status != WorkloadStatus.READY:
         raise ValidationError(f"workload {parent.pk} is {parent.status}: derive from a ready one")
     clean = recipes.validate_derive(steps, owner)
