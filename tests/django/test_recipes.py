@@ -228,3 +228,12 @@ def test_an_alias_maps_a_model_the_catalog_does_not_know(owner: Any) -> None:
     mapped = services.import_cluster(owner, raw, "nodes.json", aliases={"NVIDIA-L40S": "L40"})
     assert mapped.import_report["unmapped"] == {}
     assert mapped.total_devices == plain.total_devices + 4
+
+
+def test_deriving_from_another_users_workload_is_refused(
+    owner: Any, other: Any, make_workload: Any
+) -> None:
+    theirs = make_workload(other)
+    with pytest.raises(ValidationError, match="not yours"):
+        services.derive_workload(owner, theirs, "x", [{"op": "scale", "factor": 2}], False)
+    assert Workload.objects.count() == 1
