@@ -69,6 +69,17 @@ def shot(page: Any, folder: Path, name: str) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
+def sign_in(page: Any, base: str, user_model: Any, name: str) -> None:
+    """Create user ``name`` and sign in through the login form (every page asks first)."""
+    user_model.objects.create_user(name, password=f"{name}-password")
+    page.goto(f"{base}/")
+    assert "/accounts/login/" in page.url
+    page.fill("#id_username", name)
+    page.fill("#id_password", f"{name}-password")
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{base}/")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_planner_compares_policies_end_to_end(
     page: tuple[Any, Console],
@@ -79,15 +90,7 @@ def test_a_planner_compares_policies_end_to_end(
 ) -> None:
     pg, console = page
     base = live_server.url
-    django_user_model.objects.create_user("planner", password="planner-password")
-
-    # sign in
-    pg.goto(f"{base}/")
-    assert "/accounts/login/" in pg.url
-    pg.fill("#id_username", "planner")
-    pg.fill("#id_password", "planner-password")
-    pg.click("main button[type=submit]")
-    pg.wait_for_url(f"{base}/")
+    sign_in(pg, base, django_user_model, "planner")
     assert pg.locator("nav.quick .card").count() == 4
     shot(pg, screenshots, "01-home-empty")
 
@@ -219,12 +222,7 @@ def test_a_planner_generates_derives_and_imports(
 ) -> None:
     pg, console = page
     base = live_server.url
-    django_user_model.objects.create_user("maker", password="maker-password")
-    pg.goto(f"{base}/")
-    pg.fill("#id_username", "maker")
-    pg.fill("#id_password", "maker-password")
-    pg.click("main button[type=submit]")
-    pg.wait_for_url(f"{base}/")
+    sign_in(pg, base, django_user_model, "maker")
 
     # a synthetic workload: the page waits for the worker, then draws its charts
     pg.click("text=generate a synthetic workload")
