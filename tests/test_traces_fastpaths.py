@@ -1,11 +1,14 @@
 """The fast paths of the delimited-text readers give exactly what the line-by-line paths give.
 
-Well-formed files are split by pyarrow in one go (numbers read as numbers where the reader
-allows it), times are converted by Arrow's ISO 8601 parser, text is trimmed only when some
-value has surrounding whitespace, numeric ids are checked for repeats without hashing, and the
-job table gets its columns already in submit order. Each of these steps falls back to the
-exact, slower path when its shortcut does not apply. Here every file is read both ways (the
-shortcuts switched off by monkeypatching) and the tables, reports and errors must be equal.
+Plain files are read in one piece, well-formed files are split by pyarrow in one go (numbers
+read as numbers where the reader allows it), times are converted by Arrow's ISO 8601 parser,
+text is trimmed only when some value has surrounding whitespace, numeric ids are checked for
+repeats without hashing, the tasks of a PAI job are grouped without hashing their names when
+they are listed together (and joined to the job table without hashing when both tables list
+the jobs in the same order), and the job table gets its columns already in submit order. Each
+of these steps falls back to the exact, slower path when its shortcut does not apply. Here
+every file is read both ways (the shortcuts switched off by monkeypatching) and the tables,
+reports and errors must be equal.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import clustersim.traces.alibaba_openb as openb
+import clustersim.traces.alibaba_pai as pai
 import clustersim.traces.base as base
 import clustersim.traces.generic as generic
 from bench.parse import (  # the generators of the benchmark's large traces
@@ -73,6 +78,9 @@ def slow_paths(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(base, "int_ids", lambda values: None)
     mp.setattr(generic, "int_ids", lambda values: None)
     mp.setattr(base, "_submit_sorted", _objects_only)
+    mp.setattr(base, "_read_plain", lambda path: None)
+    mp.setattr(pai, "_run_codes", lambda values: None)
+    mp.setattr(pai, "_same_names", lambda a, b: False)
 
 
 def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
@@ -308,9 +316,180 @@ def test_repeated_ids_are_found_with_or_without_hashing(ids: list[str]) -> None:
 
 
 def test_blank_and_trim_shortcuts_agree() -> None:
-    cases = [["a", "b"], ["a", ""], [" a", "b"], ["a\t", "b"], ["\u3000x", "y"], ["é", "b"], []]
+    cases = [
+        ["a", "b"],
+        ["a", ""],
+        [" a", "b"],
+        ["a\t", "b"],
+        ["\u3000x", "y"],
+        ["é", "b"],
+        [],
+        ["a b", "c"],  # inner spaces: the edges are looked at one by one
+        ["", "x y", ""],
+        ["xé", "b "],
+        ["\x7f", "~!"],
+    ]
     for values in cases:
-        array = pa.array(values, type=pa.string())
+        array = pa.array(["pad", *values], type=pa.string()).slice(1)
         assert base.blank(array).tolist() == [not v.strip() for v in values]
         assert base.trim(array).to_pylist() == [v.strip() for v in values]
         assert base.no_blank(array) <= all(v.strip() for v in values)
+
+
+# --- the Alibaba readers' shortcuts -------------------------------------------------------
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(["aa", "ab", "ba", "bb", "abcdefghi", "abcdefghj", "x" * 24]), max_size=12
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_task_groups_are_found_with_or_without_hashing(
+    names: list[str], adjacent: bool, sliced: bool
+) -> None:
+    if adjacent:  # the usual layout: the tasks of a job listed together
+        names = sorted(names, key=names.index)
+    values = pa.array(["pad", *names] if sliced else names, type=pa.string())
+    if sliced:
+        values = values.slice(1)
+    expected = pa.compute.dictionary_encode(values)
+    distinct, code = pai._group_codes(values)
+    assert distinct.equals(expected.dictionary)
+    assert code.tolist() == expected.indices.to_pylist()
+
+
+def test_task_groups_fall_back_to_hashing_on_a_hash_collision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = pa.array(["job-a", "job-a", "job-b", "job-c", "job-c"], type=pa.string())
+    assert pai._run_codes(values) is not None
+    monkeypatch.setattr(pai, "_MIX", (np.uint64(0), np.uint64(0)))  # every value hashes to 0
+    assert pai._run_codes(values) is None
+    distinct, code = pai._group_codes(values)
+    assert distinct.to_pylist() == ["job-a", "job-b", "job-c"]
+    assert code.tolist() == [0, 0, 1, 2, 2]
+
+
+TASKS = [
+    "j0001,worker,1.0,Terminated,100.0,200.0,600.0,29.3,100.0,V100",
+    "j0002,worker,2.0,Failed,110.0,300.0,600.0,29.3,50.0,T4",
+    "j0002,ps,1.0,Terminated,105.0,290.0,400.0,10.0,,",
+    "j0003,worker,1.0,Running,120.0,,600.0,29.3,100.0,P100",
+    "j0004,worker,1.0,Terminated,130.0,180.0,600.0,29.3,400.0,MISC",
+]
+JOBS = [
+    "j0001,i1,u1,Terminated,90.0,210.0",
+    "j0002,i2,u2,Failed,100.0,310.0",
+    "j0003,i3,u1,Running,115.0,",
+    "j0004,i4,u3,Terminated,125.0,190.0",
+]
+PAI_VARIANTS: dict[str, tuple[list[str], list[str]]] = {
+    "as is": (TASKS, JOBS),
+    "a job's tasks apart": ([TASKS[1], TASKS[0], TASKS[3], TASKS[2], TASKS[4]], JOBS),
+    "job table in another order": (TASKS, JOBS[::-1]),
+    "job table repeats a job": (TASKS, [*JOBS, JOBS[1].replace("Failed", "Terminated")]),
+    "names of different lengths": (
+        [t.replace("j0003", "j3") for t in TASKS],
+        [j.replace("j0003", "j3") for j in JOBS],
+    ),
+    "quoted name": (
+        [t.replace("j0004", '"j0004"') for t in TASKS],
+        [j.replace("j0004", '"j0004"') for j in JOBS],
+    ),
+    "spaces around a name": ([t.replace("j0001", " j0001") for t in TASKS], JOBS),
+    "header and blank lines": (
+        [",".join(pai.TASK_FIELDS), TASKS[0], "", *TASKS[1:], "  "],
+        [",".join(pai.JOB_FIELDS), *JOBS[:2], "", *JOBS[2:]],
+    ),
+    "a job table row without tasks": (TASKS, [*JOBS, "j0009,i9,u9,Terminated,1.0,2.0"]),
+    "bad number in a task row": ([*TASKS[:3], TASKS[3].replace("120.0", "12O.0"), TASKS[4]], JOBS),
+    "empty job_name": ([*TASKS[:4], TASKS[4].replace("j0004", "")], JOBS),
+    "missing field in a skipped column": (
+        [*TASKS[:2], TASKS[2].replace(",ps,", ","), *TASKS[3:]],
+        JOBS,
+    ),
+    "bad job table time": (TASKS, [*JOBS[:3], JOBS[3].replace("125.0", "x")]),
+}
+
+
+@pytest.mark.parametrize("label", list(PAI_VARIANTS))
+def test_pai_tables_read_the_same_both_ways(tmp_path: Path, label: str) -> None:
+    tasks, jobs = PAI_VARIANTS[label]
+    task_path, job_path = tmp_path / "pai_task.csv", tmp_path / "pai_job.csv"
+    task_path.write_text("\n".join(tasks) + "\n")
+    job_path.write_text("\n".join(jobs) + "\n")
+    outcomes = [
+        both_ways(task_path, "alibaba-pai"),
+        both_ways(task_path, "alibaba-pai", job_table=str(job_path)),
+        both_ways(job_path, "alibaba-pai", task_table=str(task_path)),
+    ]
+    if label in ("as is", "a job's tasks apart", "job table in another order"):
+        assert all(o[0] == "ok" for o in outcomes)
+    if label.startswith("bad") or label == "empty job_name":
+        assert any(o[0] == "error" for o in outcomes)
+
+
+def test_small_blocks_and_compressed_copies_read_the_same(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyarrow splits a file in blocks whose pieces are joined afterwards; a line longer than
+    a block makes the fast path give way. A compressed copy is read through its source."""
+    import gzip
+
+    expected = {
+        name: both_ways(generated / name, fmt, **options)
+        for name, fmt, options in [
+            ("pai_task.csv", "alibaba-pai", {}),
+            ("pai_job.csv", "alibaba-pai", {"task_table": str(generated / "pai_task.csv")}),
+            ("openb.csv", "alibaba-openb", {}),
+        ]
+    }
+    packed = tmp_path / "openb.csv.gz"
+    packed.write_bytes(gzip.compress((generated / "openb.csv").read_bytes()))
+    got = outcome(lambda: read_trace(packed, "alibaba-openb"))
+    assert got[0] == "ok"
+    assert got[2]["assumptions"] == expected["openb.csv"][2]["assumptions"]
+    assert got[1] == expected["openb.csv"][1]
+    data = (generated / "openb.csv").read_bytes()
+    names = data[: data.index(b"\n")].decode().split(",")
+    for block, taken in ((200, True), (40, False)):  # lines of 50 to 90 bytes
+        monkeypatch.setattr(base, "_BLOCK_BYTES", block)
+        plain = base.DelimitedText(data, ",")._columns_plain(names, 1)
+        assert (plain is not None) == taken
+        if taken:
+            assert plain is not None and isinstance(plain["name"], pa.Array)
+        assert both_ways(generated / "openb.csv", "alibaba-openb") == expected["openb.csv"]
+        assert both_ways(generated / "pai_task.csv", "alibaba-pai") == expected["pai_task.csv"]
+
+
+def test_finite_max_and_nan_to_zero_agree_with_numpy() -> None:
+    cases = [
+        [np.array([1.0, np.nan, 3.0]), np.array([np.inf, 2.0]), np.array([])],
+        [np.array([np.nan]), np.array([-np.inf])],
+        [np.array([-0.0, -1.0]), np.array([0.0])],
+        [np.array([0.0, -2.0]), np.array([-0.0, np.nan])],
+        [np.array([-5.0, -3.0])],
+    ]
+    for columns in cases:
+        every = np.concatenate(columns)
+        every = every[np.isfinite(every)]
+        expected = float(every.max()) if len(every) else 0.0
+        got = openb._finite_max(columns)
+        assert repr(got) == repr(expected)
+    values = np.array([1.0, np.nan, np.inf, -np.inf, -0.0, 2.5])
+    for x in (values, values[[0, 5]], values[:0]):
+        assert repr(pai._nan_to_zero(x).tolist()) == repr(np.nan_to_num(x, nan=0.0).tolist())
+
+
+def test_numbers_come_writable() -> None:
+    data = b"a,b\n1,\n2,3\n"
+    text = base.DelimitedText(data, ",")
+    cols = text.columns("t", ["a", "b"], start=1, numbers={"a": False, "b": True})
+    assert base.is_numbers(cols["a"]) and base.is_numbers(cols["b"])
+    for name in ("a", "b"):
+        out = base.numbers_of(cols[name])
+        out[0] = 7.0  # the caller may write: a copy of pyarrow's memory, not a view
+    assert base.numbers_of(cols["a"]).tolist() == [1.0, 2.0]

@@ -181,9 +181,7 @@ class AlibabaOpenbReader(TraceReader):
             checks.append(("pod_phase not selected (option phases)", ~np.isin(phase, chosen_codes)))
 
         if timed:
-            finite_times = np.concatenate([creation, deletion, scheduled])
-            finite_times = finite_times[np.isfinite(finite_times)]
-            trace_end = float(finite_times.max()) if len(finite_times) else 0.0
+            trace_end = _finite_max([creation, deletion, scheduled])
             unscheduled = np.isnan(scheduled)
             undeleted = np.isnan(deletion)
             start = np.where(unscheduled, creation, scheduled)
@@ -213,21 +211,22 @@ class AlibabaOpenbReader(TraceReader):
         kl = lines[idx]
 
         # GPU sharing.
-        share = (gpus[idx] == 1) & (milli[idx] > 0) & (milli[idx] < 1000)
+        kept_gpus, kept_milli, kept_phase = gpus[idx], milli[idx], phase[idx]
+        share = (kept_gpus == 1) & (kept_milli > 0) & (kept_milli < 1000)
         if share.any():
             report.assume(
                 f"{int(share.sum())} GPU-sharing pods (0 < gpu_milli < 1000, "
-                f"{milli[idx][share].sum() / 1000:.1f} GPUs of demand in total) each get one "
+                f"{kept_milli[share].sum() / 1000:.1f} GPUs of demand in total) each get one "
                 "whole device; run times kept as measured"
             )
-        report.warn("GPU pod with gpu_milli = 0: whole GPUs assumed", kl[milli[idx] == 0])
+        report.warn("GPU pod with gpu_milli = 0: whole GPUs assumed", kl[kept_milli == 0])
         report.warn(
             "multi-GPU pod with gpu_milli other than 1000: whole GPUs assumed",
-            kl[(gpus[idx] > 1) & (milli[idx] != 1000) & (milli[idx] != 0)],
+            kl[(kept_gpus > 1) & (kept_milli != 1000) & (kept_milli != 0)],
         )
 
         # Phases and times.
-        counts = np.bincount(phase[idx], minlength=len(phase_names))
+        counts = np.bincount(kept_phase, minlength=len(phase_names))
         listed = ", ".join(
             f"{k or '(none)'} {c}"
             for k, c in sorted(zip(phase_names, counts.tolist(), strict=True))
@@ -237,10 +236,12 @@ class AlibabaOpenbReader(TraceReader):
         if "pod_phase" in cols:
             report.assume(f"pod phases of kept pods: {listed} ({chosen}; option phases)")
         if timed:
-            running = phase[idx] == (
+            running = kept_phase == (
                 phase_names.index("Running") if "Running" in phase_names else -1
             )
-            at_end = deletion[idx] == trace_end
+            kept_deletion, kept_undeleted = deletion[idx], undeleted[idx]
+            kept_unscheduled = unscheduled[idx]
+            at_end = kept_deletion == trace_end
             report.warn(
                 "pod_phase Running with deletion_time at the trace end: still running when the "
                 "trace was cut (run time is a lower bound)",
@@ -249,21 +250,21 @@ class AlibabaOpenbReader(TraceReader):
             report.warn(
                 "pod_phase Running but deletion_time before the trace end (known quirk, "
                 "alibaba/clusterdata#218): deletion_time taken as the end",
-                kl[running & ~at_end & ~undeleted[idx]],
+                kl[running & ~at_end & ~kept_undeleted],
             )
             report.warn(
                 f"no deletion_time: runs until the trace end {trace_end:g} s (run time is a "
                 "lower bound)",
-                kl[undeleted[idx]],
+                kl[kept_undeleted],
             )
             report.warn(
                 "never scheduled (no scheduled_time): run time = deletion_time − creation_time, "
                 "the time it waited before deletion",
-                kl[unscheduled[idx]],
+                kl[kept_unscheduled],
             )
             report.warn(
                 "scheduled_time before creation_time",
-                kl[~unscheduled[idx] & (scheduled[idx] < creation[idx])],
+                kl[~kept_unscheduled & (scheduled[idx] < creation[idx])],
             )
             report.assume(
                 "submit_time = creation_time, not re-based "
@@ -283,8 +284,9 @@ class AlibabaOpenbReader(TraceReader):
                 else f"run time {nominal:g} s for every pod (option nominal_duration_s)"
             )
 
+        kept_spec = spec[idx]
         _report_constraints(
-            "gpu_spec" in cols, spec_types, spec_speed, spec_kind, spec[idx], kl, multi, report
+            "gpu_spec" in cols, spec_types, spec_speed, spec_kind, kept_spec, kl, multi, report
         )
 
         priority = np.zeros(len(idx), dtype=np.int64)
@@ -299,17 +301,18 @@ class AlibabaOpenbReader(TraceReader):
             "cpu = cpu_milli / 1000 cores; mem_gb = memory_mib / 1024 (GiB taken as GB); "
             "user, virtual cluster and job type unknown"
         )
+        kept_cpu, kept_mem = cpu_milli[idx], mem_mib[idx]
         with np.errstate(invalid="ignore"):
-            cpu = np.where(np.isfinite(cpu_milli[idx]), cpu_milli[idx] / 1000.0, np.nan)
-            mem = np.where(np.isfinite(mem_mib[idx]), mem_mib[idx] / 1024.0, np.nan)
+            cpu = np.where(np.isfinite(kept_cpu), kept_cpu / 1000.0, np.nan)
+            mem = np.where(np.isfinite(kept_mem), kept_mem / 1024.0, np.nan)
         table = build_table(
             path,
             report,
             job_id=trimmed(cols["name"], idx),
             submit_time=submit[idx],
-            num_gpus=gpus[idx].astype(np.int64),
+            num_gpus=kept_gpus.astype(np.int64),
             work=work_all[idx],
-            gpu_type=spec_types[spec[idx]],
+            gpu_type=spec_types[kept_spec],
             priority=priority,
             cpu=cpu,
             mem_gb=mem,
@@ -425,6 +428,22 @@ def _report_constraints(
         )
     else:
         report.assume("work = run time in reference seconds")
+
+
+def _finite_max(columns: list[FloatArray]) -> float:
+    """The largest finite value of the columns (0 when there is none), column by column
+    (without joining them)."""
+    out = -np.inf
+    for values in columns:
+        finite = np.isfinite(values)
+        if finite.all():
+            out = max(out, float(values.max())) if len(values) else out
+        elif finite.any():
+            out = max(out, float(values[finite].max()))
+    if out == 0:  # which zero (0 or -0) numpy's maximum of them all is: ask it
+        every = np.concatenate(columns)
+        return float(every[np.isfinite(every)].max())
+    return out if np.isfinite(out) else 0.0
 
 
 def _optional_numbers(parser: ColumnParser, values: pa.Array, name: str) -> FloatArray:

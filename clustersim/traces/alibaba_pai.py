@@ -98,6 +98,7 @@ from clustersim.traces.base import (
     no_blank,
     numbers_of,
     set_jobs_read,
+    string_offsets,
     trim,
 )
 
@@ -179,18 +180,23 @@ class AlibabaPaiReader(TraceReader):
         agg = _aggregate(tasks, vocab)
         view = _view(main_kind, jobs, agg, vocab, report, path)
         g = view.group
+
+        def per_job(values: np.ndarray) -> np.ndarray:
+            """Per-task-group values for the jobs of the main file."""
+            return values if view.in_order else values[g]
+
         lines = view.line
 
-        first_start = agg.first_start[g]
-        missing_end = agg.missing_end[g]
-        gpu_sum = agg.gpu[g]
+        first_start = per_job(agg.first_start)
+        missing_end = per_job(agg.missing_end)
+        gpu_sum = per_job(agg.gpu)
         times = [tasks.start, tasks.end] + ([jobs.start, jobs.end] if jobs is not None else [])
         every = np.concatenate(times)
         every = every[np.isfinite(every)]
         trace_end = float(every.max()) if len(every) else 0.0
         running = view.status == vocab.index("Running")
-        end = np.where(missing_end & running, trace_end, agg.last_end[g])
-        type_code = agg.type_code[g]  # index into agg.type_names, -1 none, -2 several
+        end = np.where(missing_end & running, trace_end, per_job(agg.last_end))
+        type_code = per_job(agg.type_code)  # index into agg.type_names, -1 none, -2 several
         speed_of, name_of = _type_tables(agg.type_names)
         speed = speed_of[type_code]
         with np.errstate(invalid="ignore", over="ignore"):
@@ -203,7 +209,7 @@ class AlibabaPaiReader(TraceReader):
             checks = [
                 ("job_name repeats an earlier job row", view.dup),
                 ("no task in the task table", view.no_task),
-                ("status not selected (option statuses)", ~np.isin(view.status, wanted)),
+                ("status not selected (option statuses)", ~_among(view.status, wanted, vocab)),
                 ("never started (no task start_time)", np.isnan(first_start)),
                 ("no end_time", np.isnan(end)),
                 ("end_time before start_time", run < 0),
@@ -293,10 +299,11 @@ class AlibabaPaiReader(TraceReader):
             submit_time=kept_submit - origin,
             num_gpus=gpus,
             work=work[idx],
-            user=_objects(view.user.take(take)),
+            # one Python string per distinct user, not per job (none without a job table)
+            user=None if jobs is None else pc.dictionary_encode(view.user.take(take)),
             gpu_type=gpu_type,
-            cpu=agg.cpu[g][idx],
-            mem_gb=agg.mem[g][idx],
+            cpu=agg.cpu[g[idx]],
+            mem_gb=agg.mem[g[idx]],
         )
         return table, report
 
@@ -434,18 +441,24 @@ def _required_text(parser: ColumnParser, values: pa.Array, name: str) -> pa.Arra
 
 
 def _split(
-    text: DelimitedText, path: str, fields: tuple[str, ...], numbers: dict[str, bool]
+    text: DelimitedText,
+    path: str,
+    fields: tuple[str, ...],
+    numbers: dict[str, bool],
+    unused: tuple[str, ...],
 ) -> tuple[dict[str, pa.Array], IntArray, ColumnParser]:
-    """The rows of a table (after its header line, if it has one) by field name, their line
-    numbers and a parser for them; ``numbers`` as for :meth:`DelimitedText.columns`."""
+    """The rows of a table (after its header line, if it has one) by field name (but the
+    ``unused`` ones), their line numbers and a parser for them; ``numbers`` as for
+    :meth:`DelimitedText.columns`."""
     start = _start_row(text, fields)
-    cols = text.columns(path, list(fields), start, numbers)
+    cols = text.columns(path, list(fields), start, numbers, skip=unused)
     lines = text.lines[start:]
     return cols, lines, ColumnParser(path, lines)
 
 
 def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
-    cols, lines, parser = _split(text, path, JOB_FIELDS, dict.fromkeys(_JOB_TIMES, True))
+    numbers = dict.fromkeys(_JOB_TIMES, True)
+    cols, lines, parser = _split(text, path, JOB_FIELDS, numbers, ("inst_id",))
     name = _required_text(parser, cols["job_name"], "job_name")
     status = _required_text(parser, cols["status"], "status")
     t0 = _optional_numbers(parser, cols["start_time"], "start_time")
@@ -457,7 +470,7 @@ def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
 
 def _read_tasks(text: DelimitedText, path: str) -> _Tasks:
     numbers = {"inst_num": False, **dict.fromkeys(_TASK_NUMBERS, True)}
-    cols, lines, parser = _split(text, path, TASK_FIELDS, numbers)
+    cols, lines, parser = _split(text, path, TASK_FIELDS, numbers, ("task_name",))
     name = _required_text(parser, cols["job_name"], "job_name")
     inst = parser.numbers(cols["inst_num"], "inst_num")
     status = _required_text(parser, cols["status"], "status")
@@ -504,6 +517,68 @@ def _status_codes(values: pa.Array, vocab: list[str]) -> IntArray:
 # Grouping tasks into jobs
 
 
+def _group_codes(values: pa.Array) -> tuple[pa.Array, IntArray]:
+    """Distinct values (as written, in order of first appearance) and each row's index into
+    them: :func:`pyarrow.compute.dictionary_encode`, without hashing the strings in the usual
+    layout (see :func:`_run_codes`)."""
+    runs = _run_codes(values)
+    if runs is not None:
+        return runs
+    enc = pc.dictionary_encode(values)
+    return enc.dictionary, np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+#: Odd 64-bit multipliers of the check hash of :func:`_run_codes`.
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+
+
+def _run_codes(values: pa.Array) -> tuple[pa.Array, IntArray] | None:
+    """:func:`_group_codes` when every value has the same length (up to 64 bytes; PAI job
+    names have 24) and equal values are adjacent (the tasks of a job are listed together);
+    ``None`` otherwise, or when in doubt.
+
+    Runs of equal values are found by comparing each value with the one before it (8 bytes at
+    a time); the values starting the runs must then be distinct. That is checked with a hash:
+    equal values have equal hashes, so when the sorted hashes of the runs are distinct, so are
+    the runs, and each run is a value of its own, numbered in order. A repeated hash (a value
+    listed in two places, or a collision) leaves the answer to the hash table.
+    """
+    n = len(values)
+    if n < 2 or values.null_count or not pa.types.is_string(values.type):
+        return None
+    offsets = string_offsets(values)
+    width = int(offsets[1] - offsets[0])
+    if not 0 < width <= 64 or not bool(np.all(np.diff(offsets) == width)):
+        return None
+    first = int(offsets[0])
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[first : first + n * width]
+    words = -(-width // 8)
+    if width % 8:
+        padded = np.zeros((n, words * 8), dtype=np.uint8)
+        padded[:, :width] = data.reshape(n, width)
+    else:
+        padded = data.reshape(n, width)
+    block = padded.view(np.uint64)  # (n, words): each value as 64-bit words
+    starts = np.empty(n, dtype=bool)
+    starts[0] = True
+    np.not_equal(block[1:, 0], block[:-1, 0], out=starts[1:])
+    for j in range(1, words):
+        starts[1:] |= block[1:, j] != block[:-1, j]
+    heads = np.flatnonzero(starts)
+    firsts = np.take(block, heads, axis=0)
+    with np.errstate(over="ignore"):
+        digest = np.zeros(len(heads), dtype=np.uint64)
+        for j in range(words):
+            digest ^= firsts[:, j]
+            digest *= _MIX[j % 2]
+            digest ^= digest >> np.uint64(29)
+    digest.sort()
+    if len(digest) > 1 and bool(np.any(digest[1:] == digest[:-1])):
+        return None
+    code = np.cumsum(starts, dtype=np.int64) - 1
+    return values.take(pa.array(heads)), code
+
+
 @dataclass
 class _Agg:
     """Per distinct task ``job_name`` (in order of first appearance)."""
@@ -522,9 +597,8 @@ class _Agg:
 
 
 def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
-    enc = pc.dictionary_encode(tasks.name)
-    code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    m = len(enc.dictionary)
+    names, code = _group_codes(tasks.name)
+    m = len(names)
     # Codes number the names in order of first appearance, so when the tasks of each job are
     # adjacent (the usual layout) the codes are already sorted and no reordering is needed.
     grouped = len(code) < 2 or bool(np.all(code[1:] >= code[:-1]))
@@ -544,9 +618,9 @@ def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
         return out
 
     with np.errstate(invalid="ignore", over="ignore"):
-        gpu = tasks.inst * np.nan_to_num(tasks.gpu, nan=0.0) / 100.0
-        cpu = tasks.inst * np.nan_to_num(tasks.cpu, nan=0.0) / 100.0
-        mem = tasks.inst * np.nan_to_num(tasks.mem, nan=0.0)
+        gpu = tasks.inst * _nan_to_zero(tasks.gpu) / 100.0
+        cpu = tasks.inst * _nan_to_zero(tasks.cpu) / 100.0
+        mem = tasks.inst * _nan_to_zero(tasks.mem)
     gpu = np.where(np.isnan(gpu), np.inf, gpu)  # inf × 0: a garbage demand, dropped later
 
     # Job status from its tasks: Failed > Running > Waiting > an unknown status > Terminated.
@@ -571,12 +645,12 @@ def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
     type_code = np.where(tmax < 0, -1, np.where(tmin == tmax, tmin, -2))
     with np.errstate(invalid="ignore"):
         return _Agg(
-            name=enc.dictionary,
+            name=names,
             # Line numbers increase down the file: a job's first task has its smallest.
             line=(tasks.line if order is None else tasks.line[order])[bounds],
             gpu=red(np.add, gpu),
-            cpu=red(np.add, np.nan_to_num(cpu, nan=0.0)),
-            mem=red(np.add, np.nan_to_num(mem, nan=0.0)),
+            cpu=red(np.add, _nan_to_zero(cpu)),
+            mem=red(np.add, _nan_to_zero(mem)),
             first_start=red(np.fmin, tasks.start),
             last_end=red(np.fmax, tasks.end),
             missing_end=any_of(np.isnan(tasks.end)),
@@ -584,6 +658,18 @@ def _aggregate(tasks: _Tasks, vocab: list[str]) -> _Agg:
             type_code=type_code.astype(np.int64),
             type_names=type_names,
         )
+
+
+def _nan_to_zero(values: FloatArray) -> FloatArray:
+    """``np.nan_to_num(values, nan=0.0)`` (``nan`` → 0, ``±inf`` → the largest finite
+    floats), looking again only at the values that are not finite (``values`` itself when
+    every value is)."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return values
+    out = values.copy()
+    out[bad] = np.nan_to_num(values[bad], nan=0.0)
+    return out
 
 
 @dataclass
@@ -598,6 +684,8 @@ class _View:
     user: pa.Array
     dup: npt.NDArray[np.bool_]
     no_task: npt.NDArray[np.bool_]
+    #: Whether ``group`` is ``0, 1, 2, ...`` (the jobs are the task groups, in order).
+    in_order: bool = False
 
 
 def _view(
@@ -616,6 +704,7 @@ def _view(
             name=jobs.name,
             line=jobs.line,
             group=np.maximum(group, 0),
+            in_order=_same_names(jobs.name, agg.name),
             status=_status_codes(jobs.status, vocab),
             submit=jobs.start,
             user=jobs.user,
@@ -643,6 +732,7 @@ def _view(
         name=agg.name,
         line=agg.line,
         group=np.arange(m),
+        in_order=True,
         status=status,
         submit=submit,
         user=user,
@@ -651,8 +741,27 @@ def _view(
     )
 
 
+def _same_names(a: pa.Array, b: pa.Array) -> bool:
+    """Whether two name columns are equal, value by value (compared without hashing)."""
+    return bool(a.equals(b))
+
+
+def _among(codes: IntArray, wanted: list[int], vocab: list[str]) -> npt.NDArray[np.bool_]:
+    """Whether each code (an index into ``vocab``) is one of ``wanted``."""
+    table = np.zeros(len(vocab), dtype=bool)
+    table[wanted] = True
+    return table[codes]
+
+
 def _index_in(values: pa.Array, value_set: pa.Array) -> IntArray:
-    """Index of each value in ``value_set`` (first match), -1 where absent."""
+    """Index of each value in ``value_set`` (first match), -1 where absent.
+
+    One of the two is always the distinct job names of the task table, so when the two are
+    equal (the job and task tables list the jobs in the same order) value ``i`` is at index
+    ``i``, and nothing is hashed.
+    """
+    if _same_names(values, value_set):
+        return np.arange(len(values), dtype=np.int64)
     idx = pc.index_in(values, value_set=value_set)
     return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
@@ -667,10 +776,6 @@ def _repeats(group: IntArray) -> npt.NDArray[np.bool_]:
         out[has] = True
         out[has[first]] = False
     return out
-
-
-def _objects(values: pa.Array) -> np.ndarray:
-    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
 
 
 # --------------------------------------------------------------------------------------------

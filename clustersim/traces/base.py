@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -56,7 +56,7 @@ import pyarrow.csv as pacsv
 
 from clustersim.errors import ClustersimError, TraceError
 from clustersim.jobs import JobTable
-from clustersim.traces.compressed import load_all, read_start
+from clustersim.traces.compressed import open_source, read_start
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -296,7 +296,20 @@ def load_bytes(path: str | os.PathLike[str], member: str | None = None) -> bytes
         If the file cannot be opened, is a broken compressed stream or archive, or the
         archive member cannot be chosen.
     """
-    return load_all(path, member)
+    with open_source(path, member) as source:
+        whole = None if source.info.layers else _read_plain(path)
+        return whole if whole is not None else source.read()
+
+
+def _read_plain(path: str | os.PathLike[str]) -> bytes | None:
+    """The content of a plain file, read in one piece (``None`` if that fails; the caller
+    then reads it through its source, which reports the error). Through the source, which
+    has read the head already, the content would be copied once more after it is read."""
+    try:
+        with open(path, "rb", buffering=0) as raw:
+            return raw.readall()
+    except OSError:  # pragma: no cover - the file went away since it was opened
+        return None
 
 
 def read_head(
@@ -494,6 +507,7 @@ class DelimitedText:
         start: int = 0,
         numbers: Mapping[str, bool] | None = None,
         spaces: bool = False,
+        skip: Collection[str] = (),
     ) -> dict[str, pa.Array]:
         """The lines from index ``start`` on, split into string columns.
 
@@ -513,12 +527,15 @@ class DelimitedText:
             spaces: only files without spaces and tabs qualify, unless ``spaces``.
         spaces
             Whether spaces around numbers may be ignored (the caller trims numbers anyway).
+        skip
+            Columns the caller does not use: left out of the result (their fields are still
+            counted).
 
         Returns
         -------
         dict of str to pyarrow.StringArray
-            ``len(self) - start`` values per column; value ``k`` is from line
-            ``self.lines[start + k]``.
+            ``len(self) - start`` values per column (but those of ``skip``); value ``k`` is
+            from line ``self.lines[start + k]``.
 
         Raises
         ------
@@ -529,17 +546,17 @@ class DelimitedText:
             if numbers and (spaces or (b" " not in self.data and b"\t" not in self.data)):
                 where = {name: i for i, name in enumerate(names)}  # the last one wins
                 typed = {where[c]: optional for c, optional in numbers.items() if c in where}
-                fast = self._columns_plain(names, start, typed)
+                fast = self._columns_plain(names, start, typed, skip)
                 if fast is not None:
                     return fast
-            fast = self._columns_plain(names, start)
+            fast = self._columns_plain(names, start, None, skip)
             if fast is not None:
                 return fast
         self._scan()
         m = len(self) - start
         self.check_field_count(path, names, start)
         if m <= 0:
-            return {name: pa.array([], type=pa.string()) for name in names}
+            return {name: pa.array([], type=pa.string()) for name in names if name not in skip}
         starts, ends = self._starts[start:], self._ends[start:]
         if np.all(starts[1:] == ends[:-1] + 1):
             body = self.data[starts[0] : ends[-1]]  # contiguous: one slice
@@ -548,15 +565,21 @@ class DelimitedText:
         positional = [f"f{i}" for i in range(len(names))]
         longest = int((ends - starts).max())
         try:
-            table = self._read_csv(body, positional, longest)
+            table = self._read_csv(body, positional, longest, None, _used(names, skip))
         except (pa.ArrowException, OverflowError) as exc:  # pragma: no cover - defensive
             raise TraceError(path, 0, "", f"cannot split the file into fields: {exc}") from None
         if table.num_rows != m:  # cannot happen with unquoted single-line records
             raise TraceError(path, 0, "", f"internal error: parsed {table.num_rows} of {m} rows")
-        return {name: table.column(i).combine_chunks() for i, name in enumerate(names)}
+        pieces = _take_apart(table)
+        del table
+        return _combined(pieces, names, skip)
 
     def _columns_plain(
-        self, names: list[str], start: int, numbers: dict[int, bool] | None = None
+        self,
+        names: list[str],
+        start: int,
+        numbers: dict[int, bool] | None = None,
+        skip: Collection[str] = (),
     ) -> dict[str, pa.Array] | None:
         """:meth:`columns` when every line is a record, split by pyarrow in one go; ``None``
         when some line may be blank, or pyarrow refuses the body (e.g. a wrong field count),
@@ -569,7 +592,7 @@ class DelimitedText:
 
         ``numbers`` (column index → whether empty values are allowed) asks for float64
         columns; ``None`` unless every such value is a number (not ``nan``), or empty where
-        allowed.
+        allowed. Columns named in ``skip`` are not converted.
         """
         data = self.data
         if not self._first_plain:
@@ -581,7 +604,7 @@ class DelimitedText:
         ):
             return None
         end = _end_of_last_record(data)
-        count = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8, count=end) == 10)) + 1
+        count = data.count(b"\n", 0, end) + 1
         offset = 0
         for _ in range(start):
             offset = data.find(b"\n", offset, end) + 1
@@ -590,21 +613,23 @@ class DelimitedText:
         if end <= offset:
             return None
         positional = [f"f{i}" for i in range(len(names))]
+        used = _used(names, skip)
         try:
             table = self._read_csv(
-                pa.py_buffer(memoryview(data)[offset:end]), positional, 0, numbers
+                pa.py_buffer(memoryview(data)[offset:end]), positional, 0, numbers, used
             )
         except (pa.ArrowException, OverflowError, ValueError):
             return None
-        if table.num_rows != count - start or table.num_columns != len(names):
+        if table.num_rows != count - start or table.num_columns != len(used):
             return None
         for i, optional in (numbers or {}).items():
-            values = table.column(i)
-            if (values.null_count and not optional) or pc.any(pc.is_nan(values)).as_py():
+            if positional[i] in used and not _all_numbers(table.column(positional[i]), optional):
                 return None
         if self._lines is None:
             self._lines = np.arange(1, count + 1, dtype=np.int64)  # confirmed by pyarrow
-        return {name: _one_chunk(table.column(i)) for i, name in enumerate(names)}
+        pieces = _take_apart(table)
+        del table
+        return _combined(pieces, names, skip)
 
     def _read_csv(
         self,
@@ -612,21 +637,26 @@ class DelimitedText:
         positional: list[str],
         longest: int,
         numbers: dict[int, bool] | None = None,
+        used: list[str] | None = None,
     ) -> pa.Table:
         """Split ``body`` (non-blank lines, all with the right field count) with pyarrow;
-        columns ``numbers`` (by index) as float64 (empty values null)."""
+        columns ``numbers`` (by index) as float64 (empty values null); only the columns
+        ``used`` (positional names ``f<i>``; default all)."""
         types = {c: pa.string() for c in positional}
         for i in numbers or {}:
             types[positional[i]] = pa.float64()
-        # One block (up to 1 GB): each column comes as one array, which saves copying the
-        # blocks' pieces together (CPU time and memory), at the price of splitting the body
-        # on one thread.
-        size = len(body) if isinstance(body, bytes) else body.size
+        # Blocks of a few MB, split and converted one after the other on this thread: each
+        # block's tokens are still in the CPU cache when they are converted, which costs
+        # less CPU time than one block for the whole body, even counting the copying of the
+        # columns' pieces together afterwards. A block holds at least one whole line (a
+        # longer line makes pyarrow refuse the body: the fast path then leaves the file to
+        # the line-by-line path, which knows the longest line).
         return pacsv.read_csv(
             pa.BufferReader(body),
             read_options=pacsv.ReadOptions(
                 column_names=positional,
-                block_size=min(max(1 << 20, size + 1, 2 * longest + 64), 1 << 30),
+                use_threads=False,
+                block_size=min(max(_BLOCK_BYTES, 2 * longest + 64), 1 << 30),
             ),
             parse_options=pacsv.ParseOptions(
                 delimiter=self.sep,
@@ -640,12 +670,22 @@ class DelimitedText:
             ),
             convert_options=pacsv.ConvertOptions(
                 column_types=types,
+                include_columns=used if used is not None and len(used) < len(positional) else [],
                 null_values=[""] if numbers else [],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 check_utf8=False,  # the text was checked when it was loaded
             ),
         )
+
+
+def _used(names: list[str], skip: Collection[str]) -> list[str]:
+    """Positional names (``f<i>``) of the columns not in ``skip``."""
+    return [f"f{i}" for i, name in enumerate(names) if name not in skip]
+
+
+#: Block size of :meth:`DelimitedText._read_csv`.
+_BLOCK_BYTES = 4 << 20
 
 
 def _end_of_last_record(data: bytes) -> int:
@@ -665,6 +705,36 @@ def _end_of_last_record(data: bytes) -> int:
 def _one_chunk(values: pa.ChunkedArray) -> pa.Array:
     """A chunked column as one array (without a copy when it has one chunk)."""
     return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+
+
+def _all_numbers(values: pa.ChunkedArray, optional: bool) -> bool:
+    """Whether a float64 column read by pyarrow holds only numbers (not ``nan``), and no
+    null (empty value) unless ``optional``."""
+    return (optional or not values.null_count) and not pc.any(pc.is_nan(values)).as_py()
+
+
+def _take_apart(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """The columns of ``table`` by name."""
+    return dict(zip(table.column_names, table.columns, strict=True))
+
+
+def _combined(
+    pieces: dict[str, pa.ChunkedArray], names: list[str], skip: Collection[str]
+) -> dict[str, pa.Array]:
+    """The columns of a table read by :meth:`DelimitedText._read_csv` (``pieces``, by
+    positional name ``f<i>``; emptied) as single arrays, by ``names`` (duplicates: the last
+    one wins; ``skip``: left out).
+
+    Each column's pieces are let go as soon as they are copied together, so that the memory
+    they held serves the next column (when the caller holds no other reference to them).
+    """
+    out: dict[str, pa.Array] = {}
+    for i, name in enumerate(names):
+        column = pieces.pop(f"f{i}", None)
+        if column is not None and name not in skip:
+            out[name] = _one_chunk(column)
+        del column
+    return out
 
 
 def _simple_line_count(data: bytes) -> int | None:
@@ -926,7 +996,10 @@ def is_numbers(values: pa.Array) -> bool:
 
 def numbers_of(values: pa.Array) -> FloatArray:
     """A column that came as numbers, as a writable float64 array (nulls: ``nan``)."""
-    return np.array(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+    out = values.to_numpy(zero_copy_only=False)
+    if out.dtype != np.float64 or not out.flags.writeable:  # a view of pyarrow's memory
+        out = np.array(out, dtype=np.float64)
+    return out
 
 
 def blank(values: pa.Array) -> BoolArray:
@@ -966,7 +1039,8 @@ def _edges_plain(values: pa.Array, allow_empty: bool) -> bool:
 
     Looks at the first and last byte of each value only: every whitespace character is
     ASCII at most ``0x20`` or a multi-byte UTF-8 sequence (bytes ``>= 0x80``), so values whose
-    edge bytes are printable ASCII have nothing to trim.
+    edge bytes are printable ASCII have nothing to trim. When every byte of the values is
+    printable ASCII (the usual case), so are the edge bytes, and they need not be picked out.
     """
     n = len(values)
     if n == 0:
@@ -978,13 +1052,17 @@ def _edges_plain(values: pa.Array, allow_empty: bool) -> bool:
     offsets = string_offsets(values)
     starts, ends = offsets[:-1], offsets[1:]
     empty = ends == starts
-    if empty.any():
-        if not allow_empty:
-            return False
-        if empty.all():
-            return True
-        starts, ends = starts[~empty], ends[~empty]
+    some_empty = bool(empty.any())
+    if some_empty and not allow_empty:
+        return False
+    if int(offsets[-1]) == int(offsets[0]):  # every value empty
+        return True
     data = np.frombuffer(values.buffers()[2], dtype=np.uint8)
+    text = data[int(offsets[0]) : int(offsets[-1])]
+    if int(text.min()) >= 0x21 and int(text.max()) < 0x80:
+        return True
+    if some_empty:
+        starts, ends = starts[~empty], ends[~empty]
     first, last = data[starts], data[ends - 1]
     return bool(((first - np.uint8(0x21) < 0x5F) & (last - np.uint8(0x21) < 0x5F)).all())
 
@@ -1303,11 +1381,20 @@ def _submit_sorted(columns: dict[str, Any]) -> dict[str, Any]:
         if isinstance(values, pa.Array):
             if order is not None:
                 values = values.take(pa.array(order))
-            values = arrow_objects(values)
+            if not (name == "job_id" and _plain_strings(values)):
+                values = arrow_objects(values)
         elif order is not None and values is not None:
             values = np.asarray(values)[order]
         out[name] = values
     return out
+
+
+def _plain_strings(values: pa.Array) -> bool:
+    """Whether ``values`` is a string array without nulls: the job table takes such job ids
+    as they are (its elements are already ``str``), without a second pass over the values."""
+    return values.null_count == 0 and (
+        pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    )
 
 
 def arrow_objects(values: pa.Array) -> ObjArray:
