@@ -933,10 +933,14 @@ def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> npt.NDArray[np.bool_]
     that gap are considered next. The gap shrinks every pass, so passes are at most the
     number of distinct demand sizes.
     """
-    cs = np.cumsum(d)
-    if not len(cs) or cs[-1] <= cap:
-        return np.ones(len(d), dtype=bool)
-    take = np.zeros(len(d), dtype=bool)
+    # Every demand is at least one device, so the first misfit is among the first cap + 1
+    # demands (and among the first left + 1 candidates later): the sums never need to run
+    # over the whole (possibly long) queue.
+    n = len(d)
+    cs = np.cumsum(d[: cap + 1])
+    if n <= cap + 1 and (not n or cs[-1] <= cap):
+        return np.ones(n, dtype=bool)
+    take = np.zeros(n, dtype=bool)
     k = int(np.searchsorted(cs, cap, side="right"))
     take[:k] = True
     if blocking:
@@ -944,13 +948,13 @@ def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> npt.NDArray[np.bool_]
     left = cap - (int(cs[k - 1]) if k else 0)
     if left == 0:
         return take
-    idx = np.arange(k + 1, len(d))
-    idx = idx[d[idx] <= left]
+    idx = np.flatnonzero(d[k + 1 :] <= left) + (k + 1)
     while len(idx) and left > 0:
-        cs = np.cumsum(d[idx])
+        w = idx[: left + 1]
+        cs = np.cumsum(d[w])
         k = int(np.searchsorted(cs, left, side="right"))
-        take[idx[:k]] = True
-        if k == len(idx):
+        take[w[:k]] = True
+        if k == len(w):  # only when w is all of idx (left + 1 candidates cannot all fit)
             break
         left -= int(cs[k - 1]) if k else 0
         rest = idx[k + 1 :]

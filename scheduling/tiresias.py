@@ -62,8 +62,7 @@ class Tiresias(Policy):
 
     def next_wake(self, state: State) -> float | None:
         """When the first running job crosses its next threshold (it is demoted then)."""
-        a = state.active
-        r = a[state.running[a]]
+        r = state.running_jobs()
         if not len(r):
             return None
         att = state.attained[r]

@@ -271,3 +271,23 @@ def test_tiresias_one_threshold_path_matches_the_general_path() -> None:
     np.testing.assert_array_equal(a.finish, b.finish)
     np.testing.assert_array_equal(a.preemptions, b.preemptions)
     assert a.preemptions.sum() > 0
+
+
+def test_state_running_jobs_are_the_running_ones_and_read_only() -> None:
+    seen: list[tuple[set[int], set[int]]] = []
+
+    class Probe(Policy):
+        name = "probe"
+        preemptive = True
+
+        def schedule(self, state: State) -> Decision:
+            r = state.running_jobs()
+            a = state.active
+            seen.append(({int(x) for x in r}, {int(x) for x in a[state.running[a]]}))
+            with pytest.raises(ValueError):
+                r[:1] = 0  # the engine's own array: a policy must not write it
+            return Decision(run=a)
+
+    finish(Probe(), table=jobs([(0, 1, 10), (0, 1, 4), (1, 1, 3), (2, 2, 1)]))
+    assert len(seen) >= 3 and any(got for got, _ in seen)
+    assert all(got == want for got, want in seen)
