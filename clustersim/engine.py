@@ -566,12 +566,10 @@ class _Run:
         if (types is not None and len(types) != m) or len(nds) != m:
             raise SimulationError(f"policy {self.policy.name!r}: decision arrays differ in length")
         if m:
-            if not self.is_active[run].all():
-                jj = int(run[np.flatnonzero(~self.is_active[run])[0]])
-                raise SimulationError(
-                    f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[jj]!r},"
-                    " which is not active"
-                )
+            # preemptive decisions list every active job: only the jobs chosen to run are
+            # checked (after the fill), the rest cannot matter
+            if not self.policy.preemptive:
+                self._check_active(run)
             if d.ndev is not None and (
                 np.any(nds < self.jobs.min_gpus[run]) or np.any(nds > self.jobs.max_gpus[run])
             ):
@@ -582,6 +580,15 @@ class _Run:
             self._apply_preemptive(run, types, nds)
         elif m:
             self._apply_greedy(run, types, nds)
+
+    def _check_active(self, run: IntArray) -> None:
+        ok = self.is_active[run]
+        if not ok.all():
+            jj = int(run[np.flatnonzero(~ok)[0]])
+            raise SimulationError(
+                f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[jj]!r},"
+                " which is not active"
+            )
 
     def _apply_greedy(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
         """Start listed queued jobs in order; running jobs are left alone."""
@@ -650,12 +657,12 @@ class _Run:
         # 1. which jobs fit, by device count per type, in priority order
         if self.cluster.n_types == 1 and (types is None or not np.any(types > 0)):
             # one type: greedy fill by cumulative sums, one pass per distinct gap size
-            take = _greedy_fill(nds, int(self.capacity[0]), self.policy.blocking)
-            tj, tn = run[take], nds[take]
+            pos = _greedy_fill(nds, int(self.capacity[0]), self.policy.blocking)
             tt = None
         else:
             pos, tt = self._select(run, types, nds)
-            tj, tn = run[pos], nds[pos]
+        tj, tn = run[pos], nds[pos]
+        self._check_active(tj)
         # 2. suspend running jobs that are not kept where they are
         stay = self.running[tj] & (self.alloc_n[tj] == tn)
         if tt is not None:
@@ -924,42 +931,42 @@ class _Run:
         )
 
 
-def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> npt.NDArray[np.bool_]:
-    """Greedy in-order fill of ``cap`` devices by demands ``d``: (m,) bool taken.
+def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> IntArray:
+    """Greedy in-order fill of ``cap`` devices by demands ``d`` (each at least one device):
+    the positions taken, ascending.
 
     Equivalent to visiting the demands in order and taking each one that still fits
     (stopping at the first that does not when ``blocking``), but vectorised: a prefix of
     cumulative sums is taken, the first misfit sets the new gap, and only demands that fit in
     that gap are considered next. The gap shrinks every pass, so passes are at most the
-    number of distinct demand sizes.
+    number of distinct demand sizes. As every demand is at least one device, the first misfit
+    is among the first ``cap + 1`` demands (among the first ``gap + 1`` candidates later):
+    the sums never run over the whole, possibly long, queue.
     """
-    # Every demand is at least one device, so the first misfit is among the first cap + 1
-    # demands (and among the first left + 1 candidates later): the sums never need to run
-    # over the whole (possibly long) queue.
     n = len(d)
     cs = np.cumsum(d[: cap + 1])
     if n <= cap + 1 and (not n or cs[-1] <= cap):
-        return np.ones(n, dtype=bool)
-    take = np.zeros(n, dtype=bool)
+        return np.arange(n)
     k = int(np.searchsorted(cs, cap, side="right"))
-    take[:k] = True
+    head = np.arange(k)
     if blocking:
-        return take
+        return head
     left = cap - (int(cs[k - 1]) if k else 0)
     if left == 0:
-        return take
+        return head
+    parts = [head]
     idx = np.flatnonzero(d[k + 1 :] <= left) + (k + 1)
     while len(idx) and left > 0:
         w = idx[: left + 1]
         cs = np.cumsum(d[w])
         k = int(np.searchsorted(cs, left, side="right"))
-        take[w[:k]] = True
+        parts.append(w[:k])
         if k == len(w):  # only when w is all of idx (left + 1 candidates cannot all fit)
             break
         left -= int(cs[k - 1]) if k else 0
         rest = idx[k + 1 :]
         idx = rest[d[rest] <= left]
-    return take
+    return np.concatenate(parts) if len(parts) > 1 else head
 
 
 def simulate(

@@ -291,3 +291,21 @@ def test_state_running_jobs_are_the_running_ones_and_read_only() -> None:
     finish(Probe(), table=jobs([(0, 1, 10), (0, 1, 4), (1, 1, 3), (2, 2, 1)]))
     assert len(seen) >= 3 and any(got for got, _ in seen)
     assert all(got == want for got, want in seen)
+
+
+@pytest.mark.parametrize("preemptive", [True, False])
+def test_a_policy_that_runs_a_finished_job_is_stopped_with_the_job_named(
+    preemptive: bool,
+) -> None:
+    from clustersim.errors import SimulationError
+
+    class Stale(Policy):
+        name = "stale"
+
+        def schedule(self, state: State) -> Decision:
+            return Decision(run=np.concatenate([[0], state.active[state.active != 0]]))
+
+    Stale.preemptive = preemptive
+    table = jobs([(0, 1, 1), (5, 1, 1)])  # job 0 is done when job 1 arrives
+    with pytest.raises(SimulationError, match="scheduled job 'j0', which is not active"):
+        finish(Stale(), table=table)
