@@ -252,11 +252,11 @@ class Catalog:
             if normalize_name(u) == normalize_name(name):
                 return (
                     f"accelerator {name!r} is {why} and is not mapped to a catalog type; "
-                    "map it with Catalog.with_aliases or define it with Catalog.with_types"
+                    "map it to a catalog type with an alias, or define it as a type of your own"
                 )
         close = self.close_matches(name)
         hint = f"; close matches: {', '.join(close)}" if close else ""
-        return f"unknown accelerator {name!r}{hint} (Catalog.names() lists all)"
+        return f"unknown accelerator {name!r}{hint} (the catalog lists every known type)"
 
     def close_matches(self, name: str, n: int = 5) -> list[str]:
         """Catalog keys whose names or aliases resemble ``name``, best first.

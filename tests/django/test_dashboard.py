@@ -13,18 +13,6 @@ from tests.django.conftest import GAVEL_TRACE
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def web(client: Any, owner: Any) -> Any:
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def other_web(client: Any, other: Any) -> Any:
-    client.force_login(other)
-    return client
-
-
 PAGES = [
     "/",
     "/workloads/upload/",
