@@ -146,6 +146,7 @@ class _Run:
         self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
         self.type_nodes = [np.flatnonzero(cluster.node_type == t) for t in range(n_types)]
         self.best_fit = placement.best_fit_one_node
+        self._one_type = n_types == 1
         self._one: dict[int, IntArray] = {}
         self._rate_cache: dict[tuple[int, int, int, float], float] = {}
 
@@ -488,10 +489,11 @@ class _Run:
             return None
         nodes_t = self.type_nodes[t]
         if self.best_fit:  # the placement puts a gang that fits one node on the best fit
-            f = self.node_free[nodes_t]
-            fits = f >= nd
-            if fits.any():
-                i = int(np.argmin(np.where(fits, f, _BIG)))
+            # (one type on every node: no gather; the first smallest fitting node either way)
+            f = self.node_free if self._one_type else self.node_free[nodes_t]
+            g = np.where(f >= nd, f, _BIG)
+            i = int(g.argmin())
+            if g[i] < _BIG:
                 node = int(nodes_t[i])
                 self.node_free[node] -= nd
                 self.busy[self.group_list[node]] += nd
