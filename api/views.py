@@ -29,6 +29,7 @@ from api import serializers as s
 from api.filters import ClusterFilter, ExperimentFilter, RunFilter, WorkloadFilter
 from planner import runner, services
 from planner.models import (
+    PARQUET,
     AcceleratorType,
     Artefact,
     Cluster,
@@ -385,7 +386,7 @@ _TABLE_DOWNLOAD = extend_schema(
     ],
     responses={
         (200, "text/csv"): OpenApiTypes.BINARY,
-        (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
+        (200, PARQUET): OpenApiTypes.BINARY,
     },
 )
 
@@ -397,7 +398,7 @@ def _table_download(request: Request, artefact_id: int | None, stem: str) -> Htt
         raise ValidationError({"as": "csv or parquet"})
     data = get_object_or_404(Artefact, pk=artefact_id).read()
     if kind == "parquet":
-        response = HttpResponse(data, content_type="application/vnd.apache.parquet")
+        response = HttpResponse(data, content_type=PARQUET)
     else:
         import pandas as pd
 

@@ -36,6 +36,10 @@ class Owned(models.Model):
         abstract = True
 
 
+#: Media type of Parquet files.
+PARQUET = "application/vnd.apache.parquet"
+
+
 class Artefact(Owned):
     """A blob in the database: an uploaded trace, a job table, per-job results, a time series,
     a run's device stints.
@@ -90,6 +94,11 @@ class Artefact(Owned):
             sha256=hashlib.sha256(raw).hexdigest(),
             data=data,
         )
+
+    @classmethod
+    def build_parquet(cls, owner: Any, kind: str, raw: bytes, filename: str) -> Artefact:
+        """An unsaved Parquet artefact, stored as is (its columns are zstd-compressed)."""
+        return cls.build(owner, kind, raw, filename=filename, content_type=PARQUET, compress=False)
 
     def read(self) -> bytes:
         data = bytes(self.data)

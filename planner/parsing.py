@@ -97,13 +97,8 @@ def parse_workload(workload_id: int) -> str:
 
 def _store(workload: Workload, jobs: Any, report: dict[str, Any]) -> str:
     """Save the job table and mark the workload ready (if it is still this parse's)."""
-    table = Artefact.build(
-        workload.owner,
-        Artefact.Kind.JOBS,
-        to_parquet(jobs),
-        filename=f"workload-{workload.pk}-jobs.parquet",
-        content_type="application/vnd.apache.parquet",
-        compress=False,
+    table = Artefact.build_parquet(
+        workload.owner, Artefact.Kind.JOBS, to_parquet(jobs), f"workload-{workload.pk}-jobs.parquet"
     )
     with transaction.atomic():
         table.save()

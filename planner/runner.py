@@ -278,13 +278,8 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
 def store(run: Run, attempt: int, outcome: Outcome) -> bool:
     """Write the results if the row is still this attempt's; ``False`` (nothing written) if not."""
     with transaction.atomic():
-        per_job = Artefact.build(
-            run.owner,
-            Artefact.Kind.PER_JOB,
-            outcome.per_job,
-            filename=f"run-{run.pk}-jobs.parquet",
-            content_type="application/vnd.apache.parquet",
-            compress=False,
+        per_job = Artefact.build_parquet(
+            run.owner, Artefact.Kind.PER_JOB, outcome.per_job, f"run-{run.pk}-jobs.parquet"
         )
         series = Artefact.build(
             run.owner,
@@ -295,13 +290,8 @@ def store(run: Run, attempt: int, outcome: Outcome) -> bool:
         )
         stints = None
         if outcome.stints is not None:
-            stints = Artefact.build(
-                run.owner,
-                Artefact.Kind.STINTS,
-                outcome.stints,
-                filename=f"run-{run.pk}-stints.parquet",
-                content_type="application/vnd.apache.parquet",
-                compress=False,
+            stints = Artefact.build_parquet(
+                run.owner, Artefact.Kind.STINTS, outcome.stints, f"run-{run.pk}-stints.parquet"
             )
             stints.save()
         per_job.save()
