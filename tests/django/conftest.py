@@ -109,6 +109,25 @@ def make_cluster() -> Any:
 
 
 @pytest.fixture
+def make_accelerator() -> Any:
+    """A user-defined accelerator type of ``owner`` (fields overridable)."""
+    from planner.models import AcceleratorType
+
+    def make(owner: Any, name: str = "MyChip", **fields: Any) -> AcceleratorType:
+        spec = {
+            "fp16_tflops": 100,
+            "memory_gb": 32,
+            "memory_bw_tbs": 1.0,
+            "busy_w": 300,
+            "price_per_hour": 2.0,
+            "release_year": 2024,
+        }
+        return AcceleratorType.objects.create(owner=owner, name=name, **{**spec, **fields})
+
+    return make
+
+
+@pytest.fixture
 def make_workload() -> Any:
     """A parsed workload (the Gavel demo trace, 100 jobs) unless ``parse=False``."""
     from planner import parsing, services

@@ -301,22 +301,13 @@ def _queries(api: Any, url: str) -> int:
     ],
 )
 def test_list_endpoints_use_a_constant_number_of_queries(
-    api: Any, owner: Any, make_experiment: Any, url: str
+    api: Any, owner: Any, make_experiment: Any, make_accelerator: Any, url: str
 ) -> None:
     from planner.models import AcceleratorType
 
     def add() -> None:
         make_experiment(owner, seeds=(0, 1))
-        AcceleratorType.objects.create(
-            owner=owner,
-            name=f"T{AcceleratorType.objects.count()}",
-            fp16_tflops=1,
-            memory_gb=1,
-            memory_bw_tbs=1,
-            busy_w=1,
-            price_per_hour=1,
-            release_year=2020,
-        )
+        make_accelerator(owner, f"T{AcceleratorType.objects.count()}")
 
     add()
     few = _queries(api, url)

@@ -46,20 +46,13 @@ def test_every_fast_serializer_has_a_compiled_plan(cls: Any) -> None:
     assert cls.fast_plan() is not None
 
 
-def _objects(owner: Any, make_cluster: Any, make_experiment: Any) -> dict[Any, list[Any]]:
+def _objects(
+    owner: Any, make_cluster: Any, make_experiment: Any, make_accelerator: Any
+) -> dict[Any, list[Any]]:
     from api.views import _experiment_queryset
-    from planner.models import AcceleratorType, Cluster, Run, Workload
+    from planner.models import Cluster, Run, Workload
 
-    acc = AcceleratorType.objects.create(
-        owner=owner,
-        name="Chip",
-        fp16_tflops=10,
-        memory_gb=16,
-        memory_bw_tbs=1,
-        busy_w=200,
-        price_per_hour=1.5,
-        release_year=2023,
-    )
+    acc = make_accelerator(owner, "Chip", fp16_tflops=10, memory_gb=16, release_year=2023)
     base = make_cluster(owner)
     base.clone("what-if")
     finished = make_experiment(owner, policies=("fifo", "sjf"), run=True)
@@ -79,9 +72,9 @@ def _objects(owner: Any, make_cluster: Any, make_experiment: Any) -> dict[Any, l
 
 @pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
 def test_the_compiled_output_is_drfs_output(
-    owner: Any, make_cluster: Any, make_experiment: Any, zone: str
+    owner: Any, make_cluster: Any, make_experiment: Any, make_accelerator: Any, zone: str
 ) -> None:
-    objects = _objects(owner, make_cluster, make_experiment)
+    objects = _objects(owner, make_cluster, make_experiment, make_accelerator)
     assert set(objects) == set(FAST)
     with timezone.override(zone):
         for cls, items in objects.items():
@@ -150,9 +143,9 @@ def test_the_listed_serializers_read_rows_and_experiments_need_instances() -> No
 
 @pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
 def test_rows_give_drfs_output(
-    owner: Any, make_cluster: Any, make_experiment: Any, zone: str
+    owner: Any, make_cluster: Any, make_experiment: Any, make_accelerator: Any, zone: str
 ) -> None:
-    objects = _objects(owner, make_cluster, make_experiment)
+    objects = _objects(owner, make_cluster, make_experiment, make_accelerator)
     with timezone.override(zone):
         for cls in ROWS:
             items = objects[cls]
@@ -170,11 +163,11 @@ def test_rows_give_drfs_output(
 
 
 def test_list_endpoints_answer_what_the_serializers_answer(
-    api: Any, owner: Any, make_cluster: Any, make_experiment: Any
+    api: Any, owner: Any, make_cluster: Any, make_experiment: Any, make_accelerator: Any
 ) -> None:
     from planner.models import Run
 
-    objects = _objects(owner, make_cluster, make_experiment)
+    objects = _objects(owner, make_cluster, make_experiment, make_accelerator)
     for url, cls in [
         ("/api/v1/accelerators/", s.AcceleratorTypeSerializer),
         ("/api/v1/clusters/", s.ClusterSerializer),

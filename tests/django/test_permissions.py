@@ -28,19 +28,8 @@ class World:
 
 
 @pytest.fixture
-def world(owner: Any, make_cluster: Any, make_experiment: Any) -> World:
-    from planner.models import AcceleratorType
-
-    acc = AcceleratorType.objects.create(
-        owner=owner,
-        name="MyChip",
-        fp16_tflops=100,
-        memory_gb=32,
-        memory_bw_tbs=1.0,
-        busy_w=300,
-        price_per_hour=2.0,
-        release_year=2024,
-    )
+def world(owner: Any, make_cluster: Any, make_experiment: Any, make_accelerator: Any) -> World:
+    acc = make_accelerator(owner)
     exp = make_experiment(owner, run=True)
     run = exp.runs.get()
     return World(
