@@ -272,9 +272,12 @@ class WorkloadUploadSerializer(serializers.Serializer):
         )
 
 
-class SyntheticWorkloadSerializer(serializers.Serializer):
+class _NewWorkloadSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True)
+
+
+class SyntheticWorkloadSerializer(_NewWorkloadSerializer):
     recipe = serializers.JSONField(
         help_text='What to draw (planner.recipes): {"model": "gavel" | "gavel-single" | "fit", '
         '"fit_workload": id (with "fit"), "jobs": 2000, "duration_s": null, '
@@ -284,9 +287,7 @@ class SyntheticWorkloadSerializer(serializers.Serializer):
     )
 
 
-class DeriveWorkloadSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    description = serializers.CharField(required=False, allow_blank=True)
+class DeriveWorkloadSerializer(_NewWorkloadSerializer):
     steps = serializers.JSONField(
         help_text="Transformations applied in order (planner.recipes): "
         '{"op": "window", "start_s", "end_s"}, {"op": "sample", "fraction" | "n", "seed"}, '

@@ -124,16 +124,34 @@ def create_synthetic_workload(
     generation after commit (:mod:`planner.recipes`)."""
     from planner import recipes
     from planner.models import WorkloadOrigin
-    from planner.tasks import parse_workload
 
     clean = recipes.validate_synthetic(recipe, owner)
+    name = name or "synthetic workload"
+    return _recipe_workload(
+        owner, name, description, WorkloadOrigin.SYNTHETIC, clean, None, enqueue
+    )
+
+
+def _recipe_workload(
+    owner: Any,
+    name: str,
+    description: str,
+    origin: str,
+    recipe: dict[str, Any],
+    parent: Workload | None,
+    enqueue: bool,
+) -> Workload:
+    """Store a workload to be built from ``recipe`` and enqueue the build after commit."""
+    from planner.tasks import parse_workload
+
     with transaction.atomic():
         workload = Workload.objects.create(
             owner=owner,
-            name=name or "synthetic workload",
+            name=name,
             description=description,
-            origin=WorkloadOrigin.SYNTHETIC,
-            recipe=clean,
+            origin=origin,
+            recipe=recipe,
+            parent=parent,
             original_filename="",
             status=WorkloadStatus.PENDING,
         )
@@ -154,27 +172,17 @@ def derive_workload(
     (validated here, applied by the worker)."""
     from planner import recipes
     from planner.models import WorkloadOrigin
-    from planner.tasks import parse_workload
 
     if parent.owner_id != getattr(owner, "pk", None):
         raise ValidationError(f"workload {parent.pk} is not yours")
     if parent.status != WorkloadStatus.READY:
         raise ValidationError(f"workload {parent.pk} is {parent.status}: derive from a ready one")
     clean = recipes.validate_derive(steps, owner)
-    with transaction.atomic():
-        workload = Workload.objects.create(
-            owner=owner,
-            name=name or f"{parent.name} (derived)",
-            description=description,
-            origin=WorkloadOrigin.DERIVED,
-            recipe={"parent": parent.pk, "steps": clean},
-            parent=parent,
-            original_filename="",
-            status=WorkloadStatus.PENDING,
-        )
-        if enqueue:
-            transaction.on_commit(lambda: parse_workload.delay(workload.pk))
-    return workload
+    recipe = {"parent": parent.pk, "steps": clean}
+    name = name or f"{parent.name} (derived)"
+    return _recipe_workload(
+        owner, name, description, WorkloadOrigin.DERIVED, recipe, parent, enqueue
+    )
 
 
 def validate_policies(policies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

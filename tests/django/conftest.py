@@ -31,6 +31,18 @@ SMALL_SPEC = {
 }
 
 
+#: A user-defined accelerator type (the API's body for one).
+ACCELERATOR = {
+    "name": "MyChip",
+    "fp16_tflops": 100,
+    "memory_gb": 32,
+    "memory_bw_tbs": 1.0,
+    "busy_w": 300,
+    "price_per_hour": 2.0,
+    "release_year": 2024,
+}
+
+
 @pytest.fixture
 def owner(django_user_model: Any) -> Any:
     return django_user_model.objects.create_user("alice", password="alice-password")
@@ -114,15 +126,9 @@ def make_accelerator() -> Any:
     from planner.models import AcceleratorType
 
     def make(owner: Any, name: str = "MyChip", **fields: Any) -> AcceleratorType:
-        spec = {
-            "fp16_tflops": 100,
-            "memory_gb": 32,
-            "memory_bw_tbs": 1.0,
-            "busy_w": 300,
-            "price_per_hour": 2.0,
-            "release_year": 2024,
-        }
-        return AcceleratorType.objects.create(owner=owner, name=name, **{**spec, **fields})
+        return AcceleratorType.objects.create(
+            owner=owner, **{**ACCELERATOR, "name": name, **fields}
+        )
 
     return make
 

@@ -11,22 +11,14 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.django.conftest import GAVEL_TRACE, PHILLY_SAMPLE
+from tests.django.conftest import ACCELERATOR, GAVEL_TRACE, PHILLY_SAMPLE
 
 pytestmark = pytest.mark.django_db
 
 
 # -- accelerators -----------------------------------------------------------------------------
 
-ACC = {
-    "name": "MyChip",
-    "fp16_tflops": 100,
-    "memory_gb": 32,
-    "memory_bw_tbs": 1.0,
-    "busy_w": 300,
-    "price_per_hour": 2.0,
-    "release_year": 2024,
-}
+ACC = ACCELERATOR
 
 
 def test_it_creates_an_accelerator_type_and_clusters_can_use_it(api: Any) -> None:
