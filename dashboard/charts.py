@@ -1,4 +1,4 @@
-"""JSON chart endpoints (the djangoproject.com dashboard pattern).
+"""JSON chart endpoints (the djangoproject.com dashboard pattern) and the local plotly.js.
 
 A page renders empty containers that name one of these URLs; ``static/dashboard/charts.js``
 fetches it and draws the Plotly figure (or table) it answers. Every endpoint:
@@ -14,11 +14,13 @@ fetches it and draws the Plotly figure (or table) it answers. Every endpoint:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -327,3 +329,41 @@ def compare_chart(request: HttpRequest, name: str) -> HttpResponse:
     version = version_of(runs)
     key_pk = hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()[:16]
     return respond(request, build, kind="compare", pk=key_pk, name=name, version=version)
+
+
+# -- plotly.js, served from the installed package -----------------------------------------------
+
+
+def plotly_version() -> str:
+    import plotly
+
+    return str(plotly.__version__)
+
+
+@lru_cache(maxsize=1)
+def _plotly_bundle() -> tuple[bytes, bytes]:
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    raw = path.read_bytes()
+    return raw, gzip.compress(raw, compresslevel=9, mtime=0)
+
+
+@require_GET
+def plotly_js(request: HttpRequest, version: str) -> HttpResponse:
+    """plotly.min.js of the installed ``plotly`` package (no CDN); immutable per version."""
+    if version != plotly_version():
+        raise Http404("unknown plotly.js version")
+    raw, packed = _plotly_bundle()
+    etag = f'"plotly-{version}"'
+    if request.headers.get("If-None-Match") == etag:
+        response = HttpResponse(status=304)
+    elif "gzip" in request.headers.get("Accept-Encoding", ""):
+        response = HttpResponse(packed, content_type="text/javascript; charset=utf-8")
+        response["Content-Encoding"] = "gzip"
+    else:
+        response = HttpResponse(raw, content_type="text/javascript; charset=utf-8")
+    response["ETag"] = etag
+    response["Vary"] = "Accept-Encoding"
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    return response

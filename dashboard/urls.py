@@ -30,4 +30,5 @@ urlpatterns = [
     path("charts/workloads/<int:pk>/<slug:name>/", charts.workload_chart, name="workload-chart"),
     path("charts/clusters/<int:pk>/<slug:name>/", charts.cluster_chart, name="cluster-chart"),
     path("charts/compare/<slug:name>/", charts.compare_chart, name="compare-chart"),
+    path("vendor/plotly-<str:version>.min.js", charts.plotly_js, name="plotly-js"),
 ]

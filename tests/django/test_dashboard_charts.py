@@ -10,19 +10,16 @@ from __future__ import annotations
 import io
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from django.templatetags.static import static
 from django.test import Client
 
 from dashboard import charts
 from dashboard.gantt import MAX_GANTT_ROWS
 from dashboard.plotting import MAX_CDF_POINTS, MAX_TIMELINE_POINTS, cdf_points, pareto_mask
-from dashboard.templatetags.dashboard_tags import PLOTLY_JS, PLOTLY_JS_VERSION
 from planner.models import Artefact, Run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
@@ -398,43 +395,18 @@ def test_a_single_load_factor_explains_how_to_see_saturation(
 # -- plotly.js -----------------------------------------------------------------------------------
 
 
-def test_plotly_js_is_the_vendored_partial_bundle_with_its_licence() -> None:
-    from django.contrib.staticfiles import finders
-
-    path = Path(finders.find(PLOTLY_JS))
-    head = path.read_bytes()[:200].decode()
-    assert f"plotly.js (basic - minified) v{PLOTLY_JS_VERSION}" in head
-    assert path.stat().st_size < 2_000_000  # the full bundle is 4.8 MB
-    assert (path.parent / "LICENSE").read_text().startswith("MIT License")
-    # the plotly.js of the pinned Python package: same major.minor (same figure schema)
-    offline = pytest.importorskip("plotly.offline")
-    assert offline.get_plotlyjs_version().split(".")[:2] == PLOTLY_JS_VERSION.split(".")[:2]
-
-
-def test_pages_load_plotly_js_deferred_from_the_static_files(web: Client, experiment: Any) -> None:
-    html = web.get(f"/experiments/{experiment.pk}/").content.decode()
-    assert f'<script src="{static(PLOTLY_JS)}" defer></script>' in html
-    assert "cdn" not in html.lower()
-
-
-def test_in_production_plotly_js_has_a_hashed_name_and_is_cached_for_good(
-    tmp_path: Path, settings: Any
-) -> None:
-    from django.core.management import call_command
-
-    settings.STATIC_ROOT = tmp_path
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
-    }
-    settings.WHITENOISE_AUTOREFRESH = False
-    call_command("collectstatic", interactive=False, verbosity=0)
-    url = static(PLOTLY_JS)
-    name = re.escape(f"plotly-basic-{PLOTLY_JS_VERSION}")
-    assert re.search(rf"/{name}\.min\.[0-9a-f]{{12}}\.js$", url), url
-    client = Client()  # a new handler: whitenoise reads the settings above
-    r = client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+def test_plotly_js_is_served_from_the_installed_package(client: Client) -> None:
+    version = charts.plotly_version()
+    r = client.get(f"/vendor/plotly-{version}.min.js")
     assert r.status_code == 200 and r["Content-Type"].startswith("text/javascript")
-    assert r["Content-Encoding"] == "gzip" and "immutable" in r["Cache-Control"]
-    assert int(re.search(r"max-age=(\d+)", r["Cache-Control"]).group(1)) >= 365 * 86400
-    r.close()
+    assert b"plotly" in r.content[:2000].lower()
+    assert "immutable" in r["Cache-Control"]
+    packed = client.get(f"/vendor/plotly-{version}.min.js", HTTP_ACCEPT_ENCODING="gzip")
+    assert packed["Content-Encoding"] == "gzip" and len(packed.content) < len(r.content) / 2
+    assert client.get("/vendor/plotly-0.0.1.min.js").status_code == 404
+
+
+def test_pages_load_plotly_js_deferred_from_the_app(web: Client, experiment: Any) -> None:
+    html = web.get(f"/experiments/{experiment.pk}/").content.decode()
+    assert f'<script src="/vendor/plotly-{charts.plotly_version()}.min.js" defer>' in html
+    assert "cdn" not in html.lower()
