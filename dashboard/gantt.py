@@ -189,15 +189,26 @@ def stints_in_window(run: Run, frame: pd.DataFrame, w: Window) -> pd.DataFrame:
 # -- jobs over time --------------------------------------------------------------------------------
 
 
-def gantt(run: Run, from_h: float | None, to_h: float | None) -> Chart:
-    """Each job of the window: waiting, then its stints (preemption gaps shown), by job size."""
-    title = "Jobs over time (Gantt)"
+def _jobs_and_window(
+    run: Run, title: str, from_h: float | None, to_h: float | None
+) -> tuple[pd.DataFrame, Window] | Chart:
+    """The run's per-job columns and the chosen window, or the empty chart that says why not."""
     frame = parquet_columns(run.per_job_id, _JOB_COLUMNS)
     if len(frame) == 0:
         return empty(title, "This run has no jobs.")
     w = window(run, frame, from_h, to_h)
     if isinstance(w, str):
         return empty(title, w)
+    return frame, w
+
+
+def gantt(run: Run, from_h: float | None, to_h: float | None) -> Chart:
+    """Each job of the window: waiting, then its stints (preemption gaps shown), by job size."""
+    title = "Jobs over time (Gantt)"
+    got = _jobs_and_window(run, title, from_h, to_h)
+    if isinstance(got, Chart):
+        return got
+    frame, w = got
     submit = frame["submit"].to_numpy(dtype=np.float64)
     end = _job_end(frame, w.t_end)
     inside = np.flatnonzero((submit < w.hi) & (end > w.lo))
@@ -475,12 +486,10 @@ def placement(run: Run, from_h: float | None, to_h: float | None) -> Chart:
     title = "Placement by node"
     if run.stints_id is None:
         return empty(title, NO_STINTS)
-    frame = parquet_columns(run.per_job_id, _JOB_COLUMNS)
-    if len(frame) == 0:
-        return empty(title, "This run has no jobs.")
-    w = window(run, frame, from_h, to_h)
-    if isinstance(w, str):
-        return empty(title, w)
+    got = _jobs_and_window(run, title, from_h, to_h)
+    if isinstance(got, Chart):
+        return got
+    frame, w = got
     st = stint_columns(run.stints_id)
     rows = st.overlapping(w.lo, w.hi)
     if len(rows) == 0:
