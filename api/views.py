@@ -176,14 +176,8 @@ class ClusterViewSet(OwnedMixin, viewsets.ModelViewSet):
         form.is_valid(raise_exception=True)
         name = form.validated_data["preset"]
         spec = preset_spec(name)
-        total, types = services.cluster_summary(spec, request.user)
-        cluster = Cluster.objects.create(
-            owner=request.user,
-            name=form.validated_data.get("name") or name,
-            spec=spec,
-            preset=name,
-            total_devices=total,
-            device_types=types,
+        cluster = services.create_cluster(
+            request.user, form.validated_data.get("name") or name, spec, preset=name
         )
         return Response(s.ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
 

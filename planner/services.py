@@ -75,15 +75,20 @@ def import_cluster(
         )
     except ClustersimError as exc:
         raise ValidationError(str(exc)) from None
+    return create_cluster(
+        owner,
+        name or stem,
+        spec,
+        description=description or f"imported from {filename} ({report.format})",
+        import_report=report.to_dict(),
+    )
+
+
+def create_cluster(owner: Any, name: str, spec: dict[str, Any], **fields: Any) -> Cluster:
+    """Validate ``spec`` (:func:`cluster_summary`) and store the cluster with its totals."""
     total, types = cluster_summary(spec, owner)
     return Cluster.objects.create(
-        owner=owner,
-        name=name or stem,
-        description=description or f"imported from {filename} ({report.format})",
-        spec=spec,
-        total_devices=total,
-        device_types=types,
-        import_report=report.to_dict(),
+        owner=owner, name=name, spec=spec, total_devices=total, device_types=types, **fields
     )
 
 

@@ -65,15 +65,11 @@ class Command(BaseCommand):
             self.stdout.write(f"created user {username!r}")
         for name in PRESETS:
             if not Cluster.objects.filter(owner=user, preset=name).exists():
-                spec = preset_spec(name)
-                total, types = services.cluster_summary(spec, user)
-                Cluster.objects.create(
-                    owner=user,
-                    name=name,
-                    spec=spec,
+                services.create_cluster(
+                    user,
+                    name,
+                    preset_spec(name),
                     preset=name,
-                    total_devices=total,
-                    device_types=types,
                     description=PRESETS[name].description,
                 )
         workload = Workload.objects.filter(owner=user, name="Philly sample").first()
