@@ -39,7 +39,7 @@ from clustersim.result import (
     Stints,
 )
 from clustersim.rounds import realise_fractions
-from scheduling.base import Decision, Placement, Policy, State
+from scheduling.base import SERVICE_EPS, Decision, Placement, Policy, State
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -183,6 +183,10 @@ class _Run:
         self.share = np.zeros(n)  # whole-step rounds: work allowed this round
         self.epoch = [0] * n
         self.heap: list[tuple[float, int, int]] = []
+        # service marks (Policy.service_marks): when each running job reaches its next one
+        self.marks = np.asarray(policy.service_marks, dtype=np.float64)
+        self.mark_list = self.marks.tolist()
+        self.mark_heap: list[tuple[float, int, int]] = []
         self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
         self._run_arr: IntArray | None = None  # run_set as an array, rebuilt when it changes
         self._run_filter = False  # _run_arr may still hold jobs stopped since it was built
@@ -482,6 +486,8 @@ class _Run:
             self.run_set[j] = None
             self._run_arr = None
             heapq.heappush(self.heap, (fin, j, self.epoch[j]))
+            if self.mark_list:
+                self._push_mark(j, now, float(self.attained[j]), nd)
 
     def _reserve(self, j: int, t: int, nd: int) -> tuple[IntArray, IntArray] | None:
         """Find and reserve ``nd`` devices of type ``t`` for job ``j``."""
@@ -743,6 +749,42 @@ class _Run:
         self._removed.extend(js.tolist())
         self.n_active -= len(js)
 
+    # ------------------------------------------------------------------ service marks
+    def _push_mark(self, j: int, t: float, att: float, nd: int) -> None:
+        """Schedule the moment running job ``j`` (``att`` device-seconds at ``t``, on ``nd``
+        devices) reaches the next service mark above it."""
+        q = bisect.bisect_right(self.mark_list, att + SERVICE_EPS)
+        if q < len(self.mark_list):
+            left = (self.mark_list[q] - att) / nd
+            heapq.heappush(self.mark_heap, (t + left, j, self.epoch[j]))
+
+    def _next_mark(self) -> float:
+        heap, epoch = self.mark_heap, self.epoch
+        while heap and heap[0][2] != epoch[heap[0][1]]:
+            heapq.heappop(heap)  # the job stopped since
+        return heap[0][0] if heap else np.inf
+
+    def _pop_marks(self, t: float) -> list[tuple[int, int]]:
+        """Running jobs whose next mark is due by ``t``, with their epochs (the entries are
+        consumed)."""
+        heap, epoch = self.mark_heap, self.epoch
+        due = []
+        while heap and heap[0][0] <= t:
+            _, j, ep = heapq.heappop(heap)
+            if ep == epoch[j]:
+                due.append((j, ep))
+        return due
+
+    def _rearm_marks(self, due: list[tuple[int, int]]) -> None:
+        """After a decision: jobs woken by a mark that still run in the same stint wait for
+        their next mark (a job the decision stopped or restarted has a new epoch, and a
+        restart pushed its own entry)."""
+        for j, ep in due:
+            if self.epoch[j] == ep and self.running[j]:
+                n = int(self.alloc_n[j])
+                att = float(self.att0[j]) + (self.now - float(self.base_t[j])) * n
+                self._push_mark(j, self.now, att, n)
+
     # ------------------------------------------------------------------ main loop
     def _next_finish(self) -> float:
         heap, epoch = self.heap, self.epoch
@@ -797,7 +839,8 @@ class _Run:
             t_fin = self._next_finish()
             has_active = self.n_active > 0
             t_round = next_round if (has_active or t_arr <= next_round) else np.inf
-            t_next = min(t_arr, t_fin, t_round, wake if has_active else np.inf)
+            t_mark = self._next_mark() if self.mark_heap else np.inf
+            t_next = min(t_arr, t_fin, t_round, min(wake, t_mark) if has_active else np.inf)
             if t_next == np.inf or t_next > until:
                 break
             self.now = t_next
@@ -845,6 +888,9 @@ class _Run:
             at_wake = t_next >= wake
             if at_wake:
                 wake = np.inf
+            due = self._pop_marks(t_next) if t_next >= t_mark else None
+            if due is not None:
+                at_wake = True
             call = at_round or at_wake or (changed and not relative)
             if call and self.n_active:
                 if (
@@ -863,6 +909,8 @@ class _Run:
                         w = policy.next_wake(self._state())
                         if w is not None and t_next < w < wake:
                             wake = float(w)
+            if due:
+                self._rearm_marks(due)
             if relative and at_round and self.run_set:
                 if whole_steps:
                     next_round = self._rearm_whole_steps(round_len)

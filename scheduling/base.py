@@ -35,6 +35,10 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
+SERVICE_EPS = 1e-6
+"""Device-seconds: a job within this much of a service mark has reached it (so float round-off
+at the wake-up instant never leaves a job just short of the mark it was woken for)."""
+
 
 class StateSource(Protocol):
     """What :class:`State` needs from the engine to bring the dynamic arrays up to date."""
@@ -308,6 +312,12 @@ class Policy:
     rounds_only : bool
         With ``round_s``: call ``schedule`` only at round boundaries (Gavel's simulator), so
         arrivals wait for the next round and devices freed mid-round stay idle until then.
+    service_marks : tuple of float
+        Attained-service levels (device-seconds, ascending) at which the policy's view of a
+        running job changes, e.g. the queue thresholds of multi-level feedback queues. The
+        engine calls ``schedule`` again the moment a running job's attained service reaches
+        the next mark above it (within :data:`SERVICE_EPS`), as :meth:`next_wake` could, but
+        keeps the crossing times itself, in a heap, instead of asking after every decision.
     """
 
     name: ClassVar[str] = ""
@@ -316,6 +326,7 @@ class Policy:
     blocking: bool = False
     round_s: float | None = None
     rounds_only: ClassVar[bool] = False
+    service_marks: tuple[float, ...] = ()
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""

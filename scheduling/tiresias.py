@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduling.base import Decision, FloatArray, IntArray, Policy, State
-
-_EPS = 1e-6  # GPU-seconds
+from scheduling.base import SERVICE_EPS, Decision, FloatArray, IntArray, Policy, State
 
 
 class Tiresias(Policy):
@@ -17,9 +15,9 @@ class Tiresias(Policy):
     ``len(thresholds) + 1`` priority queues by comparing that service with ``thresholds``
     (queue 0 below the first threshold); lower queues run first and jobs inside a queue run
     in arrival order (the FIFO order the paper uses within a queue). A job that crosses a
-    threshold while running is demoted at that instant: after each decision the policy asks
-    the engine to wake it when the first running job crosses its next threshold
-    (:meth:`next_wake`). Jobs that do not fit are skipped.
+    threshold while running is demoted at that instant: the thresholds are the policy's
+    ``service_marks``, so the engine calls it again when the first running job reaches its
+    next threshold. Jobs that do not fit are skipped.
 
     Defaults follow the Tiresias simulator's ``dlas-gpu`` mode: two queues split at 3,250
     GPU-seconds.
@@ -41,34 +39,25 @@ class Tiresias(Policy):
 
     def __init__(self, thresholds: tuple[float, ...] = (3250.0,)) -> None:
         self.thresholds = tuple(float(x) for x in thresholds)
+        self.service_marks = self.thresholds
         self._edges = np.asarray(self.thresholds, dtype=np.float64)
 
+    def params(self) -> dict[str, object]:
+        return {"thresholds": self.thresholds}
+
     def _queue(self, att: FloatArray) -> IntArray:
-        # a job within a micro-GPU-second of a threshold has crossed it (float round-off at
-        # the wake-up instant must not leave it one queue too high)
-        return np.searchsorted(self._edges, att + _EPS, side="right")
+        # a job within SERVICE_EPS of a threshold has crossed it (float round-off at the
+        # wake-up instant must not leave it one queue too high)
+        return np.searchsorted(self._edges, att + SERVICE_EPS, side="right")
 
     def schedule(self, state: State) -> Decision:
         a = state.active
         att = state.attained[a]
         if len(self._edges) == 1:  # the default: two queues, no sort needed
-            low = att + _EPS < float(self._edges[0])
+            low = att + SERVICE_EPS < float(self._edges[0])
             return Decision(run=np.concatenate([a[low], a[~low]]))
         # active jobs are in arrival order already: a stable sort by queue keeps it inside
         # each queue (radix sort on small integers)
         queue = self._queue(att)
         key = queue.astype(np.uint8 if len(self._edges) < 255 else np.int64)
         return Decision(run=a[np.argsort(key, kind="stable")])
-
-    def next_wake(self, state: State) -> float | None:
-        """When the first running job crosses its next threshold (it is demoted then)."""
-        r = state.running_jobs()
-        if not len(r):
-            return None
-        att = state.attained[r]
-        queue = self._queue(att)
-        below = queue < len(self._edges)
-        if not below.any():
-            return None
-        left = (self._edges[queue[below]] - att[below]) / state.alloc_n[r[below]]
-        return state.now + max(float(left.min()), 0.0)

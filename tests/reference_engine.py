@@ -7,7 +7,8 @@ placement cannot matter) and rates that do not depend on placement:
 * all events at the same instant form one batch: completions, then arrivals, then one policy
   call (skipped for non-preemptive policies when nothing is free or nothing is queued);
 * round-based policies are also called at every round boundary; every policy at the time
-  its last decision's ``wake_at`` or its ``next_wake`` (asked after the decision) named;
+  its last decision's ``wake_at`` or its ``next_wake`` (asked after the decision) named, and
+  when a running job's attained service reaches the next of the policy's ``service_marks``;
   with ``rounds_only`` the rounds are relative: an idle cluster starts a round at the next
   arrival, a round whose jobs have all finished ends there, and otherwise a round lasts
   ``round_s`` from its start;
@@ -28,7 +29,7 @@ import numpy as np
 from clustersim.cluster import Cluster
 from clustersim.jobs import JobTable
 from clustersim.perf import JobRates
-from scheduling.base import Policy, State
+from scheduling.base import SERVICE_EPS, Policy, State
 
 
 def reference_simulate(
@@ -218,6 +219,12 @@ def reference_simulate(
         w = policy.next_wake(state())  # asked after the decision took effect
         if w is not None and now < w < wake:
             wake = w
+        for j in J:  # the next service mark any running job reaches
+            above = [m for m in policy.service_marks if j["att"] + SERVICE_EPS < m]
+            if j["type"] >= 0 and above:
+                w = now + (above[0] - j["att"]) / j["n"]
+                if now < w < wake:
+                    wake = w
         if relative and at_round and any(j["type"] >= 0 for j in J):
             next_round = now + round_s
 

@@ -102,6 +102,20 @@ def test_tiresias_demotes_a_job_it_started_without_another_event() -> None:
     assert r.preemptions.tolist() == [0, 1, 0]
 
 
+def test_tiresias_demotes_a_job_twice_in_one_stint() -> None:
+    # 3 GPUs, thresholds 2 and 6 GPU-s. X t=0 1 GPU 1.5 s; A t=0.1 3 GPUs 10 s;
+    # C t=0.2 2 GPUs 5 s. X runs 0-1.5 (queue 0 throughout); A does not fit beside it; C does
+    # and runs from 0.2, reaching queue 1 at 1.2 (2 GPUs × 1 s). At 1.5 A (queue 0) takes all
+    # three GPUs and C is suspended (2.6 GPU-s, 3.7 s left). A reaches queue 1 at 2.17 and
+    # keeps running (C, also queue 1, arrived later); in the same stint it reaches 6 GPU-s at
+    # 3.5 and drops to queue 2: C 3.5-5.2 (reaches queue 2 at 6 GPU-s, 2 s left), A (queue 2,
+    # earlier arrival) 5.2-13.2, C 13.2-15.2.
+    t = jobs([(0, 1, 1.5), (0.1, 3, 10), (0.2, 2, 5)])
+    r = finish(make_policy("tiresias", thresholds=(2.0, 6.0)), t, cl=cluster([("A", 3)]))
+    np.testing.assert_allclose(r.finish, [1.5, 13.2, 15.2])
+    assert r.preemptions.tolist() == [0, 1, 2]
+
+
 def test_tiresias_counts_gpu_time_not_wall_time() -> None:
     # 2 GPUs, threshold 6 GPU-s. A t=0 2 GPUs 5 s crosses at t=3 (2 GPUs × 3 s).
     # B t=1 2 GPUs 2 s waits until 3, runs 3-5; A resumes 5-7.

@@ -46,6 +46,7 @@ class Recorder(Policy):
         self.blocking = inner.blocking
         self.round_s = inner.round_s
         self.rounds_only = inner.rounds_only  # type: ignore[misc]
+        self.service_marks = inner.service_marks
         self.calls = 0
 
     def reset(self, rng: np.random.Generator) -> None:
