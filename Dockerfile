@@ -1,6 +1,8 @@
 # Image of the web app, the Celery workers and beat (docker-compose.yml picks the command).
 FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 CLUSTERSIM_VAR_DIR=/app/var
+# NUMBA_CACHE_DIR: where the engine's compiled kernels are cached (site-packages is read-only)
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 CLUSTERSIM_VAR_DIR=/app/var \
+    NUMBA_CACHE_DIR=/app/var/numba-cache
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY clustersim ./clustersim

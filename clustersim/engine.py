@@ -28,6 +28,15 @@ import numpy.typing as npt
 from clustersim.cluster import Cluster
 from clustersim.errors import SimulationError
 from clustersim.jobs import JobTable
+from clustersim.kernels import (
+    BAD_TWICE,
+    SYNC_ATTAINED,
+    SYNC_EXECUTED,
+    SYNC_REMAINING,
+    best_fit_node,
+    plan_preemptive,
+    sync_running,
+)
 from clustersim.perf import JobRates, PerformanceModel
 from clustersim.result import (
     DROP_ABANDONED,
@@ -45,7 +54,13 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
-_BIG = np.iinfo(np.int64).max
+SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
+_SYNC_FIELDS = {
+    None: SYNC_ALL,
+    "remaining": SYNC_REMAINING,
+    "attained": SYNC_ATTAINED,
+    "executed": SYNC_EXECUTED,
+}
 _Start = tuple[int, int, int, IntArray, IntArray]  # job, type, devices, nodes, counts
 
 
@@ -130,12 +145,13 @@ class _Run:
         self.opt = options
         n, n_types = len(jobs), cluster.n_types
         self.n = n
-        self.rate = rates.rate
+        self.rate = np.ascontiguousarray(rates.rate, dtype=np.float64)
         self.best_rate = self.rate.max(axis=1) if n_types else np.zeros(n)
         if self.rate.shape != (n, n_types):
             raise SimulationError(f"rate matrix has shape {self.rate.shape}, want {(n, n_types)}")
         self.restore = rates.restore_s.tolist()
         self.gang = jobs.num_gpus.tolist()
+        self.gang_arr = np.ascontiguousarray(jobs.num_gpus, dtype=np.int64)
         self.capacity = cluster.devices_per_type()
         self.free = self.capacity.copy()
         self.node_free = cluster.node_devices.astype(np.int64).copy()
@@ -173,7 +189,8 @@ class _Run:
         self.max_nodes = np.zeros(n, dtype=np.int64)
         self.drop = np.full(n, "", dtype=object)
         self.is_active = np.zeros(n, dtype=bool)
-        self._mark = np.zeros(n, dtype=bool)  # scratch flags, always left all False
+        self._mark = np.zeros(n, dtype=np.int8)  # kernel scratch, always left all zero
+        self._plan_out: tuple[IntArray, ...] = ()  # kernel outputs, grown as needed
         # running jobs: predicted finish, end of restore stall, current rate (work units/s)
         self.fin = np.full(n, np.inf)
         self.stall = np.zeros(n)
@@ -254,17 +271,10 @@ class _Run:
         """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
         if not self.run_set:
             return
-        j = self.running_jobs()
-        if field is None:
-            self._sync(j)
-        elif field == "remaining":
-            self._sync_remaining(j, self._upto(j))
-        elif field == "attained":
-            self.attained[j] = self.att0[j] + self.alloc_n[j] * (self._upto(j) - self.base_t[j])
-        elif field == "executed":
-            self.executed[j] = self.exe0[j] + (self._upto(j) - self.base_t[j])
-        else:
+        what = _SYNC_FIELDS.get(field)
+        if what is None:
             raise ValueError(f"unknown field {field!r}")
+        self._sync(self.running_jobs(), what)
 
     def sync_types(self) -> None:
         """Bring ``type_time``/``device_time`` of running jobs up to ``now``."""
@@ -279,24 +289,27 @@ class _Run:
         self.device_time[j, t] += dt * self.alloc_n[j]
         self.tt_synced_at[j] = upto
 
-    def _upto(self, j: IntArray) -> FloatArray | float:
-        """Time up to which running jobs ``j`` have progressed (``now`` unless capped)."""
-        return np.minimum(self.now, self.cap[j]) if self.capped else self.now
-
-    def _sync_remaining(self, j: IntArray, upto: FloatArray | float) -> None:
-        rem = self.round_rem[j] - self.crate[j] * np.maximum(upto - self.stall[j], 0.0)
-        if self.capped:
-            done = upto >= self.cap[j]  # a whole-step share is done: count it exactly
-            if done.any():
-                rem[done] = (self.round_rem[j] - self.share[j])[done]
-        self.remaining[j] = rem
-
-    def _sync(self, j: IntArray) -> None:
-        upto = self._upto(j)
-        dt = upto - self.base_t[j]
-        self.executed[j] = self.exe0[j] + dt
-        self.attained[j] = self.att0[j] + dt * self.alloc_n[j]
-        self._sync_remaining(j, upto)
+    def _sync(self, j: IntArray, what: int = SYNC_ALL) -> None:
+        """Bring fields ``what`` (a :mod:`clustersim.kernels` ``SYNC_*`` mask) of running
+        jobs ``j`` up to ``now``."""
+        sync_running(
+            j,
+            what,
+            self.now,
+            self.capped,
+            self.cap,
+            self.base_t,
+            self.stall,
+            self.alloc_n,
+            self.exe0,
+            self.att0,
+            self.round_rem,
+            self.crate,
+            self.share,
+            self.executed,
+            self.attained,
+            self.remaining,
+        )
 
     def _state(self) -> State:
         return State(
@@ -496,10 +509,8 @@ class _Run:
         nodes_t = self.type_nodes[t]
         if self.best_fit:  # the placement puts a gang that fits one node on the best fit
             # (one type on every node: no gather; the first smallest fitting node either way)
-            f = self.node_free if self._one_type else self.node_free[nodes_t]
-            g = np.where(f >= nd, f, _BIG)
-            i = int(g.argmin())
-            if g[i] < _BIG:
+            i = best_fit_node(self.node_free, _EMPTY_I if self._one_type else nodes_t, nd)
+            if i >= 0:
                 node = int(nodes_t[i])
                 self.node_free[node] -= nd
                 self.busy[self.group_list[node]] += nd
@@ -570,23 +581,24 @@ class _Run:
         run = np.asarray(d.run, dtype=np.int64)
         m = len(run)
         types = None if d.types is None else np.asarray(d.types, dtype=np.int64)
-        nds = self.jobs.num_gpus[run] if d.ndev is None else np.asarray(d.ndev, dtype=np.int64)
-        if (types is not None and len(types) != m) or len(nds) != m:
+        ndev = None if d.ndev is None else np.asarray(d.ndev, dtype=np.int64)
+        if (types is not None and len(types) != m) or (ndev is not None and len(ndev) != m):
             raise SimulationError(f"policy {self.policy.name!r}: decision arrays differ in length")
         if m:
             # preemptive decisions list every active job: only the jobs chosen to run are
-            # checked (after the fill), the rest cannot matter
+            # checked (by the fill), the rest cannot matter
             if not self.policy.preemptive:
                 self._check_active(run)
-            if d.ndev is not None and (
-                np.any(nds < self.jobs.min_gpus[run]) or np.any(nds > self.jobs.max_gpus[run])
+            if ndev is not None and (
+                np.any(ndev < self.jobs.min_gpus[run]) or np.any(ndev > self.jobs.max_gpus[run])
             ):
                 raise SimulationError(f"policy {self.policy.name!r}: device count out of range")
             if types is not None and np.any(types >= self.cluster.n_types):
                 raise SimulationError(f"policy {self.policy.name!r}: unknown accelerator type")
         if self.policy.preemptive:
-            self._apply_preemptive(run, types, nds)
+            self._apply_preemptive(run, types, ndev)
         elif m:
+            nds = self.jobs.num_gpus[run] if ndev is None else ndev
             self._apply_greedy(run, types, nds)
 
     def _check_active(self, run: IntArray) -> None:
@@ -633,71 +645,68 @@ class _Run:
                     return
         self._start(starts)
 
-    def _select(
-        self, run: IntArray, types: IntArray | None, nds: IntArray
-    ) -> tuple[IntArray, IntArray]:
-        """Positions in ``run`` that fit by device count, greedily in order, and their types."""
-        blocking = self.policy.blocking
-        left = self.capacity.copy()
-        chosen: list[int] = []
-        chosen_t: list[int] = []
-        ts = [-1] * len(run) if types is None else types.tolist()
-        for i, (j, want, nd) in enumerate(zip(run.tolist(), ts, nds.tolist(), strict=True)):
-            cur = int(self.alloc_type[j])
-            if want >= 0:
-                t = want if self.rate[j, want] > 0 else -1
-            elif cur >= 0 and self.alloc_n[j] == nd and left[cur] >= nd:
-                t = cur  # keep a running job where it is
-            else:
-                t = self._fastest(j, nd, left)
-            if t < 0 or left[t] < nd:
-                if blocking:
-                    break
-                continue
-            left[t] -= nd
-            chosen.append(i)
-            chosen_t.append(t)
-            if not left.any():
-                break
-        return np.array(chosen, dtype=np.int64), np.array(chosen_t, dtype=np.int64)
-
-    def _apply_preemptive(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
-        # 1. which jobs fit, by device count per type, in priority order
-        if self.cluster.n_types == 1 and (types is None or not np.any(types > 0)):
-            # one type: greedy fill by cumulative sums, one pass per distinct gap size
-            pos = _greedy_fill(nds, int(self.capacity[0]), self.policy.blocking)
-            tt = None
-        else:
-            pos, tt = self._select(run, types, nds)
-        tj, tn = run[pos], nds[pos]
-        self._check_active(tj)
+    def _apply_preemptive(
+        self, run: IntArray, types: IntArray | None, ndev: IntArray | None
+    ) -> None:
+        # 1. which jobs fit, by device count per type, in priority order; which of the
+        #    running jobs keep their devices and which stop (one compiled pass)
+        m = len(run)
+        rj = self.running_jobs()
+        if not self._plan_out or len(self._plan_out[0]) < max(m, len(rj)):
+            size = max(2 * m, 2 * len(rj), 1024)
+            self._plan_out = tuple(np.empty(size, dtype=np.int64) for _ in range(5))
+        go_job, go_type, go_n, kept, stop = self._plan_out
+        n_go, n_kept, n_stop, bad, why = plan_preemptive(
+            _contiguous(run),
+            _EMPTY_I if ndev is None else _contiguous(ndev),
+            _EMPTY_I if types is None else _contiguous(types),
+            self.gang_arr,
+            self.rate,
+            self.capacity.copy(),
+            bool(self.policy.blocking),
+            self.running,
+            self.alloc_n,
+            self.alloc_type,
+            self.is_active,
+            rj,
+            self._mark,
+            go_job,
+            go_type,
+            go_n,
+            kept,
+            stop,
+        )
+        if bad >= 0:
+            what = " twice" if why == BAD_TWICE else ", which is not active"
+            raise SimulationError(
+                f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[bad]!r}{what}"
+            )
         # 2. suspend running jobs that are not kept where they are
-        stay = self.running[tj] & (self.alloc_n[tj] == tn)
-        if tt is not None:
-            stay &= self.alloc_type[tj] == tt
-        kept = tj[stay]
-        if len(kept) < len(self.run_set):
-            mark = self._mark
-            mark[kept] = True
-            rj = self.running_jobs()
-            out = rj[~mark[rj]]
-            mark[kept] = False
-            out.sort()
-            self.preemptions[out] += 1
-            self._stop(out.tolist(), completed=False)
-        # 3. start the others in priority order
+        if n_stop:
+            out = stop[:n_stop].tolist()
+            pre = self.preemptions
+            for jj in out:
+                pre[jj] += 1
+            self._stop(out, completed=False)
+        # 3. start the others in priority order; the new running set is then known, so it
+        #    need not be rebuilt from run_set
+        if not n_go:
+            self._run_arr = kept[:n_kept].copy()
+            self._run_filter = False
+            return
         starts: list[_Start] = []
-        go = ~stay
-        gt = [0] * int(go.sum()) if tt is None else tt[go].tolist()
-        for j, t, nd in zip(tj[go].tolist(), gt, tn[go].tolist(), strict=True):
+        for j, t, nd in zip(
+            go_job[:n_go].tolist(), go_type[:n_go].tolist(), go_n[:n_go].tolist(), strict=True
+        ):
             got = self._reserve(j, t, nd)
             if got is not None:
                 starts.append((j, t, nd, got[0], got[1]))
         self._start(starts)
-        if starts:  # the new running set is known: no need to rebuild it from run_set
-            self._run_arr = np.concatenate([kept, np.array([s[0] for s in starts])])
+        if len(starts) == n_go:
+            self._run_arr = np.concatenate((kept[:n_kept], go_job[:n_go]))
         else:
-            self._run_arr = kept
+            started = np.array([s[0] for s in starts], dtype=np.int64)
+            self._run_arr = np.concatenate((kept[:n_kept], started))
         self._run_filter = False
 
     def _rearm_whole_steps(self, round_len: float) -> float:
@@ -981,42 +990,11 @@ class _Run:
         )
 
 
-def _greedy_fill(d: IntArray, cap: int, blocking: bool) -> IntArray:
-    """Greedy in-order fill of ``cap`` devices by demands ``d`` (each at least one device):
-    the positions taken, ascending.
-
-    Equivalent to visiting the demands in order and taking each one that still fits
-    (stopping at the first that does not when ``blocking``), but vectorised: a prefix of
-    cumulative sums is taken, the first misfit sets the new gap, and only demands that fit in
-    that gap are considered next. The gap shrinks every pass, so passes are at most the
-    number of distinct demand sizes. As every demand is at least one device, the first misfit
-    is among the first ``cap + 1`` demands (among the first ``gap + 1`` candidates later):
-    the sums never run over the whole, possibly long, queue.
-    """
-    n = len(d)
-    cs = np.cumsum(d[: cap + 1])
-    if n <= cap + 1 and (not n or cs[-1] <= cap):
-        return np.arange(n)
-    k = int(np.searchsorted(cs, cap, side="right"))
-    head = np.arange(k)
-    if blocking:
-        return head
-    left = cap - (int(cs[k - 1]) if k else 0)
-    if left == 0:
-        return head
-    parts = [head]
-    idx = np.flatnonzero(d[k + 1 :] <= left) + (k + 1)
-    while len(idx) and left > 0:
-        w = idx[: left + 1]
-        cs = np.cumsum(d[w])
-        k = int(np.searchsorted(cs, left, side="right"))
-        parts.append(w[:k])
-        if k == len(w):  # only when w is all of idx (left + 1 candidates cannot all fit)
-            break
-        left -= int(cs[k - 1]) if k else 0
-        rest = idx[k + 1 :]
-        idx = rest[d[rest] <= left]
-    return np.concatenate(parts) if len(parts) > 1 else head
+def _contiguous(a: IntArray) -> IntArray:
+    """``a`` as a writeable C-contiguous int64 array (one compiled kernel signature)."""
+    if a.flags.c_contiguous and a.flags.writeable and a.dtype == np.int64:
+        return a
+    return np.array(a, dtype=np.int64)
 
 
 def simulate(

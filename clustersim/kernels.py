@@ -1,0 +1,261 @@
+"""Compiled inner loops of the engine.
+
+A preemptive policy lists every active job in priority order at every event, and the engine
+walks that list to see which jobs fit. Done with numpy, that walk is a dozen small array
+operations per event whose fixed cost dominates full-trace runs; done as one loop compiled by
+numba it is a single call. The kernels here are plain Python over numpy arrays: numba compiles
+them when it is installed (it is a pinned dependency of the product, and compiled code is cached
+next to this module or in ``NUMBA_CACHE_DIR``), and without numba they run as they are, slower
+but with the same results, so the library still works with numpy alone. Every kernel is
+checked against the plain-Python run of its own source and a naive reference in the tests.
+
+Kernels never allocate per call: the engine passes scratch and output arrays it owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+try:
+    import numba
+
+    def _compiled(fn: F) -> F:
+        return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
+
+    COMPILED = True
+except ImportError:  # pragma: no cover - the product pins numba; the library does not need it
+
+    def _compiled(fn: F) -> F:
+        return fn
+
+    COMPILED = False
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+Int8Array = npt.NDArray[np.int8]
+
+BAD_NONE = 0
+BAD_INACTIVE = 1  # a job chosen to run is not active
+BAD_TWICE = 2  # a job is listed twice
+
+
+@_compiled
+def plan_preemptive(
+    run: IntArray,
+    nds: IntArray,
+    types: IntArray,
+    gang: IntArray,
+    rate: FloatArray,
+    left: IntArray,
+    blocking: bool,
+    running: BoolArray,
+    alloc_n: IntArray,
+    alloc_type: IntArray,
+    is_active: BoolArray,
+    running_jobs: IntArray,
+    mark: Int8Array,
+    go_job: IntArray,
+    go_type: IntArray,
+    go_n: IntArray,
+    kept: IntArray,
+    stop: IntArray,
+) -> tuple[int, int, int, int, int]:
+    """Which jobs of a preemptive decision run, which keep their devices, which stop.
+
+    Walks ``run`` in order and takes each job whose device count still fits, counting devices
+    per type only (placement comes later): stopping at the first misfit when ``blocking``,
+    else skipping it, and stopping early once every type is full. A job's type is the one the
+    decision names (if the job can run there), else its current type when it is running on
+    as many devices and they are still counted free, else the type with room on which it is
+    fastest (lowest index among ties).
+
+    Parameters
+    ----------
+    run : (m,) int64
+        Job indices in priority order.
+    nds : (m,) or (0,) int64
+        Devices per listed job; empty: each job's ``gang``.
+    types : (m,) or (0,) int64
+        Wanted type per listed job, -1 for the engine's choice; empty: all -1.
+    gang : (n,) int64
+        Devices each job asks for.
+    rate : (n, n_types) float64
+        Throughput of each job on each type (0: cannot run there).
+    left : (n_types,) int64
+        Devices of each type to fill; used up in place.
+    blocking
+        Strict order: stop at the first job that does not fit.
+    running, alloc_n, alloc_type, is_active : (n,)
+        The engine's per-job state.
+    running_jobs : (r,) int64
+        The running jobs.
+    mark : (n,) int8
+        Scratch, all zero on entry; left all zero.
+    go_job, go_type, go_n : (>= m,) int64
+        Out: jobs to start, in priority order, with their type and device count.
+    kept : (>= m,) int64
+        Out: running jobs that keep their devices, in priority order.
+    stop : (>= r,) int64
+        Out: running jobs to suspend, ascending.
+
+    Returns
+    -------
+    (n_go, n_kept, n_stop, bad_job, why)
+        Counts of the three outputs; ``bad_job`` is -1, or a job that makes the decision
+        invalid, with ``why`` one of ``BAD_INACTIVE`` or ``BAD_TWICE`` (outputs then undefined,
+        ``mark`` still cleared).
+    """
+    m = len(run)
+    n_types = len(left)
+    use_nds = len(nds) == m
+    use_types = len(types) == m
+    n_go = 0
+    n_kept = 0
+    bad = -1
+    why = BAD_NONE
+    most = 0  # the most devices left on one type: a job asking for more fits nowhere
+    for k in range(n_types):
+        most = max(most, left[k])
+    for i in range(m):
+        j = run[i]
+        if mark[j] != 0:
+            bad = j
+            why = BAD_TWICE
+            break
+        d = nds[i] if use_nds else gang[j]
+        if d > most:
+            if blocking:
+                break
+            continue
+        want = types[i] if use_types else -1
+        cur = alloc_type[j]
+        t = -1
+        if want >= 0:
+            if rate[j, want] > 0.0:
+                t = want
+        elif cur >= 0 and alloc_n[j] == d and left[cur] >= d:
+            t = cur
+        else:
+            best = 0.0
+            for k in range(n_types):
+                r = rate[j, k]
+                if r > best and left[k] >= d:
+                    best = r
+                    t = k
+        if t < 0 or left[t] < d:
+            if blocking:
+                break
+            continue
+        if not is_active[j]:
+            bad = j
+            why = BAD_INACTIVE
+            break
+        left[t] -= d
+        if running[j] and alloc_n[j] == d and alloc_type[j] == t:
+            kept[n_kept] = j
+            n_kept += 1
+            mark[j] = 1
+        else:
+            go_job[n_go] = j
+            go_type[n_go] = t
+            go_n[n_go] = d
+            n_go += 1
+            mark[j] = 2
+        most = 0
+        for k in range(n_types):
+            most = max(most, left[k])
+        if most == 0:
+            break
+    n_stop = 0
+    if bad < 0:
+        for r_j in running_jobs:
+            if mark[r_j] != 1:
+                stop[n_stop] = r_j
+                n_stop += 1
+        stop[:n_stop].sort()
+    for i in range(n_kept):
+        mark[kept[i]] = 0
+    for i in range(n_go):
+        mark[go_job[i]] = 0
+    return n_go, n_kept, n_stop, bad, why
+
+
+@_compiled
+def best_fit_node(free: IntArray, nodes: IntArray, nd: int) -> int:
+    """Position in ``nodes`` of the node with the fewest free devices that holds ``nd``
+    (lowest position among ties), or -1.
+
+    ``nodes`` empty means every node, in index order.
+    """
+    best = -1
+    best_f = 0
+    k = len(nodes)
+    every = k == 0
+    if every:
+        k = len(free)
+    for i in range(k):
+        f = free[i] if every else free[nodes[i]]
+        if f >= nd and (best < 0 or f < best_f):
+            best = i
+            best_f = f
+            if f == nd:
+                break
+    return best
+
+
+SYNC_REMAINING = 1
+SYNC_ATTAINED = 2
+SYNC_EXECUTED = 4
+
+
+@_compiled
+def sync_running(
+    jobs: IntArray,
+    what: int,
+    now: float,
+    capped: bool,
+    cap: FloatArray,
+    base_t: FloatArray,
+    stall: FloatArray,
+    alloc_n: IntArray,
+    exe0: FloatArray,
+    att0: FloatArray,
+    round_rem: FloatArray,
+    crate: FloatArray,
+    share: FloatArray,
+    executed: FloatArray,
+    attained: FloatArray,
+    remaining: FloatArray,
+) -> None:
+    """Bring the progress of running ``jobs`` up to ``now`` (the engine's lazy bookkeeping).
+
+    A running job progresses up to ``upto = min(now, cap)`` (``now`` unless ``capped``) from
+    its stint's start ``base_t``, where its counters were ``exe0``/``att0``:
+    ``executed = exe0 + (upto - base_t)``, ``attained = att0 + alloc_n × (upto - base_t)``,
+    and ``remaining = round_rem - crate × max(upto - stall, 0)``, except that a job that has
+    reached its whole-step ``cap`` has done exactly its ``share``. ``what`` is a bitmask of
+    ``SYNC_REMAINING``, ``SYNC_ATTAINED`` and ``SYNC_EXECUTED``.
+    """
+    for j in jobs:
+        upto = now
+        c = cap[j]
+        if capped and c < now:
+            upto = c
+        dt = upto - base_t[j]
+        if what & SYNC_EXECUTED:
+            executed[j] = exe0[j] + dt
+        if what & SYNC_ATTAINED:
+            attained[j] = att0[j] + dt * alloc_n[j]
+        if what & SYNC_REMAINING:
+            if capped and upto >= c:
+                remaining[j] = round_rem[j] - share[j]
+            else:
+                run = upto - stall[j]
+                remaining[j] = round_rem[j] - crate[j] * (run if run > 0.0 else 0.0)

@@ -1,0 +1,323 @@
+"""The compiled kernels against naive loops and against the plain-Python run of their source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustersim import engine, kernels
+from clustersim.engine import simulate
+from clustersim.kernels import BAD_INACTIVE, BAD_TWICE, best_fit_node, plan_preemptive
+from scheduling.registry import make_policy
+from tests.simple import fixed_rates
+from tests.test_engine_reference import PARAMS, scenarios
+
+
+def naive_plan(
+    run: list[int],
+    nds: list[int],
+    types: list[int],
+    rate: np.ndarray,
+    cap: list[int],
+    blocking: bool,
+    alloc_type: list[int],
+    alloc_n: list[int],
+) -> tuple[list[tuple[int, int, int]], list[int], list[int]]:
+    """(start, kept, stop) the way the engine's docstring says, one job at a time."""
+    left = list(cap)
+    start: list[tuple[int, int, int]] = []
+    kept: list[int] = []
+    for j, d, want in zip(run, nds, types, strict=True):
+        cur = alloc_type[j]
+        if want >= 0:
+            t = want if rate[j, want] > 0 else -1
+        elif cur >= 0 and alloc_n[j] == d and left[cur] >= d:
+            t = cur
+        else:
+            ok = [k for k in range(len(left)) if rate[j, k] > 0 and left[k] >= d]
+            t = max(ok, key=lambda k: (rate[j, k], -k)) if ok else -1
+        if t < 0 or left[t] < d:
+            if blocking:
+                break
+            continue
+        left[t] -= d
+        if cur == t and alloc_n[j] == d:
+            kept.append(j)
+        else:
+            start.append((j, t, d))
+        if not any(left):
+            break
+    stop = sorted(j for j in range(len(alloc_type)) if alloc_type[j] >= 0 and j not in kept)
+    return start, kept, stop
+
+
+def call(fn: Any, run: np.ndarray, nds: np.ndarray, types: np.ndarray, **st: Any) -> tuple:
+    n = len(st["gang"])
+    out = [np.full(max(len(run), 1), -7, dtype=np.int64) for _ in range(4)]
+    stop = np.full(max(len(st["running_jobs"]), 1), -7, dtype=np.int64)
+    mark = np.zeros(n, dtype=np.int8)
+    got = fn(
+        run,
+        nds,
+        types,
+        st["gang"],
+        st["rate"],
+        st["cap"].copy(),
+        st["blocking"],
+        st["running"],
+        st["alloc_n"],
+        st["alloc_type"],
+        st["is_active"],
+        st["running_jobs"],
+        mark,
+        *out,
+        stop,
+    )
+    assert not mark.any(), "the scratch flags must be left clear"
+    n_go, n_kept, n_stop, bad, why = got
+    start = list(
+        zip(out[0][:n_go].tolist(), out[1][:n_go].tolist(), out[2][:n_go].tolist(), strict=True)
+    )
+    return start, out[3][:n_kept].tolist(), stop[:n_stop].tolist(), bad, why
+
+
+@st.composite
+def decisions(draw: Any) -> dict[str, Any]:
+    n_types = draw(st.integers(1, 3))
+    n = draw(st.integers(1, 40))
+    gang = np.array(draw(st.lists(st.integers(1, 8), min_size=n, max_size=n)), dtype=np.int64)
+    rate = np.array(
+        draw(
+            st.lists(
+                st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=n_types, max_size=n_types),
+                min_size=n,
+                max_size=n,
+            )
+        ),
+        dtype=np.float64,
+    ).reshape(n, n_types)
+    cap = np.array(draw(st.lists(st.integers(0, 16), min_size=n_types, max_size=n_types)))
+    # some jobs run, within capacity, on a type they can use
+    alloc_type = np.full(n, -1, dtype=np.int64)
+    alloc_n = np.zeros(n, dtype=np.int64)
+    left = cap.copy()
+    for j in draw(st.permutations(range(n)))[: draw(st.integers(0, n))]:
+        for t in range(n_types):
+            if rate[j, t] > 0 and left[t] >= gang[j]:
+                alloc_type[j], alloc_n[j] = t, gang[j]
+                left[t] -= gang[j]
+                break
+    running = alloc_type >= 0
+    run = np.array(draw(st.permutations(range(n))), dtype=np.int64)
+    run = run[: draw(st.integers(0, n))]
+    # running jobs are always active; a decision may leave some of them out
+    run = np.unique(np.concatenate([run, np.flatnonzero(running)[: draw(st.integers(0, n))]]))
+    run = np.array(draw(st.permutations(run.tolist())), dtype=np.int64)
+    ndev = draw(st.booleans())
+    nds = np.array([draw(st.integers(1, 8)) for _ in run], dtype=np.int64) if ndev else None
+    typed = draw(st.booleans())
+    types = (
+        np.array([draw(st.integers(-1, n_types - 1)) for _ in run], dtype=np.int64)
+        if typed
+        else None
+    )
+    return {
+        "run": run,
+        "nds": nds,
+        "types": types,
+        "gang": gang,
+        "rate": rate,
+        "cap": cap.astype(np.int64),
+        "blocking": draw(st.booleans()),
+        "running": running,
+        "alloc_n": alloc_n,
+        "alloc_type": alloc_type,
+        "is_active": np.ones(n, dtype=bool),
+        "running_jobs": np.flatnonzero(running).astype(np.int64)[::-1].copy(),
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(dec=decisions())
+def test_the_plan_is_what_the_loop_takes(dec: dict[str, Any]) -> None:
+    run, nds, types = dec.pop("run"), dec.pop("nds"), dec.pop("types")
+    empty = np.zeros(0, dtype=np.int64)
+    got = call(
+        plan_preemptive,
+        run,
+        empty if nds is None else nds,
+        empty if types is None else types,
+        **dec,
+    )
+    start, kept, stop = naive_plan(
+        run.tolist(),
+        dec["gang"][run].tolist() if nds is None else nds.tolist(),
+        [-1] * len(run) if types is None else types.tolist(),
+        dec["rate"],
+        dec["cap"].tolist(),
+        dec["blocking"],
+        dec["alloc_type"].tolist(),
+        dec["alloc_n"].tolist(),
+    )
+    assert got == (start, kept, stop, -1, 0)
+    # the compiled kernel and the plain-Python run of its source agree
+    if kernels.COMPILED:
+        plain = call(
+            plan_preemptive.py_func,
+            run,
+            empty if nds is None else nds,
+            empty if types is None else types,
+            **dec,
+        )
+        assert plain == got
+
+
+def one_type(gang: list[int], cap: int, running: list[int]) -> dict[str, Any]:
+    n = len(gang)
+    alloc_n = np.zeros(n, dtype=np.int64)
+    alloc_n[running] = np.array(gang, dtype=np.int64)[running]
+    return {
+        "gang": np.array(gang, dtype=np.int64),
+        "rate": np.ones((n, 1)),
+        "cap": np.array([cap], dtype=np.int64),
+        "blocking": False,
+        "running": alloc_n > 0,
+        "alloc_n": alloc_n,
+        "alloc_type": np.where(alloc_n > 0, 0, -1).astype(np.int64),
+        "is_active": np.ones(n, dtype=bool),
+        "running_jobs": np.array(running, dtype=np.int64),
+    }
+
+
+def test_a_long_queue_of_small_jobs_behind_a_big_one() -> None:
+    # 20 devices: five 3-device jobs, an 8-device misfit, then 2-device jobs fill the gap of 5
+    # twice over (2 + 2) and a 1-device job far down the queue takes the last device
+    gang = [3] * 5 + [8] + [2] * 1000 + [1] * 3
+    empty = np.zeros(0, dtype=np.int64)
+    run = np.arange(len(gang), dtype=np.int64)
+    start, kept, stop, bad, _ = call(plan_preemptive, run, empty, empty, **one_type(gang, 20, []))
+    assert [s[0] for s in start] == [0, 1, 2, 3, 4, 6, 7, 1006]
+    assert (kept, stop, bad) == ([], [], -1)
+
+
+def test_running_jobs_left_out_or_resized_stop_and_restart() -> None:
+    # jobs 0 and 1 run on 2 devices each; the decision lists 2 first, then 1 with 1 device
+    st_ = one_type([2, 2, 3], 4, [0, 1])
+    empty = np.zeros(0, dtype=np.int64)
+    run = np.array([2, 1], dtype=np.int64)
+    start, kept, stop, bad, _ = call(plan_preemptive, run, np.array([3, 1]), empty, **st_)
+    assert start == [(2, 0, 3), (1, 0, 1)]
+    assert (kept, stop, bad) == ([], [0, 1], -1)
+
+
+@pytest.mark.parametrize(
+    ("run", "active", "want"),
+    [
+        ([0, 1, 0], [True, True], (0, BAD_TWICE)),
+        ([0, 1], [True, False], (1, BAD_INACTIVE)),
+    ],
+)
+def test_a_job_listed_twice_or_not_active_is_reported(
+    run: list[int], active: list[bool], want: tuple[int, int]
+) -> None:
+    st_ = one_type([1, 1], 4, [])
+    st_["is_active"] = np.array(active)
+    empty = np.zeros(0, dtype=np.int64)
+    *_, bad, why = call(plan_preemptive, np.array(run, dtype=np.int64), empty, empty, **st_)
+    assert (bad, why) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    free=st.lists(st.integers(0, 8), min_size=1, max_size=30),
+    nd=st.integers(1, 8),
+    subset=st.booleans(),
+)
+def test_best_fit_is_the_fullest_node_that_holds_the_gang(
+    free: list[int], nd: int, subset: bool
+) -> None:
+    f = np.array(free, dtype=np.int64)
+    nodes = np.arange(0, len(f), 2, dtype=np.int64) if subset else np.zeros(0, dtype=np.int64)
+    cand = nodes.tolist() if subset else list(range(len(f)))
+    fits = [(free[c], i) for i, c in enumerate(cand) if free[c] >= nd]
+    want = min(fits)[1] if fits else -1
+    assert best_fit_node(f, nodes, nd) == want
+    if kernels.COMPILED:
+        assert best_fit_node.py_func(f, nodes, nd) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 12),
+    what=st.integers(0, 7),
+    capped=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_sync_brings_running_jobs_to_now_as_the_formulas_say(
+    n: int, what: int, capped: bool, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    now = 100.0
+    f = {
+        "cap": np.where(rng.random(n) < 0.5, rng.uniform(50, 150, n), np.inf),
+        "base_t": rng.uniform(0, 90, n),
+        "stall": rng.uniform(0, 110, n),
+        "alloc_n": rng.integers(1, 9, n),
+        "exe0": rng.uniform(0, 50, n),
+        "att0": rng.uniform(0, 50, n),
+        "round_rem": rng.uniform(100, 200, n),
+        "crate": rng.uniform(0.1, 2, n),
+        "share": rng.uniform(0, 100, n),
+    }
+    jobs_ = rng.permutation(n)[: rng.integers(0, n + 1)].astype(np.int64)
+    outs = [np.full(n, -1.0) for _ in range(3)]
+    sync = kernels.sync_running
+    args = [f[k] for k in ("cap", "base_t", "stall", "alloc_n", "exe0", "att0")]
+    args += [f[k] for k in ("round_rem", "crate", "share")]
+    sync(jobs_, what, now, capped, *args, *outs)
+    executed, attained, remaining = outs
+    upto = np.minimum(now, f["cap"]) if capped else np.full(n, now)
+    dt = upto - f["base_t"]
+    rem = f["round_rem"] - f["crate"] * np.maximum(upto - f["stall"], 0.0)
+    if capped:
+        done = upto >= f["cap"]
+        rem[done] = (f["round_rem"] - f["share"])[done]
+    want = {
+        kernels.SYNC_EXECUTED: (executed, f["exe0"] + dt),
+        kernels.SYNC_ATTAINED: (attained, f["att0"] + dt * f["alloc_n"]),
+        kernels.SYNC_REMAINING: (remaining, rem),
+    }
+    untouched = np.setdiff1d(np.arange(n), jobs_)
+    for bit, (got, formula) in want.items():
+        expected = formula[jobs_] if what & bit else np.full(len(jobs_), -1.0)
+        assert got[jobs_].tolist() == expected.tolist()  # bit for bit
+        assert (got[untouched] == -1.0).all()
+    if kernels.COMPILED:
+        plain = [np.full(n, -1.0) for _ in range(3)]
+        sync.py_func(jobs_, what, now, capped, *args, *plain)
+        assert [p.tolist() for p in plain] == [o.tolist() for o in outs]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sc=scenarios())
+def test_the_engine_gives_the_same_results_without_numba(sc: Any) -> None:
+    """The library works with numpy alone: the kernels' plain-Python source gives the same
+    run, bit for bit."""
+    if not kernels.COMPILED:
+        pytest.fail("numba is a pinned dependency: the compiled kernels must be in use")
+    t, cl, speed, restore, name = sc
+    params = PARAMS.get(name, {})
+    rates = fixed_rates(t, cl, speed=speed, restore_s=restore)
+    fast = simulate(t, cl, make_policy(name, **params), rates=rates)
+    with pytest.MonkeyPatch.context() as m:
+        for k in ("plan_preemptive", "best_fit_node", "sync_running"):
+            m.setattr(engine, k, getattr(kernels, k).py_func)
+        plain = simulate(t, cl, make_policy(name, **params), rates=rates)
+    assert plain.finish.tobytes() == fast.finish.tobytes()
+    assert plain.preemptions.tolist() == fast.preemptions.tolist()
+    assert plain.stints.node.tolist() == fast.stints.node.tolist()
+    assert plain.attained.tobytes() == fast.attained.tobytes()
