@@ -55,7 +55,7 @@ def bench_sim() -> None:
     print(f"\n(parsing the trace, not included above: {rows[0]['parse_s']:.2f} s)\n")
     print("## Scaling: first N jobs of the Philly trace\n")
     rows = []
-    for p in ("fifo", "tiresias"):
+    for p in ("fifo", "srtf", "tiresias"):
         for n in (10_000, 40_000, 82_247):
             row = _in_process(philly_run, (p, n, "philly"))
             row["us_per_job"] = row["cpu_s"] / row["jobs"] * 1e6
