@@ -1,4 +1,4 @@
-"""Compiled inner loops of the engine.
+"""Compiled inner loops of the engine (and one of a policy).
 
 A preemptive policy lists every active job in priority order at every event, and the engine
 walks that list to see which jobs fit. Done with numpy, that walk is a dozen small array
@@ -259,3 +259,23 @@ def sync_running(
             else:
                 run = upto - stall[j]
                 remaining[j] = round_rem[j] - crate[j] * (run if run > 0.0 else 0.0)
+
+
+@_compiled
+def stable_partition(idx: IntArray, values: FloatArray, eps: float, bound: float) -> IntArray:
+    """``idx`` with the entries whose ``values[j] + eps < bound`` first, each part in its
+    original order: ``concatenate([idx[low], idx[~low]])`` in one pass over ``idx``."""
+    out = np.empty_like(idx)
+    m = len(idx)
+    lo = 0
+    hi = m
+    for i in range(m):  # the high part is written backwards from the end, then reversed
+        j = idx[i]
+        if values[j] + eps < bound:
+            out[lo] = j
+            lo += 1
+        else:
+            hi -= 1
+            out[hi] = j
+    out[hi:] = out[hi:][::-1].copy()
+    return out

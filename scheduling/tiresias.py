@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clustersim.kernels import stable_partition
 from scheduling.base import SERVICE_EPS, Decision, FloatArray, IntArray, Policy, State
 
 
@@ -52,10 +53,11 @@ class Tiresias(Policy):
 
     def schedule(self, state: State) -> Decision:
         a = state.active
+        if len(self._edges) == 1:  # the default: two queues, one pass, no sort
+            return Decision(
+                run=stable_partition(a, state.attained, SERVICE_EPS, float(self._edges[0]))
+            )
         att = state.attained[a]
-        if len(self._edges) == 1:  # the default: two queues, no sort needed
-            low = att + SERVICE_EPS < float(self._edges[0])
-            return Decision(run=np.concatenate([a[low], a[~low]]))
         # active jobs are in arrival order already: a stable sort by queue keeps it inside
         # each queue (radix sort on small integers)
         queue = self._queue(att)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from clustersim import engine, kernels
 from clustersim.engine import simulate
 from clustersim.kernels import BAD_INACTIVE, BAD_TWICE, best_fit_node, plan_preemptive
+from scheduling import tiresias
 from scheduling.registry import make_policy
 from tests.simple import fixed_rates
 from tests.test_engine_reference import PARAMS, scenarios
@@ -316,8 +317,25 @@ def test_the_engine_gives_the_same_results_without_numba(sc: Any) -> None:
     with pytest.MonkeyPatch.context() as m:
         for k in ("plan_preemptive", "best_fit_node", "sync_running"):
             m.setattr(engine, k, getattr(kernels, k).py_func)
+        m.setattr(tiresias, "stable_partition", kernels.stable_partition.py_func)
         plain = simulate(t, cl, make_policy(name, **params), rates=rates)
     assert plain.finish.tobytes() == fast.finish.tobytes()
     assert plain.preemptions.tolist() == fast.preemptions.tolist()
     assert plain.stints.node.tolist() == fast.stints.node.tolist()
     assert plain.attained.tobytes() == fast.attained.tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.sampled_from([0.0, 1.0, 5.0 - 1e-6, 5.0 - 2e-6, 5.0, 9.0]), max_size=40),
+    seed=st.integers(0, 2**16),
+)
+def test_stable_partition_is_the_two_masks_concatenated(values: list[float], seed: int) -> None:
+    v = np.array(values)
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(len(v))[: rng.integers(0, len(v) + 1)].astype(np.int64)
+    low = v[idx] + 1e-6 < 5.0
+    want = np.concatenate([idx[low], idx[~low]]).tolist()
+    assert kernels.stable_partition(idx, v, 1e-6, 5.0).tolist() == want
+    if kernels.COMPILED:
+        assert kernels.stable_partition.py_func(idx, v, 1e-6, 5.0).tolist() == want
