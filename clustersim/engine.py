@@ -827,7 +827,6 @@ class _Run:
         n_ok = len(order)
         policy = self.policy
         custom_admit = type(policy).admit is not Policy.admit
-        custom_wake = type(policy).next_wake is not Policy.next_wake
         round_s = policy.round_s
         round_len = float(round_s or 0.0)
         relative = bool(round_s) and policy.rounds_only
@@ -914,10 +913,6 @@ class _Run:
                     wake = np.inf
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
-                    if custom_wake:
-                        w = policy.next_wake(self._state())
-                        if w is not None and t_next < w < wake:
-                            wake = float(w)
             if due:
                 self._rearm_marks(due)
             if relative and at_round and self.run_set:

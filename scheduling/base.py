@@ -270,7 +270,7 @@ class Decision:
     wake_at : float or None
         Ask the engine to call ``schedule`` again at this time even if nothing else happens.
         Each decision's value replaces the previous one (``None`` clears it). For times that
-        depend on which jobs end up running, see :meth:`Policy.next_wake`.
+        depend on how much service running jobs get, see :attr:`Policy.service_marks`.
     drop : (d,) int64 or None
         Active jobs the policy gives up on: they are stopped and reported as abandoned
         (they never complete).
@@ -316,8 +316,8 @@ class Policy:
         Attained-service levels (device-seconds, ascending) at which the policy's view of a
         running job changes, e.g. the queue thresholds of multi-level feedback queues. The
         engine calls ``schedule`` again the moment a running job's attained service reaches
-        the next mark above it (within :data:`SERVICE_EPS`), as :meth:`next_wake` could, but
-        keeps the crossing times itself, in a heap, instead of asking after every decision.
+        the next mark above it (within :data:`SERVICE_EPS`); it keeps the crossing times in a
+        heap, so the policy is not asked anything after its decisions.
     """
 
     name: ClassVar[str] = ""
@@ -338,17 +338,6 @@ class Policy:
     def schedule(self, state: State) -> Decision:
         """Scheduling stage; see the class docstring for what ``run`` means."""
         raise NotImplementedError
-
-    def next_wake(self, state: State) -> float | None:
-        """When ``schedule`` must be called again even if nothing else happens.
-
-        Called after each decision has been applied, with the state as it is then (the jobs
-        the decision started are running), so a policy can ask to be woken when one of them
-        crosses a threshold — which ``Decision.wake_at``, computed before the engine has
-        placed anything, cannot know. ``None``: no such time. Policies that do not override
-        it cost nothing.
-        """
-        return None
 
     def params(self) -> dict[str, object]:
         """Hyper-parameters as passed to ``__init__`` (for the catalogue and results)."""

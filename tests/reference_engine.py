@@ -7,8 +7,8 @@ placement cannot matter) and rates that do not depend on placement:
 * all events at the same instant form one batch: completions, then arrivals, then one policy
   call (skipped for non-preemptive policies when nothing is free or nothing is queued);
 * round-based policies are also called at every round boundary; every policy at the time
-  its last decision's ``wake_at`` or its ``next_wake`` (asked after the decision) named, and
-  when a running job's attained service reaches the next of the policy's ``service_marks``;
+  its last decision's ``wake_at`` named, and when a running job's attained service reaches
+  the next of the policy's ``service_marks``;
   with ``rounds_only`` the rounds are relative: an idle cluster starts a round at the next
   arrival, a round whose jobs have all finished ends there, and otherwise a round lasts
   ``round_s`` from its start;
@@ -216,9 +216,6 @@ def reference_simulate(
         types = [-1] * len(run) if d.types is None else [int(x) for x in d.types]
         nds = [J[i]["gpus"] for i in run] if d.ndev is None else [int(x) for x in d.ndev]
         apply_decision(run, types, nds)
-        w = policy.next_wake(state())  # asked after the decision took effect
-        if w is not None and now < w < wake:
-            wake = w
         for j in J:  # the next service mark any running job reaches
             above = [m for m in policy.service_marks if j["att"] + SERVICE_EPS < m]
             if j["type"] >= 0 and above:

@@ -124,6 +124,29 @@ def test_tiresias_counts_gpu_time_not_wall_time() -> None:
     np.testing.assert_allclose(r.finish, [7, 5])
 
 
+class HoldUntil(Policy):
+    """Start nothing before ``t0`` (asking to be woken then), FIFO afterwards."""
+
+    name = "hold-until"
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+
+    def schedule(self, state: State) -> Decision:
+        if state.now < self.t0:
+            return Decision(run=np.zeros(0, dtype=np.int64), wake_at=self.t0)
+        return Decision(run=state.queued())
+
+
+def test_a_policy_is_woken_when_its_decision_asked() -> None:
+    # 1 GPU. A t=0 3 s; B t=1 2 s. Nothing starts before 5, and nothing else happens at 5:
+    # only the wake-up the decisions asked for starts A (5-8); B follows (8-10).
+    t = jobs([(0, 1, 3), (1, 1, 2)])
+    r = finish(HoldUntil(5.0), t, cl=ONE_GPU)
+    np.testing.assert_allclose(r.finish, [8, 10])
+    np.testing.assert_allclose(r.first_start, [5, 8])
+
+
 def test_strict_priority_preempts_for_a_more_important_job() -> None:
     # 1 GPU. A t=0 prio 0 5 s; B t=1 prio 5 2 s: B 1-3, A 0-1 then 3-7.
     t = jobs([(0, 1, 5), (1, 1, 2)], priority=[0, 5])

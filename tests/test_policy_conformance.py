@@ -55,9 +55,6 @@ class Recorder(Policy):
     def admit(self, state: State, arriving):  # type: ignore[no-untyped-def]
         return self.inner.admit(state, arriving)
 
-    def next_wake(self, state: State) -> float | None:
-        return self.inner.next_wake(state)
-
     def schedule(self, state: State) -> Decision:
         self.calls += 1
         snap = {k: copy.deepcopy(getattr(state, k)) for k in _STATE_ARRAYS}
