@@ -34,6 +34,7 @@ from clustersim.kernels import (
     SYNC_EXECUTED,
     SYNC_REMAINING,
     best_fit_node,
+    fastest_type,
     plan_preemptive,
     sync_running,
 )
@@ -556,11 +557,6 @@ class _Run:
             c.flags.writeable = False
         return c
 
-    def _fastest(self, j: int, nd: int, free: IntArray) -> int:
-        r = self.rate[j]
-        ok = (r > 0) & (free >= nd)
-        return int(np.argmax(np.where(ok, r, -1.0))) if ok.any() else -1
-
     def _choose_type(self, j: int, want: int, nd: int, free: IntArray) -> int:
         """Type for job ``j``: ``want`` if given, else current, else the fastest with room."""
         if want >= 0:
@@ -570,7 +566,7 @@ class _Run:
         cur = int(self.alloc_type[j])
         if cur >= 0:
             return cur
-        return self._fastest(j, nd, free)
+        return int(fastest_type(self.rate, j, free, nd))
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:

@@ -47,6 +47,20 @@ BAD_TWICE = 2  # a job is listed twice
 
 
 @_compiled
+def fastest_type(rate: FloatArray, j: int, free: IntArray, nd: int) -> int:
+    """The type with ``nd`` devices free on which job ``j`` runs fastest (lowest index among
+    ties), or -1 when there is none; ``rate`` is (n, n_types), 0 where ``j`` cannot run."""
+    t = -1
+    best = 0.0
+    for k in range(len(free)):
+        r = rate[j, k]
+        if r > best and free[k] >= nd:
+            best = r
+            t = k
+    return t
+
+
+@_compiled
 def plan_preemptive(
     run: IntArray,
     nds: IntArray,
@@ -143,12 +157,7 @@ def plan_preemptive(
         elif cur >= 0 and alloc_n[j] == d and left[cur] >= d:
             t = cur
         else:
-            best = 0.0
-            for k in range(n_types):
-                r = rate[j, k]
-                if r > best and left[k] >= d:
-                    best = r
-                    t = k
+            t = fastest_type(rate, j, left, d)
         if t < 0 or left[t] < d:
             if blocking:
                 break

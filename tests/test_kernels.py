@@ -315,7 +315,7 @@ def test_the_engine_gives_the_same_results_without_numba(sc: Any) -> None:
     rates = fixed_rates(t, cl, speed=speed, restore_s=restore)
     fast = simulate(t, cl, make_policy(name, **params), rates=rates)
     with pytest.MonkeyPatch.context() as m:
-        for k in ("plan_preemptive", "best_fit_node", "sync_running"):
+        for k in ("plan_preemptive", "best_fit_node", "sync_running", "fastest_type"):
             m.setattr(engine, k, getattr(kernels, k).py_func)
         m.setattr(tiresias, "stable_partition", kernels.stable_partition.py_func)
         plain = simulate(t, cl, make_policy(name, **params), rates=rates)
