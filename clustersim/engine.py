@@ -202,8 +202,7 @@ class _Run:
         self.epoch = [0] * n
         self.heap: list[tuple[float, int, int]] = []
         # service marks (Policy.service_marks): when each running job reaches its next one
-        self.marks = np.asarray(policy.service_marks, dtype=np.float64)
-        self.mark_list = self.marks.tolist()
+        self.mark_list = [float(x) for x in policy.service_marks]
         self.mark_heap: list[tuple[float, int, int]] = []
         self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
         self._run_arr: IntArray | None = None  # run_set as an array, rebuilt when it changes
@@ -763,12 +762,6 @@ class _Run:
             left = (self.mark_list[q] - att) / nd
             heapq.heappush(self.mark_heap, (t + left, j, self.epoch[j]))
 
-    def _next_mark(self) -> float:
-        heap, epoch = self.mark_heap, self.epoch
-        while heap and heap[0][2] != epoch[heap[0][1]]:
-            heapq.heappop(heap)  # the job stopped since
-        return heap[0][0] if heap else np.inf
-
     def _pop_marks(self, t: float) -> list[tuple[int, int]]:
         """Running jobs whose next mark is due by ``t``, with their epochs (the entries are
         consumed)."""
@@ -783,18 +776,23 @@ class _Run:
     def _rearm_marks(self, due: list[tuple[int, int]]) -> None:
         """After a decision: jobs woken by a mark that still run in the same stint wait for
         their next mark (a job the decision stopped or restarted has a new epoch, and a
-        restart pushed its own entry)."""
+        restart pushed its own entry). Crossing times assume service grows without pause, so
+        they are never late; a job capped by a whole-step round may be woken early, which only
+        costs a policy call."""
         for j, ep in due:
             if self.epoch[j] == ep and self.running[j]:
                 n = int(self.alloc_n[j])
-                att = float(self.att0[j]) + (self.now - float(self.base_t[j])) * n
+                upto = min(self.now, float(self.cap[j]))
+                att = float(self.att0[j]) + (upto - float(self.base_t[j])) * n
                 self._push_mark(j, self.now, att, n)
 
     # ------------------------------------------------------------------ main loop
-    def _next_finish(self) -> float:
-        heap, epoch = self.heap, self.epoch
+    def _peek(self, heap: list[tuple[float, int, int]]) -> float:
+        """Time of the first entry of ``heap`` (completions or service marks) that is still
+        current, dropping stale entries of jobs stopped since they were pushed."""
+        epoch = self.epoch
         while heap and heap[0][2] != epoch[heap[0][1]]:
-            heapq.heappop(heap)  # stale entry of a suspended job
+            heapq.heappop(heap)
         return heap[0][0] if heap else np.inf
 
     def _pop_finished(self, t: float) -> list[int]:
@@ -840,10 +838,10 @@ class _Run:
         completed = 0
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
-            t_fin = self._next_finish()
+            t_fin = self._peek(self.heap)
             has_active = self.n_active > 0
             t_round = next_round if (has_active or t_arr <= next_round) else np.inf
-            t_mark = self._next_mark() if self.mark_heap else np.inf
+            t_mark = self._peek(self.mark_heap) if self.mark_heap else np.inf
             t_next = min(t_arr, t_fin, t_round, min(wake, t_mark) if has_active else np.inf)
             if t_next == np.inf or t_next > until:
                 break
