@@ -35,8 +35,10 @@ from clustersim.kernels import (
     SYNC_REMAINING,
     best_fit_node,
     fastest_type,
+    link_gbs,
     plan_preemptive,
     sync_running,
+    take_nodes,
 )
 from clustersim.perf import JobRates, PerformanceModel
 from clustersim.result import (
@@ -427,15 +429,16 @@ class _Run:
     def _link_gbs(self, nodes: IntArray, ndev: int) -> float:
         """Bandwidth of the slowest link a placement crosses, GB/s (``inf`` for one device)."""
         c = self.cluster
-        if ndev <= 1:
-            return float("inf")
-        if len(nodes) == 1:
-            return float(c.node_intra_gbs[nodes[0]])
-        nic = float(c.node_nic_gbps[nodes].min()) / 8.0
-        racks = c.node_rack[nodes]
-        if racks.min() == racks.max():
-            return nic
-        return nic / float(c.rack_oversub[racks].max())
+        return float(
+            link_gbs(
+                _contiguous(nodes),
+                ndev,
+                c.node_intra_gbs,
+                c.node_nic_gbps,
+                c.node_rack,
+                c.rack_oversub,
+            )
+        )
 
     def _start(self, starts: list[_Start]) -> None:
         """Start jobs whose devices are already reserved."""
@@ -522,28 +525,11 @@ class _Run:
         got = self.placement.place(self.cluster, self.node_free, cand, nd)
         if got is None:
             return None
-        nodes, counts = got
-        if len(nodes) == 1:
-            node, c = int(nodes[0]), int(counts[0])
-            if c != nd or c > self.node_free[node] or self.cluster.node_type[node] != t:
-                raise SimulationError(
-                    f"placement {self.placement.name!r} gave an invalid placement"
-                )
-            self.node_free[node] -= c
-            self.busy[self.group_list[node]] += c
-        else:
-            if (
-                int(counts.sum()) != nd
-                or np.any(counts > self.node_free[nodes])
-                or np.any(self.cluster.node_type[nodes] != t)
-            ):
-                raise SimulationError(
-                    f"placement {self.placement.name!r} gave an invalid placement"
-                )
-            self.node_free[nodes] -= counts
-            self.busy += np.bincount(
-                self.node_group[nodes], weights=counts, minlength=len(self.busy)
-            )
+        nodes, counts = _contiguous(got[0]), _contiguous(got[1])
+        if len(nodes) != len(counts) or not take_nodes(
+            self.node_free, self.busy, self.node_group, self.cluster.node_type, nodes, counts, t, nd
+        ):
+            raise SimulationError(f"placement {self.placement.name!r} gave an invalid placement")
         self.free[t] -= nd
         self.placed[j] = (nodes, counts)
         return nodes, counts

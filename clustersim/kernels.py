@@ -288,3 +288,101 @@ def stable_partition(idx: IntArray, values: FloatArray, eps: float, bound: float
             out[hi] = j
     out[hi:] = out[hi:][::-1].copy()
     return out
+
+
+@_compiled
+def take_largest_first(free: IntArray, nodes: IntArray, nd: int) -> tuple[IntArray, IntArray]:
+    """Take ``nd`` devices from ``nodes``, the freest first (lowest node index among ties),
+    each wholly until the last: the fewest nodes that hold the gang.
+
+    Returns the nodes taken, in that order, and the devices taken on each. The candidates
+    must hold at least ``nd`` free devices together.
+    """
+    k = len(nodes)
+    f = np.empty(k, dtype=np.int64)
+    top = 0
+    span = 1
+    for i in range(k):
+        f[i] = free[nodes[i]]
+        top = max(top, f[i])
+        span = max(span, nodes[i] + 1)
+    key = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        key[i] = (top - f[i]) * span + nodes[i]  # freest first, then by node index
+    order = np.argsort(key, kind="mergesort")
+    out_nodes = np.empty(k, dtype=np.int64)
+    out_counts = np.empty(k, dtype=np.int64)
+    left = nd
+    m = 0
+    for i in order:
+        if left <= 0:
+            break
+        c = f[i] if f[i] < left else left
+        out_nodes[m] = nodes[i]
+        out_counts[m] = c
+        left -= c
+        m += 1
+    return out_nodes[:m], out_counts[:m]
+
+
+@_compiled
+def take_nodes(
+    node_free: IntArray,
+    busy: FloatArray,
+    node_group: IntArray,
+    node_type: IntArray,
+    nodes: IntArray,
+    counts: IntArray,
+    t: int,
+    nd: int,
+) -> bool:
+    """Reserve ``counts`` devices on ``nodes`` (all of type ``t``, ``nd`` in all): take them
+    from ``node_free`` and add them to ``busy`` by node group. Returns ``False``, changing
+    nothing, when the placement is invalid (wrong total or type, more than a node has free).
+    """
+    total = 0
+    for i in range(len(nodes)):
+        n = nodes[i]
+        c = counts[i]
+        if c < 0 or c > node_free[n] or node_type[n] != t:
+            return False
+        total += c
+    if total != nd:
+        return False
+    for i in range(len(nodes)):
+        n = nodes[i]
+        node_free[n] -= counts[i]
+        busy[node_group[n]] += counts[i]
+    return True
+
+
+@_compiled
+def link_gbs(
+    nodes: IntArray,
+    nd: int,
+    intra_gbs: FloatArray,
+    nic_gbps: FloatArray,
+    rack: IntArray,
+    oversub: FloatArray,
+) -> float:
+    """Bandwidth of the slowest link a placement on ``nodes`` crosses, GB/s: ``inf`` for one
+    device, the node's intra-node link for one node, else the slowest NIC (Gb/s ÷ 8), divided
+    by the largest oversubscription of the racks crossed when there are several."""
+    if nd <= 1:
+        return np.inf
+    if len(nodes) == 1:
+        return intra_gbs[nodes[0]]
+    nic = np.inf
+    r_lo = rack[nodes[0]]
+    r_hi = r_lo
+    for n in nodes:
+        nic = min(nic, nic_gbps[n])
+        r_lo = min(r_lo, rack[n])
+        r_hi = max(r_hi, rack[n])
+    nic = nic / 8.0
+    if r_lo == r_hi:
+        return nic
+    worst = 0.0
+    for n in nodes:
+        worst = max(worst, oversub[rack[n]])
+    return nic / worst

@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from clustersim.cluster import Cluster
+from clustersim.kernels import best_fit_node, take_largest_first
 from scheduling.base import IntArray, Placement
 
 _BIG = np.iinfo(np.int64).max
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def _fill_in_order(nodes: IntArray, f: IntArray, ndev: int) -> tuple[IntArray, IntArray]:
@@ -26,9 +28,7 @@ def _fill_in_order(nodes: IntArray, f: IntArray, ndev: int) -> tuple[IntArray, I
 
 def _take_largest_first(free: IntArray, nodes: IntArray, ndev: int) -> tuple[IntArray, IntArray]:
     """Fill ``ndev`` devices from ``nodes`` taking the freest nodes first (fewest nodes)."""
-    f = free[nodes]
-    order = np.lexsort((nodes, -f))
-    return _fill_in_order(nodes[order], f[order], ndev)
+    return take_largest_first(free, np.ascontiguousarray(nodes, dtype=np.int64), ndev)
 
 
 class Consolidate(Placement):
@@ -44,9 +44,8 @@ class Consolidate(Placement):
     def choose(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:
-        fits = f >= ndev
-        if fits.any():
-            i = int(np.argmin(np.where(fits, f, _BIG)))
+        i = best_fit_node(f, _EMPTY, ndev)
+        if i >= 0:
             return candidates[i : i + 1], np.array([ndev], dtype=np.int64)
         return _take_largest_first(free, candidates, ndev)
 

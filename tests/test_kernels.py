@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -12,9 +14,9 @@ from hypothesis import strategies as st
 from clustersim import engine, kernels
 from clustersim.engine import simulate
 from clustersim.kernels import BAD_INACTIVE, BAD_TWICE, best_fit_node, plan_preemptive
-from scheduling import tiresias
-from scheduling.registry import make_policy
-from tests.simple import fixed_rates
+from scheduling import placement, tiresias
+from scheduling.registry import make_placement, make_policy
+from tests.simple import cluster, fixed_rates, jobs
 from tests.test_engine_reference import PARAMS, scenarios
 
 
@@ -303,6 +305,18 @@ def test_sync_brings_running_jobs_to_now_as_the_formulas_say(
         assert [p.tolist() for p in plain] == [o.tolist() for o in outs]
 
 
+@contextmanager
+def plain_kernels() -> Iterator[None]:
+    """Run every kernel the engine, the policies and the placements call as plain Python."""
+    with pytest.MonkeyPatch.context() as m:
+        for module in (engine, tiresias, placement):
+            for k in dir(kernels):
+                kernel = getattr(kernels, k)
+                if hasattr(kernel, "py_func") and hasattr(module, k):
+                    m.setattr(module, k, kernel.py_func)
+        yield
+
+
 @settings(max_examples=60, deadline=None)
 @given(sc=scenarios())
 def test_the_engine_gives_the_same_results_without_numba(sc: Any) -> None:
@@ -314,10 +328,7 @@ def test_the_engine_gives_the_same_results_without_numba(sc: Any) -> None:
     params = PARAMS.get(name, {})
     rates = fixed_rates(t, cl, speed=speed, restore_s=restore)
     fast = simulate(t, cl, make_policy(name, **params), rates=rates)
-    with pytest.MonkeyPatch.context() as m:
-        for k in ("plan_preemptive", "best_fit_node", "sync_running", "fastest_type"):
-            m.setattr(engine, k, getattr(kernels, k).py_func)
-        m.setattr(tiresias, "stable_partition", kernels.stable_partition.py_func)
+    with plain_kernels():
         plain = simulate(t, cl, make_policy(name, **params), rates=rates)
     assert plain.finish.tobytes() == fast.finish.tobytes()
     assert plain.preemptions.tolist() == fast.preemptions.tolist()
@@ -339,3 +350,101 @@ def test_stable_partition_is_the_two_masks_concatenated(values: list[float], see
     assert kernels.stable_partition(idx, v, 1e-6, 5.0).tolist() == want
     if kernels.COMPILED:
         assert kernels.stable_partition.py_func(idx, v, 1e-6, 5.0).tolist() == want
+
+
+def _fill_in_order_reference(nodes: np.ndarray, f: np.ndarray, nd: int) -> tuple[list, list]:
+    cum = np.cumsum(f)
+    k = int(np.searchsorted(cum, nd)) + 1
+    counts = f[:k].copy()
+    counts[-1] -= int(cum[k - 1]) - nd
+    return nodes[:k].tolist(), counts.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    free=st.lists(st.integers(0, 8), min_size=1, max_size=30),
+    seed=st.integers(0, 2**16),
+)
+def test_largest_first_takes_the_freest_nodes_then_the_lowest_index(
+    free: list[int], seed: int
+) -> None:
+    f = np.array(free, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    nodes = rng.permutation(len(f))[: rng.integers(1, len(f) + 1)].astype(np.int64)
+    total = int(f[nodes].sum())
+    if total == 0:
+        return
+    nd = int(rng.integers(1, total + 1))
+    order = np.lexsort((nodes, -f[nodes]))  # what the strategy promises
+    want = _fill_in_order_reference(nodes[order], f[nodes][order], nd)
+    got = kernels.take_largest_first(f, nodes, nd)
+    assert (got[0].tolist(), got[1].tolist()) == want
+    assert int(got[1].sum()) == nd
+    if kernels.COMPILED:
+        plain = kernels.take_largest_first.py_func(f, nodes, nd)
+        assert (plain[0].tolist(), plain[1].tolist()) == want
+
+
+def test_take_nodes_applies_a_valid_placement_and_refuses_an_invalid_one() -> None:
+    node_free = np.array([4, 2, 8], dtype=np.int64)
+    busy = np.zeros(2)
+    group = np.array([0, 1, 1], dtype=np.int64)
+    ntype = np.array([0, 0, 1], dtype=np.int64)
+    take = kernels.take_nodes
+    # wrong total, more than a node has, a node of another type: nothing changes
+    for nodes, counts in [([0, 1], [4, 1]), ([0, 1], [5, 1]), ([0, 2], [4, 2])]:
+        ok = take(node_free, busy, group, ntype, np.array(nodes), np.array(counts), 0, 6)
+        assert not ok
+        assert node_free.tolist() == [4, 2, 8] and busy.tolist() == [0, 0]
+    assert take(node_free, busy, group, ntype, np.array([0, 1]), np.array([4, 2]), 0, 6)
+    assert node_free.tolist() == [0, 0, 8] and busy.tolist() == [4.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "nd", "want"),
+    [
+        ([1], 1, np.inf),  # one device: no link
+        ([1], 4, 300.0),  # one node: its intra-node link
+        ([0, 1], 4, 100 / 8),  # one rack: the slowest NIC
+        ([0, 2], 4, 200 / 8 / 3),  # two racks: slowest NIC over the worst oversubscription
+    ],
+)
+def test_link_is_the_slowest_one_the_placement_crosses(
+    nodes: list[int], nd: int, want: float
+) -> None:
+    intra = np.array([600.0, 300.0, 600.0])
+    nic = np.array([200.0, 100.0, 400.0])
+    rack = np.array([0, 0, 1], dtype=np.int64)
+    oversub = np.array([1.0, 3.0])
+    got = kernels.link_gbs(np.array(nodes, dtype=np.int64), nd, intra, nic, rack, oversub)
+    assert got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias", "las"])
+@pytest.mark.parametrize("where", ["consolidate", "topology", "spread"])
+def test_multi_node_placements_are_the_same_without_numba(policy: str, where: str) -> None:
+    rng = np.random.default_rng(7)
+    rows = [
+        (float(t), int(g), float(d))
+        for t, g, d in zip(
+            np.sort(rng.uniform(0, 400, 60)),
+            rng.choice([1, 2, 3, 4, 6, 8], 60),
+            rng.uniform(5, 200, 60),
+            strict=True,
+        )
+    ]
+    t = jobs(rows)
+    cl = cluster([("A", 4)] * 6 + [("B", 8)] * 2, racks=[0, 0, 0, 1, 1, 1, 2, 2])
+    params = PARAMS.get(policy, {})
+
+    def run() -> Any:
+        rates = fixed_rates(t, cl, speed=[1.0, 2.0], restore_s=1.0)
+        return simulate(t, cl, make_policy(policy, **params), make_placement(where), rates=rates)
+
+    fast = run()
+    assert (fast.max_nodes > 1).any(), "the trace must need multi-node placements"
+    with plain_kernels():
+        plain = run()
+    assert plain.finish.tobytes() == fast.finish.tobytes()
+    assert plain.stints.node.tolist() == fast.stints.node.tolist()
+    assert plain.stints.devices.tolist() == fast.stints.devices.tolist()
