@@ -37,6 +37,7 @@ from clustersim.kernels import (
     fastest_type,
     link_gbs,
     plan_preemptive,
+    release_nodes,
     sync_running,
     take_nodes,
 )
@@ -407,8 +408,7 @@ class _Run:
                 st_start.append(began)
                 st_end.append(now)
             else:
-                node_free[nodes] += counts
-                busy -= np.bincount(self.node_group[nodes], weights=counts, minlength=len(busy))
+                release_nodes(node_free, busy, self.node_group, nodes, counts)
                 k = len(nodes)
                 st_job.extend([jj] * k)
                 st_node.extend(nodes.tolist())

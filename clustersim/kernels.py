@@ -386,3 +386,14 @@ def link_gbs(
     for n in nodes:
         worst = max(worst, oversub[rack[n]])
     return nic / worst
+
+
+@_compiled
+def release_nodes(
+    node_free: IntArray, busy: FloatArray, node_group: IntArray, nodes: IntArray, counts: IntArray
+) -> None:
+    """Give back ``counts`` devices on ``nodes`` (the reverse of :func:`take_nodes`)."""
+    for i in range(len(nodes)):
+        n = nodes[i]
+        node_free[n] += counts[i]
+        busy[node_group[n]] -= counts[i]

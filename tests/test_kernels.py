@@ -385,7 +385,9 @@ def test_largest_first_takes_the_freest_nodes_then_the_lowest_index(
         assert (plain[0].tolist(), plain[1].tolist()) == want
 
 
-def test_take_nodes_applies_a_valid_placement_and_refuses_an_invalid_one() -> None:
+def test_take_nodes_applies_a_valid_placement_and_refuses_an_invalid_one_release_undoes_it() -> (
+    None
+):
     node_free = np.array([4, 2, 8], dtype=np.int64)
     busy = np.zeros(2)
     group = np.array([0, 1, 1], dtype=np.int64)
@@ -398,6 +400,8 @@ def test_take_nodes_applies_a_valid_placement_and_refuses_an_invalid_one() -> No
         assert node_free.tolist() == [4, 2, 8] and busy.tolist() == [0, 0]
     assert take(node_free, busy, group, ntype, np.array([0, 1]), np.array([4, 2]), 0, 6)
     assert node_free.tolist() == [0, 0, 8] and busy.tolist() == [4.0, 2.0]
+    kernels.release_nodes(node_free, busy, group, np.array([0, 1]), np.array([4, 2]))
+    assert node_free.tolist() == [4, 2, 8] and busy.tolist() == [0, 0]
 
 
 @pytest.mark.parametrize(
