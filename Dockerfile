@@ -16,5 +16,7 @@ COPY static ./static
 COPY manage.py ./
 RUN pip install --no-cache-dir . && useradd --create-home app && mkdir -p var && chown app var
 USER app
+# compile the engine's kernels into NUMBA_CACHE_DIR now, not in the first user's simulation
+RUN python -c "from clustersim.engine import warm_up; warm_up()"
 EXPOSE 8000
 CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000"]

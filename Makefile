@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	@echo "compiling the engine's kernels (numba, cached; a few seconds, once)"
+	$(BIN)/python -c "from clustersim.engine import warm_up; warm_up()"
 	touch $(STAMP)
 
 MANAGE := $(BIN)/python manage.py

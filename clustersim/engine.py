@@ -965,6 +965,28 @@ class _Run:
         )
 
 
+def warm_up() -> None:
+    """Compile and cache every kernel of :mod:`clustersim.kernels` by simulating a small
+    synthetic trace under several policies and placements on the ``gavel-testbed`` preset.
+
+    numba compiles a kernel on its first call and caches it on disk; ``make install`` and the
+    Docker build call this so that no user's first simulation waits for the compiler.
+    """
+    from clustersim.presets import preset
+    from clustersim.synth import gavel_model, generate
+    from scheduling.registry import make_placement, make_policy
+
+    cluster = preset("gavel-testbed")
+    jobs = generate(gavel_model(), n_jobs=80, seed=0)
+    rates = PerformanceModel().prepare(jobs, cluster)
+    for policy, where in [
+        ("fifo", "consolidate"),
+        ("srtf", "spread"),
+        ("tiresias", "topology"),
+    ]:
+        simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
+
+
 def _contiguous(a: IntArray) -> IntArray:
     """``a`` as a writeable C-contiguous int64 array (one compiled kernel signature)."""
     if a.flags.c_contiguous and a.flags.writeable and a.dtype == np.int64:

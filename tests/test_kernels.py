@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -452,3 +454,21 @@ def test_multi_node_placements_are_the_same_without_numba(policy: str, where: st
     assert plain.finish.tobytes() == fast.finish.tobytes()
     assert plain.stints.node.tolist() == fast.stints.node.tolist()
     assert plain.stints.devices.tolist() == fast.stints.devices.tolist()
+
+
+def test_warm_up_compiles_every_kernel() -> None:
+    """``make install`` and the Docker build call warm_up so no user waits for numba: in a
+    fresh process, it must call (so compile or load) every kernel."""
+    if not kernels.COMPILED:
+        pytest.fail("numba is a pinned dependency: the compiled kernels must be in use")
+    code = (
+        "from clustersim import engine, kernels\n"
+        "engine.warm_up()\n"
+        "ks = [k for k in dir(kernels) if hasattr(getattr(kernels, k), 'py_func')]\n"
+        "print(len(ks), [k for k in ks if not getattr(kernels, k).signatures])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    ).stdout.split(maxsplit=1)
+    assert int(out[0]) >= 9
+    assert out[1].strip() == "[]"
