@@ -1,15 +1,19 @@
-"""Compiled inner loops of the engine (and one of a policy).
+"""Compiled inner loops of the engine, its placements and one policy.
 
-A preemptive policy lists every active job in priority order at every event, and the engine
-walks that list to see which jobs fit. Done with numpy, that walk is a dozen small array
-operations per event whose fixed cost dominates full-trace runs; done as one loop compiled by
-numba it is a single call. The kernels here are plain Python over numpy arrays: numba compiles
-them when it is installed (it is a pinned dependency of the product, and compiled code is cached
-next to this module or in ``NUMBA_CACHE_DIR``), and without numba they run as they are, slower
-but with the same results, so the library still works with numpy alone. Every kernel is
-checked against the plain-Python run of its own source and a naive reference in the tests.
+At every event of a full-trace run the engine does a few small things many times: walk a
+preemptive policy's priority list to see which jobs fit (:func:`plan_preemptive`), bring the
+progress of running jobs up to date (:func:`sync_running`), find nodes for a gang
+(:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`).
+Done with numpy, each is a handful of small array operations whose fixed cost dominates;
+compiled by numba, each is one call. Tiresias's two-queue order (:func:`stable_partition`) is
+the one policy-side loop here.
 
-Kernels never allocate per call: the engine passes scratch and output arrays it owns.
+The kernels are plain Python over numpy arrays. numba compiles them when it is installed (it is
+a pinned dependency of the product; compiled code is cached next to this module or in
+``NUMBA_CACHE_DIR``, and :func:`clustersim.engine.warm_up` fills the cache at install time).
+Without numba they run as they are, slower but with the same results, so the library still
+works with numpy alone. The tests check every kernel against a naive reference and against the
+plain-Python run of its own source, and whole simulations with and without compilation.
 """
 
 from __future__ import annotations
