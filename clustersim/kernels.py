@@ -30,7 +30,10 @@ try:
     import numba
 
     def _compiled(fn: F) -> F:
-        return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
+        try:
+            return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
+        except RuntimeError:  # no writable cache directory anywhere: compile in each process
+            return numba.njit(cache=False, nogil=True)(fn)  # type: ignore[return-value]
 
     COMPILED = True
 except ImportError:  # pragma: no cover - the product pins numba; the library does not need it

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -472,3 +474,27 @@ def test_warm_up_compiles_every_kernel() -> None:
     ).stdout.split(maxsplit=1)
     assert int(out[0]) >= 9
     assert out[1].strip() == "[]"
+
+
+def test_kernels_still_compile_where_no_cache_directory_is_usable(tmp_path: Path) -> None:
+    """numba refuses ``cache=True`` when neither ``NUMBA_CACHE_DIR``, ``__pycache__`` next to
+    the source nor the user's cache directory can be created; the kernels then compile in each
+    process instead of failing the import. (Files stand where the directories would go, so
+    this holds even for root, who ignores permissions.)"""
+    (tmp_path / "kernels_copy.py").write_text(Path(kernels.__file__).read_text())
+    (tmp_path / "__pycache__").write_text("not a directory")
+    (tmp_path / "cache").write_text("not a directory")
+    code = (
+        "import sys, numpy as np\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import kernels_copy as k\n"
+        "print(k.COMPILED, k.best_fit_node(np.array([3, 1, 2]), np.zeros(0, dtype=np.int64), 2))\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("NUMBA_CACHE_DIR", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "2"]
