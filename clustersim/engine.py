@@ -504,6 +504,11 @@ class _Run:
             heapq.heappush(self.heap, (fin, j, self.epoch[j]))
             if self.mark_list:
                 self._push_mark(j, now, float(self.attained[j]), nd)
+        limit = 4 * len(self.run_set) + 1024
+        if len(self.heap) > limit:
+            self._compact(self.heap)
+        if len(self.mark_heap) > limit:
+            self._compact(self.mark_heap)
 
     def _reserve(self, j: int, t: int, nd: int) -> tuple[IntArray, IntArray] | None:
         """Find and reserve ``nd`` devices of type ``t`` for job ``j``."""
@@ -773,6 +778,14 @@ class _Run:
                 self._push_mark(j, self.now, att, n)
 
     # ------------------------------------------------------------------ main loop
+    def _compact(self, heap: list[tuple[float, int, int]]) -> None:
+        """Drop the stale entries of ``heap`` (jobs stopped since they were pushed), which
+        preemptions pile up; the current entries and so the order of events stay the same.
+        Called when stale entries far outnumber running jobs, so its cost is amortised."""
+        epoch = self.epoch
+        heap[:] = [e for e in heap if e[2] == epoch[e[1]]]
+        heapq.heapify(heap)
+
     def _peek(self, heap: list[tuple[float, int, int]]) -> float:
         """Time of the first entry of ``heap`` (completions or service marks) that is still
         current, dropping stale entries of jobs stopped since they were pushed."""

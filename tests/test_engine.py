@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from clustersim import engine
 from clustersim.engine import EngineOptions, simulate
 from clustersim.result import DROP_TOO_LARGE
 from scheduling.base import Decision, Policy, State
@@ -346,3 +347,28 @@ def test_a_policy_that_runs_a_finished_job_is_stopped_with_the_job_named(
     table = jobs([(0, 1, 1), (5, 1, 1)])  # job 0 is done when job 1 arrives
     with pytest.raises(SimulationError, match="scheduled job 'j0', which is not active"):
         finish(Stale(), table=table)
+
+
+def test_dropping_stale_heap_entries_changes_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    # strict priority on two GPUs: a top-priority 3,000 s job holds one GPU throughout (its
+    # completion entry stays on top of the heap); on the other, a 5,000 s low-priority job is
+    # preempted by each of 1,500 half-second jobs arriving once a second, and every
+    # preemption leaves a stale entry behind the top one, so the engine compacts its heap
+    rows = [(0.0, 1, 3000.0), (0.0, 1, 5000.0)] + [(float(i), 1, 0.5) for i in range(1, 1501)]
+    t = jobs(rows, priority=[9, 1] + [5] * 1500)
+    compacted = []
+    real = engine._Run._compact
+
+    def counting(self, heap):  # type: ignore[no-untyped-def]
+        compacted.append(len(heap))
+        real(self, heap)
+
+    monkeypatch.setattr(engine._Run, "_compact", counting)
+    with_compaction = finish(make_policy("priority"), t)
+    assert compacted, "the trace must make the heap compact"
+    monkeypatch.setattr(engine._Run, "_compact", lambda self, heap: None)
+    without = finish(make_policy("priority"), t)
+    assert with_compaction.finish.tobytes() == without.finish.tobytes()
+    assert with_compaction.preemptions.tolist() == without.preemptions.tolist()
+    assert with_compaction.seg_t.tobytes() == without.seg_t.tobytes()
+    assert with_compaction.preemptions[:2].tolist() == [0, 1500]
