@@ -19,6 +19,7 @@ from typing import Any
 
 from bench.workers import PHILLY, gavel_vs_port, philly_run
 from clustersim.engine import warm_up
+from scheduling.registry import POLICIES
 
 
 def _in_process(fn: Any, args: Any) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def table(rows: list[dict[str, Any]], cols: list[tuple[str, str, str]]) -> str:
 
 
 SIM_COLS = [
-    ("policy", "policy  ", ""),
+    ("policy", "    policy", ""),
     ("jobs", "  jobs", ","),
     ("wall_s", "wall s", ".2f"),
     ("cpu_s", " cpu s", ".2f"),
@@ -55,6 +56,10 @@ def bench_sim() -> None:
     rows = [_in_process(philly_run, (p, None, "philly")) for p in ("fifo", "srtf", "tiresias")]
     print(table(rows, SIM_COLS))
     print(f"\n(parsing the trace, not included above: {rows[0]['parse_s']:.2f} s)\n")
+    print("## The registry's other policies on the same trace (no target)\n")
+    others = [p for p in sorted(POLICIES) if p not in ("fifo", "srtf", "tiresias")]
+    print(table([_in_process(philly_run, (p, None, "philly")) for p in others], SIM_COLS))
+    print()
     print("## Scaling: first N jobs of the Philly trace\n")
     rows = []
     for p in ("fifo", "srtf", "tiresias"):
