@@ -31,6 +31,7 @@ Departures from Gavel's simulator (kept on purpose, see the fidelity note):
 from __future__ import annotations
 
 import random
+from collections import deque
 from typing import ClassVar
 
 import numpy as np
@@ -287,39 +288,43 @@ class GavelFIFO(GavelRounds):
         order = self._type_order(state)
         name_of = {t: name for name, t in order}
         available = {t: int(c) for t, c in enumerate(state.capacity)}
-        gang = {int(j): int(g) for j, g in zip(jobs, state.jobs.num_gpus[jobs], strict=True)}
+        num_gpus = state.jobs.num_gpus
         rate = state.rate
-        live = set(gang)
-        queue = [j for j in sorted(live) if j not in self._map]
+        live = set(jobs.tolist())
+        queue = deque(j for j in sorted(live) if j not in self._map)
         for job in sorted(self._map):
             t = self._map[job]
             if job not in live:  # finished: the head of the queue may take its slot
                 if queue:
                     head = queue[0]
-                    if gang[head] <= available[t] and rate[head, t] > 0:
-                        queue.pop(0)
+                    if num_gpus[head] <= available[t] and rate[head, t] > 0:
+                        queue.popleft()
                         self._map[head] = t
-                        available[t] -= gang[head]
+                        available[t] -= int(num_gpus[head])
                 del self._map[job]
             else:
-                available[t] -= gang[job]
+                available[t] -= int(num_gpus[job])
         types = sorted((t for t in available if available[t] > 0), key=lambda t: name_of[t])
         while queue and types:
-            job = queue.pop(0)
-            fitting = [i for i, t in enumerate(types) if available[t] >= gang[job]]
+            job = queue.popleft()
+            g = int(num_gpus[job])
+            fitting = [i for i, t in enumerate(types) if available[t] >= g]
             if not fitting:
                 break
             drawn = self._rng.randrange(len(fitting))
             t = types[-1]  # Gavel's leaked loop variable, not the drawn type
             if rate[job, t] > 0:
                 self._map[job] = t
-                available[t] -= gang[job]
+                available[t] -= g
                 if available[t] == 0:
                     types.pop(fitting[drawn])
         x = np.zeros((len(jobs), state.cluster.n_types))
-        for i, j in enumerate(jobs.tolist()):
-            if j in self._map:
-                x[i, self._map[j]] = 1.0
+        if self._map:  # every mapped job is live: find its row among `jobs`
+            mapped = np.fromiter(self._map, dtype=np.int64, count=len(self._map))
+            typ = np.fromiter(self._map.values(), dtype=np.int64, count=len(self._map))
+            sorter = np.argsort(jobs, kind="stable")
+            rows = sorter[np.searchsorted(jobs, mapped, sorter=sorter)]
+            x[rows, typ] = 1.0
         return x
 
 
