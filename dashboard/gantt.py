@@ -219,12 +219,17 @@ def gantt(run: Run, from_h: float | None, to_h: float | None) -> Chart:
     return _gantt_with_stints(run, frame, w, inside)
 
 
+def _time_axis(w: Window) -> dict[str, Any]:
+    """The x axis of the Gantt and placement charts: the window, in its unit."""
+    return axis("Time since trace start", w.unit, range=[w.lo / w.scale, w.hi / w.scale])
+
+
 def _gantt_layout(
     title: str, w: Window, rows: int, labels: list[str], **extra: Any
 ) -> dict[str, Any]:
     return layout(
         title,
-        axis("Time since trace start", w.unit, range=[w.lo / w.scale, w.hi / w.scale]),
+        _time_axis(w),
         axis(
             "Job",
             type="category",
@@ -560,7 +565,7 @@ def placement(run: Run, from_h: float | None, to_h: float | None) -> Chart:
         head += f"; first {MAX_PLACEMENT_BARS:,} of {int(counts[0]):,} stints"
     lay = layout(
         head,
-        axis("Time since trace start", w.unit, range=[w.lo / w.scale, w.hi / w.scale]),
+        _time_axis(w),
         axis(
             "Node",
             type="category",
