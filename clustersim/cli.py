@@ -63,41 +63,41 @@ SUMMARY_ROWS = (
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from clustersim.compat import prepare
     from clustersim.engine import EngineOptions, simulate
     from clustersim.metrics import per_job_frame, summary
-    from clustersim.perf import PerformanceModel
     from clustersim.presets import preset
     from clustersim.spec import load_cluster
     from clustersim.traces import read_trace
-    from scheduling.registry import make_placement, make_policy
 
     if bool(args.cluster) == bool(args.preset):
         raise ClustersimError("give exactly one of --cluster and --preset")
+    compat = args.compat
+    if args.gavel_compat:
+        if compat not in (None, "gavel"):
+            raise ClustersimError(
+                f"--gavel-compat is --compat gavel; it conflicts with --compat {compat}"
+            )
+        compat = "gavel"
     cluster = preset(args.preset) if args.preset else load_cluster(args.cluster)
     jobs, report = read_trace(args.trace, args.format)
-    try:
-        policy = make_policy(args.policy, **_parse_params(args.param))
-        placement = make_placement(args.placement)
-    except (KeyError, TypeError) as exc:
-        raise ClustersimError(str(exc).strip('"')) from None
-    perf_kw: dict[str, Any] = {}
-    if args.gavel_compat:
-        # what Gavel's simulator models: no checkpoint cost, consolidated rates everywhere,
-        # whole steps per round (docs/gavel-fidelity.md)
-        perf_kw.update(restore_s=0.0, placement_aware=False)
-    if args.restore_s is not None:
-        perf_kw["restore_s"] = args.restore_s
-    perf = PerformanceModel(**perf_kw)
-    rates = perf.prepare(jobs, cluster)
-    result = simulate(
+    run = prepare(
         jobs,
+        cluster,
+        args.policy,
+        _parse_params(args.param),
+        args.placement,
+        compat=compat,
+        restore_s=args.restore_s,
+    )
+    policy, placement, rates = run.policy, run.placement, run.rates
+    result = simulate(
+        run.jobs,
         cluster,
         policy,
         placement,
         rates=rates,
-        options=EngineOptions(
-            seed=args.seed, until=args.until, whole_steps_per_round=args.gavel_compat
-        ),
+        options=EngineOptions(seed=args.seed, until=args.until, **run.engine),
     )
     out: dict[str, Any] = dict(summary(result, carbon_start=args.start))
     out.update(
@@ -109,6 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "trace": str(args.trace),
             "format": report.format,
             "seed": args.seed,
+            "compat": compat,
             "events": result.events,
             "jobs_extrapolated": int(rates.extrapolated.sum()),
         }
@@ -303,15 +304,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", default=None, help="trace format (default: auto-detect)")
     r.add_argument("--policy", default="fifo", help="policy name (see `policies`)")
     r.add_argument("--param", action="append", default=[], help="policy parameter key=value")
-    r.add_argument("--placement", default="consolidate", help="placement strategy")
+    r.add_argument(
+        "--placement",
+        default=None,
+        help="placement strategy (default: consolidate, or the --compat simulator's)",
+    )
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--until", type=float, default=float("inf"), help="stop at this time [s]")
     r.add_argument("--restore-s", type=float, default=None, help="checkpoint/restore delay [s]")
     r.add_argument(
-        "--gavel-compat",
-        action="store_true",
-        help="model only what Gavel's simulator models (for comparisons with its numbers)",
+        "--compat",
+        default=None,
+        metavar="NAME",
+        help="model only what reference simulator NAME models (gavel, tiresias), to compare"
+        " with its numbers",
     )
+    r.add_argument("--gavel-compat", action="store_true", help="alias of --compat gavel")
     r.add_argument(
         "--start", default="2023-01-01T00:00:00Z", help="calendar time of t=0 (carbon hours)"
     )

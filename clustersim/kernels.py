@@ -5,8 +5,8 @@ preemptive policy's priority list to see which jobs fit (:func:`plan_preemptive`
 progress of running jobs up to date (:func:`sync_running`), find nodes for a gang
 (:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`).
 Done with numpy, each is a handful of small array operations whose fixed cost dominates;
-compiled by numba, each is one call. Tiresias's two-queue order (:func:`stable_partition`) is
-the one policy-side loop here.
+compiled by numba, each is one call. Tiresias's queues (:func:`tiresias_order`, which keeps
+them as linked lists in the order its simulator does) are the one policy-side loop here.
 
 The kernels are plain Python over numpy arrays. numba compiles them when it is installed (it is
 a pinned dependency of the product; compiled code is cached next to this module or in
@@ -278,26 +278,6 @@ def sync_running(
 
 
 @_compiled
-def stable_partition(idx: IntArray, values: FloatArray, eps: float, bound: float) -> IntArray:
-    """``idx`` with the entries whose ``values[j] + eps < bound`` first, each part in its
-    original order: ``concatenate([idx[low], idx[~low]])`` in one pass over ``idx``."""
-    out = np.empty_like(idx)
-    m = len(idx)
-    lo = 0
-    hi = m
-    for i in range(m):  # the high part is written backwards from the end, then reversed
-        j = idx[i]
-        if values[j] + eps < bound:
-            out[lo] = j
-            lo += 1
-        else:
-            hi -= 1
-            out[hi] = j
-    out[hi:] = out[hi:][::-1].copy()
-    return out
-
-
-@_compiled
 def take_largest_first(free: IntArray, nodes: IntArray, nd: int) -> tuple[IntArray, IntArray]:
     """Take ``nd`` devices from ``nodes``, the freest first (lowest node index among ties),
     each wholly until the last: the fewest nodes that hold the gang.
@@ -404,3 +384,289 @@ def release_nodes(
         n = nodes[i]
         node_free[n] += counts[i]
         busy[node_group[n]] -= counts[i]
+
+
+# ---------------------------------------------------------------------- Tiresias queues
+TIRESIAS_UNSEEN = -1  # ``qid`` of a job the policy has not seen yet
+TIRESIAS_GONE = -2  # ``qid`` of a job that finished or was dropped
+
+
+@_compiled
+def _tq_unlink(
+    j: int,
+    qid: IntArray,
+    blk: Int8Array,
+    nxt: IntArray,
+    prv: IntArray,
+    head: IntArray,
+    tail: IntArray,
+) -> None:
+    h = qid[j] * 2 + blk[j]
+    p = prv[j]
+    x = nxt[j]
+    if p >= 0:
+        nxt[p] = x
+    else:
+        head[h] = x
+    if x >= 0:
+        prv[x] = p
+    else:
+        tail[h] = p
+    prv[j] = -1
+    nxt[j] = -1
+
+
+@_compiled
+def _tq_append(
+    j: int,
+    q: int,
+    b: int,
+    qid: IntArray,
+    blk: Int8Array,
+    nxt: IntArray,
+    prv: IntArray,
+    head: IntArray,
+    tail: IntArray,
+) -> None:
+    h = q * 2 + b
+    qid[j] = q
+    blk[j] = b
+    t = tail[h]
+    prv[j] = t
+    nxt[j] = -1
+    if t >= 0:
+        nxt[t] = j
+    else:
+        head[h] = j
+    tail[h] = j
+
+
+@_compiled
+def _tq_push_front(
+    j: int,
+    q: int,
+    b: int,
+    qid: IntArray,
+    blk: Int8Array,
+    nxt: IntArray,
+    prv: IntArray,
+    head: IntArray,
+    tail: IntArray,
+) -> None:
+    h = q * 2 + b
+    qid[j] = q
+    blk[j] = b
+    x = head[h]
+    nxt[j] = x
+    prv[j] = -1
+    if x >= 0:
+        prv[x] = j
+    else:
+        tail[h] = j
+    head[h] = j
+
+
+@_compiled
+def tiresias_order(
+    active: IntArray,
+    running: BoolArray,
+    attained: FloatArray,
+    gang: IntArray,
+    rate: FloatArray,
+    alloc_type: IntArray,
+    capacity: IntArray,
+    now: float,
+    elapsed: float,
+    thr: FloatArray,
+    knob: float,
+    sim_timing: bool,
+    predict: bool,
+    eps: float,
+    qid: IntArray,
+    blk: Int8Array,
+    nxt: IntArray,
+    prv: IntArray,
+    head: IntArray,
+    tail: IntArray,
+    off: FloatArray,
+    lp: FloatArray,
+    mark: Int8Array,
+    buf: IntArray,
+    left: IntArray,
+    order: IntArray,
+) -> tuple[int, float]:
+    """One decision of Tiresias's discretised 2D-LAS with the queues its simulator keeps.
+
+    Each queue is a list of two blocks, its running jobs then its pending ones (doubly linked
+    through ``nxt``/``prv``; block ``b`` of queue ``q`` is list ``2q + b`` of ``head``/``tail``).
+    In the order of the Tiresias simulator's event handling, this
+
+    1. drops the jobs that left (not in ``active``) and applies the previous decision: jobs
+       that started move to the end of their queue's running block, in list order; jobs that
+       were stopped move to the front of its pending block, in their running order;
+    2. adds ``elapsed`` to the pending time ``lp`` of every waiting job with queue service;
+    3. appends arrivals (``qid == TIRESIAS_UNSEEN``) to queue 0, in index order;
+    4. in index order, demotes each running job whose queue service (``attained - off``)
+       reached the threshold of its queue to the back of the next queue (one queue a call
+       with ``sim_timing``, as far as its service goes otherwise), and, when ``knob > 0``,
+       promotes each waiting job of a lower queue whose pending time reached ``knob`` times
+       its queue service in seconds to the back of queue 0, resetting that service;
+    5. writes the priority order (queue by queue, running block first) to ``order``.
+
+    With ``predict``, it also counts devices along the order (a job keeps its type when it
+    fits there, else takes the fastest type with room; the engine's rule) to tell which jobs
+    will run, and returns when the next queue change is due: a running job reaching its
+    threshold or a waiting one its promotion. With ``sim_timing`` these times are those the
+    Tiresias simulator computes (whole seconds; its demotion estimate divides the GPU-time
+    left by the gang size once more than it should, so multi-GPU jobs are checked early and
+    demoted at the first event after the crossing).
+
+    Parameters
+    ----------
+    active : (k,) int64
+        Active jobs, ascending.
+    running : (n,) bool
+        Jobs holding devices now (the previous decision, applied).
+    attained : (n,) float64
+        Device-seconds of service.
+    gang : (n,) int64
+        Devices per job.
+    rate : (n, n_types) float64
+        Throughputs (0: the job cannot run on the type); read with ``predict`` only.
+    alloc_type : (n,) int64
+        Current type of running jobs; read with ``predict`` only.
+    capacity : (n_types,) int64
+        Devices of each type.
+    now, elapsed
+        Current time and time since the previous call, s.
+    thr : (q - 1,) float64
+        Queue thresholds in device-seconds, ascending.
+    knob
+        Starvation knob (``PROMOTEKNOB``); 0 disables promotion.
+    sim_timing
+        The Tiresias simulator's integer timing rules (see above).
+    predict
+        Compute the next wake-up time.
+    eps
+        Service tolerance, device-seconds.
+    qid, blk, nxt, prv, off, lp : (n,)
+        The policy's memory: queue (or ``TIRESIAS_UNSEEN``/``TIRESIAS_GONE``), block, links,
+        service offset since the last promotion, pending time since then. Updated in place.
+    head, tail : (2 q,) int64
+        First and last job of each list, -1 when empty. Updated in place.
+    mark : (n,) int8
+        Scratch, all zero on entry and on return.
+    buf : (>= k,) int64
+        Scratch.
+    left : (n_types,) int64
+        Scratch.
+    order : (>= k,) int64
+        Out: the priority order of the active jobs.
+
+    Returns
+    -------
+    (k, wake)
+        Jobs written to ``order``; the next wake-up time (``inf`` when none, or without
+        ``predict``).
+    """
+    nq = len(thr) + 1
+    for j in active:
+        mark[j] = 1
+    # 1. leavers and the previous decision
+    for q in range(nq):
+        ns = 0
+        j = head[2 * q]
+        while j >= 0:
+            x = nxt[j]
+            if mark[j] == 0:
+                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                qid[j] = TIRESIAS_GONE
+            elif not running[j]:
+                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                buf[ns] = j
+                ns += 1
+            j = x
+        j = head[2 * q + 1]
+        while j >= 0:
+            x = nxt[j]
+            if mark[j] == 0:
+                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                qid[j] = TIRESIAS_GONE
+            elif running[j]:
+                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                _tq_append(j, q, 0, qid, blk, nxt, prv, head, tail)
+            j = x
+        for i in range(ns - 1, -1, -1):
+            _tq_push_front(buf[i], q, 1, qid, blk, nxt, prv, head, tail)
+    # 2. pending time of waiting jobs that have queue service
+    if knob > 0.0 and elapsed > 0.0:
+        for q in range(nq):
+            j = head[2 * q + 1]
+            while j >= 0:
+                if attained[j] - off[j] > eps:
+                    lp[j] += elapsed
+                j = nxt[j]
+    # 3. arrivals
+    for j in active:
+        if qid[j] == TIRESIAS_UNSEEN:
+            off[j] = 0.0
+            lp[j] = 0.0
+            _tq_append(j, 0, 1, qid, blk, nxt, prv, head, tail)
+    # 4. demotion and promotion, in index order
+    for j in active:
+        q = qid[j]
+        s = attained[j] - off[j]
+        if running[j]:
+            if q < nq - 1 and s + eps >= thr[q]:
+                to = q + 1
+                if not sim_timing:
+                    while to < nq - 1 and s + eps >= thr[to]:
+                        to += 1
+                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                _tq_append(j, to, 1, qid, blk, nxt, prv, head, tail)
+        elif knob > 0.0 and q > 0 and s > eps:
+            due = s / gang[j] * knob
+            if sim_timing:
+                due = np.floor(due)
+            if lp[j] + eps >= due:
+                off[j] = attained[j]
+                lp[j] = 0.0
+                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                _tq_append(j, 0, 1, qid, blk, nxt, prv, head, tail)
+    # 5. the order
+    k = 0
+    for h in range(2 * nq):
+        j = head[h]
+        while j >= 0:
+            order[k] = j
+            k += 1
+            j = nxt[j]
+    for j in active:
+        mark[j] = 0
+    wake = np.inf
+    if not predict:
+        return k, wake
+    for t in range(len(left)):
+        left[t] = capacity[t]
+    for i in range(k):
+        j = order[i]
+        g = gang[j]
+        cur = alloc_type[j]
+        t = cur if running[j] and cur >= 0 and left[cur] >= g else fastest_type(rate, j, left, g)
+        q = qid[j]
+        s = attained[j] - off[j]
+        if t >= 0 and left[t] >= g:
+            left[t] -= g
+            if q < nq - 1:
+                if sim_timing:
+                    w = now + np.floor((thr[q] - np.floor(s / g + 0.5)) / g)
+                else:
+                    w = now + (thr[q] - s) / g
+                wake = min(wake, w)
+        elif knob > 0.0 and q > 0 and s > eps:
+            left_s = s / g * knob - lp[j]
+            if sim_timing:
+                left_s = float(int(left_s))
+            if left_s > 0.0:
+                wake = min(wake, now + left_s)
+    return k, wake

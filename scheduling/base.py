@@ -21,8 +21,9 @@ Shapes of scheduling policy the engine supports
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -287,6 +288,25 @@ class Decision:
 EMPTY = np.zeros(0, dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class CompatSpec:
+    """How a policy runs in the compatibility mode of one reference simulator
+    (:mod:`clustersim.compat`).
+
+    Attributes
+    ----------
+    params
+        Hyper-parameters the policy takes in that mode (the reference's rules where they
+        differ from the paper's); a user's own parameters are applied on top.
+    placements
+        Placement strategies the reference simulator has for this policy, the first being its
+        default; empty: the mode does not restrict the placement.
+    """
+
+    params: Mapping[str, Any] = field(default_factory=dict)
+    placements: tuple[str, ...] = ()
+
+
 class Policy:
     """Base class of scheduling policies.
 
@@ -318,6 +338,9 @@ class Policy:
         engine calls ``schedule`` again the moment a running job's attained service reaches
         the next mark above it (within :data:`SERVICE_EPS`); it keeps the crossing times in a
         heap, so the policy is not asked anything after its decisions.
+    compat : mapping of str to CompatSpec
+        The reference simulators whose compatibility mode covers this policy (``--compat
+        NAME``), with what the policy does there; a mode refuses a policy not listed.
     """
 
     name: ClassVar[str] = ""
@@ -327,6 +350,7 @@ class Policy:
     round_s: float | None = None
     rounds_only: ClassVar[bool] = False
     service_marks: tuple[float, ...] = ()
+    compat: ClassVar[Mapping[str, CompatSpec]] = {}
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""
@@ -358,10 +382,15 @@ class Placement:
         free devices that holds it (lowest index among ties). The engine then makes that
         choice itself without calling :meth:`place` (a fast path; the placement conformance
         test checks the promise).
+    may_decline : bool
+        The strategy places only in certain shapes (e.g. one rack) and may answer ``None``
+        although the candidates hold enough free devices; the job then waits. Strategies
+        without it always place a gang whose devices are free.
     """
 
     name: ClassVar[str] = ""
     best_fit_one_node: ClassVar[bool] = False
+    may_decline: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""
@@ -387,7 +416,8 @@ class Placement:
         (nodes, counts) or None
             Node indices and devices taken on each (``counts.sum() == ndev``, each
             ``counts[i] <= free[nodes[i]]``), or ``None`` when the candidates do not hold
-            ``ndev`` free devices.
+            ``ndev`` free devices (or, for a strategy that ``may_decline``, not in a shape
+            it accepts).
         """
         f = free[candidates]
         if int(f.sum()) < ndev:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from scheduling.base import Decision, Policy, State
+from collections.abc import Mapping
+from typing import ClassVar
+
+from scheduling.base import CompatSpec, Decision, Policy, State
 
 
 class FIFO(Policy):
@@ -21,6 +24,11 @@ class FIFO(Policy):
     name = "fifo"
     citation = "FIFO baseline as in Gu et al., Tiresias, NSDI'19 (§6)"
     preemptive = False
+    # the Tiresias simulator's ``fifo`` schedule: strict FIFO, placed by its ``yarn`` scheme
+    # (the default) or by counting devices (``count``)
+    compat: ClassVar[Mapping[str, CompatSpec]] = {
+        "tiresias": CompatSpec(placements=("yarn", "first-fit"))
+    }
 
     def __init__(self, backfill: bool = False) -> None:
         self.backfill = backfill

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from clustersim.perf import GAVEL_WORKERS, gavel_worker
-from scheduling.base import Decision, Policy, State
+from scheduling.base import CompatSpec, Decision, Policy, State
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -66,6 +67,7 @@ class GavelRounds(Policy):
     preemptive = True
     rounds_only = True
     skip_unprioritised: ClassVar[bool] = False
+    compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec()}
 
     def __init__(
         self, round_s: float = 360.0, reset_interval_s: float = 1920.0, seed: int = 0

@@ -123,3 +123,69 @@ class TopologyAware(Placement):
             chosen_counts.append(counts)
             left -= take
         return np.concatenate(chosen_nodes), np.concatenate(chosen_counts)
+
+
+class FirstFit(Placement):
+    """Nodes in index order, each filled before the next (any rack, any number of nodes).
+
+    What a simulator that only counts devices amounts to (the Tiresias simulator's ``count``
+    scheme, and its ``dlas-gpu`` schedule, which ignores nodes whatever the scheme): a gang
+    runs whenever enough devices of its type are free.
+    """
+
+    name = "first-fit"
+
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        return _fill_in_order(candidates, f, ndev)
+
+
+class Yarn(Placement):
+    """The Tiresias simulator's ``yarn`` scheme (its default; ``switch.py``,
+    ``ms_yarn_alloc_res``): all devices from one rack, racks tried in index order.
+
+    A gang no larger than a node goes to the first node (index order) with room for it. A
+    larger gang takes ``ndev // per_node`` wholly idle nodes (the first ones) and, for the
+    remainder, the first other node with room; when a rack cannot do that, the next is tried,
+    and a gang no rack can hold waits.
+
+    Departures from the simulator: ``per_node`` is the largest node of the type in the rack
+    (the simulator's nodes are all alike); the simulator's CPU and memory checks (6 cores per
+    GPU of a multi-GPU job, 2 for a one-GPU job, a few GB per worker) are not modelled: they
+    never bind on the cluster specs it ships (at least 10 cores per GPU).
+    """
+
+    name = "yarn"
+    may_decline = True
+
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        racks = cluster.node_rack[candidates]
+        for r in np.unique(racks):
+            sel = racks == r
+            nodes, fr = candidates[sel], f[sel]
+            cap = cluster.node_devices[nodes]
+            per_node = int(cap.max())
+            if ndev <= per_node:
+                fit = np.flatnonzero(fr >= ndev)
+                if len(fit):
+                    return nodes[fit[:1]], np.array([ndev], dtype=np.int64)
+                continue
+            full, rest = divmod(ndev, per_node)
+            idle = np.flatnonzero(fr == cap)
+            if len(idle) < full:
+                continue
+            chosen = idle[:full]
+            counts = cap[chosen]
+            if rest:
+                other = np.ones(len(nodes), dtype=bool)
+                other[chosen] = False
+                last = np.flatnonzero(other & (fr >= rest))
+                if not len(last):
+                    continue
+                chosen = np.append(chosen, last[0])
+                counts = np.append(counts, rest)
+            return nodes[chosen], counts.astype(np.int64)
+        return None

@@ -13,7 +13,14 @@ from scheduling.edf import EDF
 from scheduling.fifo import FIFO
 from scheduling.gavel import GavelFIFO, GavelLAS
 from scheduling.las import LAS
-from scheduling.placement import Consolidate, RandomPlacement, Spread, TopologyAware
+from scheduling.placement import (
+    Consolidate,
+    FirstFit,
+    RandomPlacement,
+    Spread,
+    TopologyAware,
+    Yarn,
+)
 from scheduling.priority import StrictPriority
 from scheduling.sjf import SJF
 from scheduling.srtf import SRTF
@@ -25,7 +32,7 @@ POLICIES: dict[str, type[Policy]] = {
 }
 
 PLACEMENTS: dict[str, type[Placement]] = {
-    cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware)
+    cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn)
 }
 
 

@@ -104,17 +104,19 @@ def test_tiresias_demotes_a_job_it_started_without_another_event() -> None:
 
 
 def test_tiresias_demotes_a_job_twice_in_one_stint() -> None:
-    # 3 GPUs, thresholds 2 and 6 GPU-s. X t=0 1 GPU 1.5 s; A t=0.1 3 GPUs 10 s;
-    # C t=0.2 2 GPUs 5 s. X runs 0-1.5 (queue 0 throughout); A does not fit beside it; C does
-    # and runs from 0.2, reaching queue 1 at 1.2 (2 GPUs × 1 s). At 1.5 A (queue 0) takes all
-    # three GPUs and C is suspended (2.6 GPU-s, 3.7 s left). A reaches queue 1 at 2.17 and
-    # keeps running (C, also queue 1, arrived later); in the same stint it reaches 6 GPU-s at
-    # 3.5 and drops to queue 2: C 3.5-5.2 (reaches queue 2 at 6 GPU-s, 2 s left), A (queue 2,
-    # earlier arrival) 5.2-13.2, C 13.2-15.2.
-    t = jobs([(0, 1, 1.5), (0.1, 3, 10), (0.2, 2, 5)])
+    # 3 GPUs, thresholds 2 and 6 GPU-s; A t=0 1 GPU 30 s, P t=1.5 2 GPUs 10 s, B t=3 1 GPU
+    # 100 s. A runs from 0 and reaches queue 1 at 2, alone there, so it keeps running. P runs
+    # beside it from 1.5 and reaches queue 1 at 2.5, behind A. B (queue 0) arrives at 3: B
+    # and A fit, P does not and waits at the front of queue 1's waiting jobs (3 GPU-s, 8.5 s
+    # left). B reaches queue 1 at 5, behind P: P resumes, B waits (98 s left). At 6, in the
+    # stint that began at 0, A reaches 6 GPU-s and drops to queue 2: P and B run, A waits
+    # (24 s left). P reaches queue 2 at 6.5 behind A: A resumes, P waits (7 s left). B
+    # reaches queue 2 at 10 behind P: B waits (94 s left). Queue 2 is [A, P, B]: A 10-30.5,
+    # P 10-17 (with A), B 17-111.
+    t = jobs([(0, 1, 30), (1.5, 2, 10), (3, 1, 100)])
     r = finish(make_policy("tiresias", thresholds=(2.0, 6.0)), t, cl=cluster([("A", 3)]))
-    np.testing.assert_allclose(r.finish, [1.5, 13.2, 15.2])
-    assert r.preemptions.tolist() == [0, 1, 2]
+    np.testing.assert_allclose(r.finish, [30.5, 17, 111])
+    assert r.preemptions.tolist() == [1, 2, 2]
 
 
 def test_tiresias_counts_gpu_time_not_wall_time() -> None:

@@ -204,7 +204,9 @@ def test_placements_never_overcommit_a_node(name: str) -> None:
         if free.sum() < nd:
             assert got is None
             continue
-        assert got is not None
+        if got is None:  # only a strategy that places in certain shapes may decline
+            assert p.may_decline
+            continue
         nodes, counts = got
         assert counts.sum() == nd and (counts > 0).all()
         assert (counts <= free[nodes]).all() and len(np.unique(nodes)) == len(nodes)

@@ -1,0 +1,233 @@
+"""Compatibility modes: run a policy with only what a reference simulator models.
+
+A research simulator leaves things out (checkpoint cost, placement effects, device types) and
+reads its inputs its own way. To compare clustersim's numbers with one, ``--compat NAME``
+(the CLI, the experiment form and the API) reduces the model to what simulator ``NAME``
+models, and nothing else changes:
+
+``gavel``
+    Gavel's simulator (stanford-futuredata/gavel, ``scheduler/``, trace mode;
+    ``docs/gavel-fidelity.md``): no checkpoint/restore cost, every gang at its consolidated
+    rate whatever its placement, and each round a job does whole steps only (``floor(rate ×
+    round)``) and idles after them.
+``tiresias``
+    Tiresias's simulator (SymbioticLab/Tiresias, ``simulator/``;
+    ``docs/tiresias-fidelity.md``): a job runs for its trace duration, read in whole seconds
+    (``int(float(duration))``), on any devices (the simulator knows no device types and no
+    placement effect on speed); submit times in whole seconds; no preemption cost; the
+    policy's own simulator rules (``CompatSpec.params``, e.g. Tiresias's whole-second queue
+    checks) and the simulator's placement for that policy (``yarn`` for FIFO by default,
+    ``first-fit`` for counting only; Tiresias's ``dlas-gpu`` counts GPUs and ignores nodes).
+
+Which policies a mode covers is declared by the policies themselves (:attr:`Policy.compat
+<scheduling.base.Policy.compat>`); asking a mode for a policy it does not cover, or for a
+placement its simulator does not have for that policy, is an error naming both, never a
+silent fallback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from clustersim.cluster import Cluster
+from clustersim.errors import ClustersimError
+from clustersim.jobs import JobTable
+from clustersim.perf import JobRates, PerformanceModel
+
+
+@dataclass(frozen=True)
+class CompatMode:
+    """What one reference simulator models.
+
+    Attributes
+    ----------
+    name
+        Mode name (``--compat NAME``).
+    reference
+        The simulator: repository and directory.
+    doc
+        The note that states its rules.
+    whole_steps_per_round
+        Engine option (:class:`clustersim.engine.EngineOptions`).
+    durations
+        Jobs run for their work in reference seconds on any devices, read in whole seconds
+        (submit times too): the simulator replays durations and has no device types.
+    """
+
+    name: str
+    reference: str
+    doc: str
+    whole_steps_per_round: bool = False
+    durations: bool = False
+
+
+MODES: dict[str, CompatMode] = {
+    m.name: m
+    for m in (
+        CompatMode(
+            "gavel",
+            "stanford-futuredata/gavel, scheduler/ (trace mode)",
+            "docs/gavel-fidelity.md",
+            whole_steps_per_round=True,
+        ),
+        CompatMode(
+            "tiresias",
+            "SymbioticLab/Tiresias, simulator/",
+            "docs/tiresias-fidelity.md",
+            durations=True,
+        ),
+    )
+}
+
+
+def mode(name: str) -> CompatMode:
+    """The compatibility mode ``name``; :class:`ClustersimError` naming the known ones."""
+    try:
+        return MODES[name]
+    except KeyError:
+        raise ClustersimError(
+            f"unknown compatibility mode {name!r}; known: {', '.join(sorted(MODES))}"
+        ) from None
+
+
+def policies_of(name: str) -> list[str]:
+    """Names of the registered policies that compatibility mode ``name`` covers."""
+    from scheduling.registry import POLICIES
+
+    return sorted(p for p, cls in POLICIES.items() if name in cls.compat)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything :func:`clustersim.engine.simulate` needs for one run, after the mode.
+
+    Attributes
+    ----------
+    jobs, rates
+        The workload (as the reference reads it) and its rates on the cluster.
+    policy, placement
+        Instances, hyper-parameters set.
+    engine
+        Keyword arguments for :class:`clustersim.engine.EngineOptions`.
+    compat
+        The mode's name, or ``None``.
+    """
+
+    jobs: JobTable
+    rates: JobRates
+    policy: Any
+    placement: Any
+    engine: dict[str, Any] = field(default_factory=dict)
+    compat: str | None = None
+
+
+def prepare(
+    jobs: JobTable,
+    cluster: Cluster,
+    policy: str,
+    params: dict[str, Any] | None = None,
+    placement: str | None = None,
+    compat: str | None = None,
+    restore_s: float | None = None,
+) -> Prepared:
+    """Build the policy, placement and rates of a run, in compatibility mode ``compat``.
+
+    Parameters
+    ----------
+    jobs, cluster
+        The workload and the inventory.
+    policy, params
+        Registered policy name and hyper-parameters (the mode's own parameters for the
+        policy come first; ``params`` is applied on top).
+    placement
+        Registered placement name; ``None``: the mode's default for the policy, else
+        ``consolidate``.
+    compat
+        Compatibility mode name, or ``None`` for the full model.
+    restore_s
+        Checkpoint/restore delay override (s); refused with a mode, whose simulator fixes it.
+
+    Raises
+    ------
+    ClustersimError
+        Unknown policy, placement or mode; a mode asked for a policy or placement its
+        simulator does not have; a workload the mode's simulator cannot read.
+    """
+    from scheduling.registry import POLICIES, make_placement, make_policy
+
+    if policy not in POLICIES:
+        raise ClustersimError(f"unknown policy {policy!r}; known: {', '.join(sorted(POLICIES))}")
+    kwargs: dict[str, Any] = {}
+    perf_kw: dict[str, Any] = {}
+    engine: dict[str, Any] = {}
+    m = None
+    if compat is not None:
+        m = mode(compat)
+        spec = POLICIES[policy].compat.get(m.name)
+        if spec is None:
+            raise ClustersimError(
+                f"--compat {m.name} does not cover policy {policy!r} ({m.reference} has no such"
+                f" policy); it covers: {', '.join(policies_of(m.name))}"
+            )
+        if restore_s is not None:
+            raise ClustersimError(
+                f"--compat {m.name} fixes the checkpoint/restore delay at 0 s (its simulator has"
+                " none); leave out the restore delay"
+            )
+        kwargs.update(spec.params)
+        if spec.placements:
+            if placement is None:
+                placement = spec.placements[0]
+            elif placement not in spec.placements:
+                raise ClustersimError(
+                    f"--compat {m.name} has no placement {placement!r} for policy {policy!r}"
+                    f" (its simulator's: {', '.join(spec.placements)})"
+                )
+        perf_kw.update(restore_s=0.0, placement_aware=False)
+        engine["whole_steps_per_round"] = m.whole_steps_per_round
+    elif restore_s is not None:
+        perf_kw["restore_s"] = restore_s
+    kwargs.update(params or {})
+    try:
+        pol = make_policy(policy, **kwargs)
+        where = make_placement(placement or "consolidate")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ClustersimError(str(exc).strip('"')) from None
+    if m is not None and m.durations:
+        jobs = _whole_seconds(jobs, m)
+    rates = PerformanceModel(**perf_kw).prepare(jobs, cluster)
+    if m is not None and m.durations:
+        if not rates.generic.all():
+            j = int(np.flatnonzero(~rates.generic)[0])
+            raise ClustersimError(
+                f"--compat {m.name}: job {jobs.job_id[j]!r} has work in steps of a measured job"
+                f" type ({jobs.job_type[j]!r}); {m.reference} replays durations only"
+            )
+        rates = JobRates(
+            rate=np.where(rates.rate > 0, 1.0, 0.0),
+            restore_s=np.zeros(len(jobs)),
+            extrapolated=rates.extrapolated,
+            generic=rates.generic,
+            measured=np.zeros_like(rates.rate, dtype=bool),
+            notes=(*rates.notes, f"--compat {m.name}: every job runs for its duration"),
+        )
+    return Prepared(jobs, rates, pol, where, engine, None if m is None else m.name)
+
+
+def _whole_seconds(jobs: JobTable, m: CompatMode) -> JobTable:
+    """Submit times and work read in whole seconds, as ``int(float(x))`` does."""
+    work = np.trunc(jobs.work)
+    short = work < 1
+    if short.any():
+        j = int(np.flatnonzero(short)[0])
+        raise ClustersimError(
+            f"--compat {m.name}: job {jobs.job_id[j]!r} lasts {jobs.work[j]:g} s, which"
+            f" {m.reference} reads as 0 s; it cannot replay jobs shorter than a second"
+        )
+    submit = np.trunc(jobs.submit_time)
+    if np.array_equal(work, jobs.work) and np.array_equal(submit, jobs.submit_time):
+        return jobs
+    return jobs.replace(work=work, submit_time=submit)
