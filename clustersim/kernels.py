@@ -480,6 +480,7 @@ def tiresias_order(
     thr: FloatArray,
     knob: float,
     sim_timing: bool,
+    py2_division: bool,
     predict: bool,
     eps: float,
     qid: IntArray,
@@ -518,8 +519,8 @@ def tiresias_order(
     will run, and returns when the next queue change is due: a running job reaching its
     threshold or a waiting one its promotion. With ``sim_timing`` these times are those the
     Tiresias simulator computes (whole seconds; its demotion estimate divides the GPU-time
-    left by the gang size once more than it should, so multi-GPU jobs are checked early and
-    demoted at the first event after the crossing).
+    left by the gang size once more than it should, so a multi-GPU job may be checked before
+    its crossing and then demoted only at the first event after it).
 
     Parameters
     ----------
@@ -545,6 +546,9 @@ def tiresias_order(
         Starvation knob (``PROMOTEKNOB``); 0 disables promotion.
     sim_timing
         The Tiresias simulator's integer timing rules (see above).
+    py2_division
+        With ``sim_timing``: its demotion estimate as Python 2 computes it (the division
+        floors; under Python 3 it is a true division rounded up).
     predict
         Compute the next wake-up time.
     eps
@@ -659,7 +663,8 @@ def tiresias_order(
             left[t] -= g
             if q < nq - 1:
                 if sim_timing:
-                    w = now + np.floor((thr[q] - np.floor(s / g + 0.5)) / g)
+                    w = (thr[q] - np.floor(s / g + 0.5)) / g
+                    w = now + (np.floor(w) if py2_division else np.ceil(w))
                 else:
                     w = now + (thr[q] - s) / g
                 wake = min(wake, w)

@@ -428,7 +428,7 @@ def test_tiresias_order_keeps_the_queues_of_a_naive_list_model(
         elapsed = float(rng.choice([0.0, 1.0, 4.0]))
         k, _ = fn(
             active, running, attained, gang, np.ones((n, 1)), np.zeros(n, dtype=np.int64),
-            np.array([100], dtype=np.int64), 0.0, elapsed, thr, knob, sim, False, 1e-6,
+            np.array([100], dtype=np.int64), 0.0, elapsed, thr, knob, sim, False, False, 1e-6,
             qid, blk, nxt, prv, head, tail, off, lp, mark, buf, np.zeros(1, dtype=np.int64),
             order,
         )  # fmt: skip
