@@ -76,6 +76,7 @@ def describe(cls: type) -> dict[str, Any]:
         "preemptive": bool(getattr(cls, "preemptive", False)),
         "round_s": getattr(cls, "round_s", None),
         "parameters": parameters,
+        "compat": sorted(getattr(cls, "compat", {}) or {}),
     }
 
 

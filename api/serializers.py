@@ -14,6 +14,7 @@ from rest_framework import serializers
 from api.representation import FastRepresentationMixin
 from planner import services
 from planner.models import (
+    COMPAT_CHOICES,
     AcceleratorType,
     Cluster,
     Experiment,
@@ -413,6 +414,7 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
             "workloads",
             "policies",
             "placement",
+            "compat",
             "load_factors",
             "seeds",
             "until_s",
@@ -457,7 +459,23 @@ class ExperimentCreateSerializer(serializers.Serializer):
     seeds = serializers.ListField(
         child=serializers.IntegerField(min_value=0, max_value=2**31 - 1), default=[0]
     )
-    placement = serializers.CharField(default="consolidate")
+    placement = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        help_text="Placement strategy; blank: consolidate, or each policy's placement in the"
+        " compatibility mode's simulator.",
+    )
+    compat = serializers.ChoiceField(
+        choices=[name for name, _ in COMPAT_CHOICES],
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Model only what this reference simulator models, to compare with its"
+        " numbers (docs/gavel-fidelity.md, docs/tiresias-fidelity.md); a mode refuses a"
+        " policy or placement its simulator does not have.",
+    )
     until_s = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
 
     def validate_workloads(self, value: list[Workload]) -> list[Workload]:
@@ -548,6 +566,10 @@ class PolicySerializer(serializers.Serializer):
     preemptive = serializers.BooleanField()
     round_s = serializers.FloatField(allow_null=True)
     parameters = PolicyParameterSerializer(many=True)
+    compat = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Compatibility modes (reference simulators) that cover this policy.",
+    )
 
 
 class PlacementSerializer(serializers.Serializer):

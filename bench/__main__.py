@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from bench.workers import PHILLY, gavel_vs_port, philly_run
+from bench.workers import PHILLY, gavel_vs_port, philly_run, tiresias_vs_reference
 from clustersim.engine import warm_up
 from scheduling.registry import POLICIES
 
@@ -97,6 +97,37 @@ def bench_gavel() -> None:
     print()
 
 
+def bench_tiresias() -> None:
+    print("## Fidelity with the Tiresias simulator (its 64-GPU cluster_spec.csv: 16 nodes × 4)")
+    print("ours: `--compat tiresias` (fifo: yarn placement); reference: our restatement of its")
+    print("simulator (tests/tiresias_reference.py, Python 3 semantics); target |diff| < 2 %;")
+    print("philly-N-xF: first N Philly jobs ≤ 64 GPUs, arrivals F× denser\n")
+    rows = []
+    for name in (
+        "60_job",
+        "philly-100-x1",
+        "philly-1000-x1",
+        "philly-2000-x4",
+        "philly-10000-x1",
+        "philly-10000-x4",
+    ):
+        for policy in ("fifo", "tiresias"):
+            rows.append(_in_process(tiresias_vs_reference, (name, policy)))
+    cols = [
+        ("trace", "trace          ", ""),
+        ("jobs", "  jobs", ","),
+        ("policy", "policy  ", ""),
+        ("ours_h", "ours JCT h", ".3f"),
+        ("ref_h", " ref JCT h", ".3f"),
+        ("diff_pct", "diff %", "+.3f"),
+        ("ours_s", "ours s", ".2f"),
+        ("ref_s", " ref s", ".2f"),
+        ("speedup", "ref/ours", ".1f"),
+    ]
+    print(table(rows, cols))
+    print()
+
+
 def bench_parse() -> None:
     from bench.parse import parse_bench
     from bench.parse import table as parse_table
@@ -118,6 +149,7 @@ def bench_dashboard() -> None:
 SECTIONS = {
     "sim": bench_sim,
     "gavel": bench_gavel,
+    "tiresias": bench_tiresias,
     "parse": bench_parse,
     "dashboard": bench_dashboard,
 }

@@ -98,3 +98,80 @@ def gavel_vs_port(args: tuple[str, str, str]) -> dict[str, Any]:
         "ours_s": ours_s,
         "port_s": port_s,
     }
+
+
+def _tiresias_workload(name: str) -> tuple[Any, list[tuple[str, int, int, int]]]:
+    """A workload in the Tiresias simulator's terms: its own ``60_job.csv``, or ``philly-N-xF``:
+    the first N Philly jobs of at most 64 GPUs, submit times from 0 divided by F, whole
+    seconds (as the simulator reads them)."""
+    import numpy as np
+
+    from clustersim.jobs import JobTable
+    from clustersim.traces import read_trace
+
+    if name == "60_job":
+        jobs, _ = read_trace(SHARED / "traces" / "tiresias" / "60_job.csv")
+    else:
+        _, n, f = name.split("-")
+        src, _ = read_trace(PHILLY)
+        keep = np.flatnonzero((src.num_gpus <= 64) & (src.work >= 1))[: int(n)]
+        src = src.take(keep)
+        submit = np.trunc((src.submit_time - src.submit_time[0]) / float(f[1:]))
+        jobs = JobTable.from_columns(
+            job_id=[str(i) for i in range(len(src))],
+            submit_time=submit,
+            num_gpus=src.num_gpus,
+            work=np.trunc(src.work),
+        )
+    rows = [
+        (str(i), int(g), int(s), int(w))
+        for i, g, s, w in zip(jobs.job_id, jobs.num_gpus, jobs.submit_time, jobs.work, strict=True)
+    ]
+    return jobs, rows
+
+
+#: The Tiresias simulator's cluster_spec.csv: 1 switch × 16 nodes × 4 GPUs.
+TIRESIAS_64 = {
+    "name": "tiresias-64",
+    "pools": [{"name": "p100", "accelerator": "P100", "nodes": 16, "devices_per_node": 4}],
+}
+
+
+def tiresias_vs_reference(args: tuple[str, str]) -> dict[str, Any]:
+    """Our ``policy`` under ``--compat tiresias`` against the restatement of the Tiresias
+    simulator (``tests/tiresias_reference.py``) on one workload: average JCT and wall time."""
+    name, policy = args
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from clustersim.compat import prepare
+    from clustersim.engine import EngineOptions, simulate
+    from clustersim.spec import cluster_from_spec
+    from tests import tiresias_reference as ref
+
+    jobs, rows = _tiresias_workload(name)
+    cluster = cluster_from_spec(TIRESIAS_64)
+    t0 = time.perf_counter()
+    p = prepare(jobs, cluster, policy, compat="tiresias")
+    r = simulate(p.jobs, cluster, p.policy, p.placement, rates=p.rates, options=EngineOptions())
+    ours_s = time.perf_counter() - t0
+    done = np.isfinite(r.finish)
+    ours = float(np.mean(r.finish[done] - p.jobs.submit_time[done]))
+    spec = ref.Spec(1, 16, 4)
+    t0 = time.perf_counter()
+    if policy == "fifo":
+        theirs = ref.average_jct(ref.fifo(ref.load(rows), spec, "yarn"))
+    else:
+        theirs = ref.average_jct(ref.dlas_gpu(ref.load(rows), spec, py3_division=True))
+    ref_s = time.perf_counter() - t0
+    return {
+        "trace": name,
+        "jobs": len(rows),
+        "policy": policy,
+        "ours_h": ours / 3600,
+        "ref_h": theirs / 3600,
+        "diff_pct": 100 * (ours / theirs - 1),
+        "ours_s": ours_s,
+        "ref_s": ref_s,
+        "speedup": ref_s / ours_s,
+    }

@@ -100,6 +100,46 @@ def policies_of(name: str) -> list[str]:
     return sorted(p for p, cls in POLICIES.items() if name in cls.compat)
 
 
+def resolve(
+    policy: str,
+    params: dict[str, Any] | None = None,
+    placement: str | None = None,
+    compat: str | None = None,
+) -> tuple[dict[str, Any], str]:
+    """The hyper-parameters and placement of ``policy`` in mode ``compat`` (``None``: the full
+    model), checked: :class:`ClustersimError` names the mode and the policy or placement it
+    does not have, or an unknown policy or placement."""
+    from scheduling.registry import PLACEMENTS, POLICIES
+
+    if policy not in POLICIES:
+        raise ClustersimError(f"unknown policy {policy!r}; known: {', '.join(sorted(POLICIES))}")
+    kwargs: dict[str, Any] = {}
+    if compat:
+        m = mode(compat)
+        spec = POLICIES[policy].compat.get(m.name)
+        if spec is None:
+            raise ClustersimError(
+                f"--compat {m.name} does not cover policy {policy!r} ({m.reference} has no such"
+                f" policy); it covers: {', '.join(policies_of(m.name))}"
+            )
+        kwargs.update(spec.params)
+        if spec.placements:
+            if not placement:
+                placement = spec.placements[0]
+            elif placement not in spec.placements:
+                raise ClustersimError(
+                    f"--compat {m.name} has no placement {placement!r} for policy {policy!r}"
+                    f" (its simulator's: {', '.join(spec.placements)})"
+                )
+    placement = placement or "consolidate"
+    if placement not in PLACEMENTS:
+        raise ClustersimError(
+            f"unknown placement {placement!r}; known: {', '.join(sorted(PLACEMENTS))}"
+        )
+    kwargs.update(params or {})
+    return kwargs, placement
+
+
 @dataclass(frozen=True)
 class Prepared:
     """Everything :func:`clustersim.engine.simulate` needs for one run, after the mode.
@@ -156,44 +196,25 @@ def prepare(
         Unknown policy, placement or mode; a mode asked for a policy or placement its
         simulator does not have; a workload the mode's simulator cannot read.
     """
-    from scheduling.registry import POLICIES, make_placement, make_policy
+    from scheduling.registry import make_placement, make_policy
 
-    if policy not in POLICIES:
-        raise ClustersimError(f"unknown policy {policy!r}; known: {', '.join(sorted(POLICIES))}")
-    kwargs: dict[str, Any] = {}
+    kwargs, placement = resolve(policy, params, placement, compat)
     perf_kw: dict[str, Any] = {}
     engine: dict[str, Any] = {}
-    m = None
-    if compat is not None:
-        m = mode(compat)
-        spec = POLICIES[policy].compat.get(m.name)
-        if spec is None:
-            raise ClustersimError(
-                f"--compat {m.name} does not cover policy {policy!r} ({m.reference} has no such"
-                f" policy); it covers: {', '.join(policies_of(m.name))}"
-            )
+    m = mode(compat) if compat else None
+    if m is not None:
         if restore_s is not None:
             raise ClustersimError(
                 f"--compat {m.name} fixes the checkpoint/restore delay at 0 s (its simulator has"
                 " none); leave out the restore delay"
             )
-        kwargs.update(spec.params)
-        if spec.placements:
-            if placement is None:
-                placement = spec.placements[0]
-            elif placement not in spec.placements:
-                raise ClustersimError(
-                    f"--compat {m.name} has no placement {placement!r} for policy {policy!r}"
-                    f" (its simulator's: {', '.join(spec.placements)})"
-                )
         perf_kw.update(restore_s=0.0, placement_aware=False)
         engine["whole_steps_per_round"] = m.whole_steps_per_round
     elif restore_s is not None:
         perf_kw["restore_s"] = restore_s
-    kwargs.update(params or {})
     try:
         pol = make_policy(policy, **kwargs)
-        where = make_placement(placement or "consolidate")
+        where = make_placement(placement)
     except (KeyError, TypeError, ValueError) as exc:
         raise ClustersimError(str(exc).strip('"')) from None
     if m is not None and m.durations:

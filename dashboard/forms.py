@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from planner import services
-from planner.models import Cluster, Workload, WorkloadStatus
+from planner.models import COMPAT_CHOICES, Cluster, Workload, WorkloadStatus
 
 
 def _numbers(text: str, kind: type, what: str) -> list[Any]:
@@ -99,7 +99,19 @@ class ExperimentForm(forms.Form):
         initial="1", help_text="Arrival-rate scaling, comma-separated (2 = twice as many jobs/h)."
     )
     seeds = forms.CharField(initial="0", help_text="Comma-separated seeds.")
-    placement = forms.ChoiceField(initial="consolidate")
+    placement = forms.ChoiceField(
+        required=False,
+        initial="",
+        help_text="Default: consolidate, or each policy's placement in the simulator below.",
+    )
+    compat = forms.ChoiceField(
+        required=False,
+        initial="",
+        label="Compatibility mode",
+        choices=[("", "full model"), *((n, f"only what {t} models") for n, t in COMPAT_CHOICES)],
+        help_text="To compare with a reference simulator's numbers; it accepts only the policies"
+        " it has (gavel: gavel-fifo, gavel-las; tiresias: fifo, tiresias).",
+    )
 
     def __init__(self, *args: Any, owner: Any = None, **kwargs: Any) -> None:
         from scheduling.registry import PLACEMENTS, POLICIES
@@ -111,7 +123,7 @@ class ExperimentForm(forms.Form):
             status=WorkloadStatus.READY
         )
         self.fields["policies"].choices = [(n, n) for n in POLICIES]
-        self.fields["placement"].choices = [(n, n) for n in PLACEMENTS]
+        self.fields["placement"].choices = [("", "default")] + [(n, n) for n in PLACEMENTS]
 
     def clean_load_factors(self) -> list[float]:
         values = _numbers(self.cleaned_data["load_factors"], float, "load factors")

@@ -237,7 +237,8 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 policies=form.policy_list(),
                 load_factors=d["load_factors"],
                 seeds=d["seeds"],
-                placement=d["placement"],
+                placement=d["placement"] or None,
+                compat=d["compat"] or "",
             )
         except ValidationError as exc:
             form.add_error(None, exc)

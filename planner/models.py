@@ -274,6 +274,14 @@ class Workload(Owned):
         return self.name
 
 
+#: The compatibility modes of :mod:`clustersim.compat` (a test keeps the two lists equal; the
+#: web process does not import the simulator to know them).
+COMPAT_CHOICES = (
+    ("gavel", "Gavel's simulator"),
+    ("tiresias", "Tiresias's simulator"),
+)
+
+
 class Experiment(Owned):
     """A grid: clusters × workloads × policies (with parameters) × load factors × seeds."""
 
@@ -289,7 +297,19 @@ class Experiment(Owned):
     clusters = models.ManyToManyField(Cluster, related_name="experiments")
     workloads = models.ManyToManyField(Workload, related_name="experiments")
     policies = models.JSONField(help_text='[{"name": "tiresias", "params": {...}}, ...]')
-    placement = models.CharField(max_length=32, default="consolidate")
+    placement = models.CharField(
+        max_length=32,
+        default="consolidate",
+        blank=True,
+        help_text="blank: each policy's default under the compatibility mode",
+    )
+    compat = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        choices=COMPAT_CHOICES,
+        help_text="model only what this reference simulator models (clustersim.compat)",
+    )
     load_factors = models.JSONField(default=list)
     seeds = models.JSONField(default=list)
     until_s = models.FloatField(null=True, blank=True, help_text="simulation horizon, s")

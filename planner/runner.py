@@ -224,12 +224,11 @@ def stints_parquet(result: Any) -> bytes:
 def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
     """Simulate one run's scenario (no database writes except through ``beat``)."""
     from clustersim.carbon import DEFAULT_START
+    from clustersim.compat import prepare
     from clustersim.engine import EngineOptions, simulate
     from clustersim.metrics import per_job_frame, summary, timeseries
-    from clustersim.perf import PerformanceModel
     from clustersim.spec import cluster_from_spec
     from planner.jobtable import from_parquet, scale_load
-    from scheduling.registry import make_placement, make_policy
 
     workload = run.workload
     if workload.jobs_id is None:
@@ -238,18 +237,23 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         from_parquet(Artefact.objects.get(pk=workload.jobs_id).read()), run.load_factor
     )
     cluster = cluster_from_spec(run.cluster.effective_spec())
-    policy = make_policy(run.policy, **_params(run.params))
-    placement = make_placement(run.placement)
-    rates = PerformanceModel().prepare(jobs, cluster)
+    compat = run.experiment.compat or None
+    prepared = prepare(
+        jobs, cluster, run.policy, _params(run.params), run.placement or None, compat=compat
+    )
+    jobs, rates = prepared.jobs, prepared.rates
     until = run.experiment.until_s
     options = EngineOptions(
         seed=run.seed,
         until=float("inf") if until is None else until,
         progress=lambda p: beat(p.fraction),
         progress_every=max(1, min(2000, len(jobs) // 50)),
+        **prepared.engine,
     )
     t0 = time.perf_counter()
-    result = simulate(jobs, cluster, policy, placement, rates=rates, options=options)
+    result = simulate(
+        jobs, cluster, prepared.policy, prepared.placement, rates=rates, options=options
+    )
     beat(1.0, force=True)
     # a rebased workload (planner.recipes) says which calendar hours its t = 0 falls on
     carbon_start = (workload.report or {}).get("carbon_start") or DEFAULT_START

@@ -219,18 +219,29 @@ def create_experiment(
     policies: Sequence[dict[str, Any]],
     load_factors: Sequence[float] = (1.0,),
     seeds: Sequence[int] = (0,),
-    placement: str = "consolidate",
+    placement: str | None = None,
+    compat: str = "",
     until_s: float | None = None,
     description: str = "",
     enqueue: bool = True,
 ) -> Experiment:
-    """Create the experiment and one queued run per grid point; launch it after commit."""
-    from scheduling.registry import PLACEMENTS
+    """Create the experiment and one queued run per grid point; launch it after commit.
+
+    ``placement`` ``None`` (or blank): ``consolidate``, or under a compatibility mode
+    (``compat``, :mod:`clustersim.compat`) each policy's placement in that simulator; a mode
+    that does not cover a policy or placement is refused, naming both.
+    """
+    from clustersim.compat import resolve
+    from clustersim.errors import ClustersimError
 
     clusters, workloads = list(clusters), list(workloads)
     policies = validate_policies(policies)
-    if placement not in PLACEMENTS:
-        raise ValidationError(f"unknown placement {placement!r}; known: {', '.join(PLACEMENTS)}")
+    where: list[str] = []
+    for p in policies:
+        try:
+            where.append(resolve(p["name"], None, placement or None, compat or None)[1])
+        except ClustersimError as exc:
+            raise ValidationError(str(exc).replace("--compat ", "compat ")) from None
     if not (clusters and workloads and policies and load_factors and seeds):
         raise ValidationError(
             "the grid needs at least one cluster, workload, policy, load factor and seed"
@@ -250,7 +261,8 @@ def create_experiment(
             name=name,
             description=description,
             policies=policies,
-            placement=placement,
+            placement=placement or ("" if compat else "consolidate"),
+            compat=compat or "",
             load_factors=[float(f) for f in load_factors],
             seeds=[int(s) for s in seeds],
             until_s=until_s,
@@ -258,6 +270,7 @@ def create_experiment(
         )
         exp.clusters.set(clusters)
         exp.workloads.set(workloads)
+        placement_of = {p["name"]: w for p, w in zip(policies, where, strict=True)}
         Run.objects.bulk_create(
             Run(
                 owner=owner,
@@ -266,7 +279,7 @@ def create_experiment(
                 workload=w,
                 policy=p["name"],
                 params=p["params"],
-                placement=placement,
+                placement=placement_of[p["name"]],
                 load_factor=float(f),
                 seed=int(s),
             )

@@ -264,10 +264,16 @@ def test_the_policy_catalogue_describes_parameters(api: Any) -> None:
     assert {"fifo", "tiresias", "las"} <= set(policies)
     tiresias = policies["tiresias"]
     assert "NSDI" in tiresias["citation"]
-    (param,) = tiresias["parameters"]
-    assert (param["name"], param["default"], param["required"]) == ("thresholds", [3250.0], False)
+    param, knob, timing = tiresias["parameters"]
+    assert (param["name"], param["default"], param["required"]) == (
+        "thresholds",
+        [3250.0, 7200.0],
+        False,
+    )
     assert param["type"].startswith("tuple")
     assert param["description"]
+    assert (knob["name"], knob["default"], timing["default"]) == ("promote_knob", None, "exact")
+    assert tiresias["compat"] == ["tiresias"] and policies["gavel-las"]["compat"] == ["gavel"]
     for p in policies.values():
         assert p["summary"] and p["citation"]
     assert {p["name"] for p in api.get("/api/v1/placements/").json()} >= {"consolidate"}
