@@ -871,7 +871,8 @@ def tiresias_cluster_spec(
     - ``cpu_cores`` = ``num_cpu_p_node``, ``host_mem_gb`` = ``mem_p_node`` (GB);
     - links chosen so that a Tiresias trace replays to its durations (identity: a job alone,
       consolidated, runs its ``duration``, as in Tiresias's simulator, which gives every job
-      its duration wherever it is placed): intra-node
+      its duration wherever it is placed — its ``simulator/README.md``: placement "only
+      affect[s] resource allocation and job queuing delay"): intra-node
       :data:`~clustersim.perf.REFERENCE_INTRA_GBS`; the NIC carries what the reference
       placement's slowest link carries for the gangs that cross it. With
       ``num_gpu_p_node >= REFERENCE_NODE_DEVICES`` (8) that is the reference network,
