@@ -299,11 +299,12 @@ class DeriveWorkloadSerializer(_NewWorkloadSerializer):
 
 class ClusterImportSerializer(serializers.Serializer):
     file = serializers.FileField(
-        help_text="A node list: kubectl get nodes -o json, Slurm scontrol show node, or an "
-        "Alibaba node CSV (pai_machine_spec, openb, spot)."
+        help_text="A node list: kubectl get nodes -o json, Slurm scontrol show node, an "
+        "Alibaba node CSV (pai_machine_spec, openb, spot), or a Tiresias cluster spec CSV "
+        "(num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node)."
     )
     format = serializers.ChoiceField(
-        choices=("kubectl", "slurm", "pai", "openb", "spot"),
+        choices=("kubectl", "slurm", "pai", "openb", "spot", "tiresias"),
         required=False,
         allow_blank=True,
         help_text="Blank: detect from the content.",

@@ -1,4 +1,4 @@
-"""Cluster inventories from node lists: Kubernetes, Slurm and the Alibaba node files.
+"""Cluster inventories from node lists: Kubernetes, Slurm, the Alibaba node files, Tiresias.
 
 >>> spec, report = import_inventory("nodes.json")                          # doctest: +SKIP
 >>> spec, report = import_inventory("nodes.txt", aliases={"tesla": "P100"})  # doctest: +SKIP
@@ -53,6 +53,12 @@ Formats
 ``spot``
     Alibaba spot 2026 ``node_info_df.csv`` (``gpu_model, gpu_capacity_num, cpu_num,
     node_name``).
+``tiresias``
+    The Tiresias simulator's cluster spec (``num_switch, num_node_p_switch,
+    num_gpu_p_node, num_cpu_p_node, mem_p_node``, one data row; ``cluster_spec.csv``,
+    ``n32g4.csv``, ...), built by :func:`~clustersim.spec.tiresias_cluster_spec`: one rack
+    per switch, P100 nodes, links chosen so that Tiresias traces replay to their durations.
+    ``aliases`` and ``nodes_per_rack`` do not apply.
 
 The three Alibaba formats are laid out as :mod:`clustersim.presets` lays them out (racks of
 :data:`~clustersim.presets.ALIBABA_NODES_PER_RACK` servers, NVLink capped at 400 GB/s for
@@ -87,7 +93,7 @@ from typing import Any
 from clustersim.catalog import Catalog, load_catalog
 from clustersim.errors import ClustersimError, SpecError
 from clustersim.presets import ALIBABA_NODES_PER_RACK, NVLINK_CAPPED_GBS
-from clustersim.spec import cluster_from_spec
+from clustersim.spec import SpecFileError, cluster_from_spec, tiresias_cluster_spec
 
 #: Formats by name, with a one-line description.
 FORMATS: Mapping[str, str] = MappingProxyType(
@@ -97,6 +103,7 @@ FORMATS: Mapping[str, str] = MappingProxyType(
         "pai": "Alibaba PAI 2020 pai_machine_spec.csv",
         "openb": "Alibaba GPU 2023 openb_node_list_*.csv",
         "spot": "Alibaba spot 2026 node_info_df.csv",
+        "tiresias": "Tiresias simulator cluster spec (num_switch,num_node_p_switch,...)",
     }
 )
 
@@ -355,6 +362,8 @@ def parse_inventory(
         report.assumptions.append(
             "aliases: " + ", ".join(f"{a!r} -> {t!r}" for a, t in aliases.items())
         )
+    if fmt == "tiresias":
+        return _tiresias(text, path, name, nodes_per_rack, report), report
     nodes = _PARSERS[fmt](text, path, report)
     report.nodes_read = len({n.where for n in nodes})
     report.devices_read = sum(n.devices for n in nodes)
@@ -391,6 +400,8 @@ def detect_inventory_format(data: bytes | str, path: str = "<input>") -> str:
         return "openb"
     if first.startswith("gpu_model,gpu_capacity_num"):
         return "spot"
+    if first.startswith("num_switch,"):
+        return "tiresias"
     parts = first.split(",")
     if len(parts) == 5 and all(_is_number(x) for x in parts[2:]):
         return "pai"
@@ -814,6 +825,34 @@ def _parse_spot(text: str, path: str, report: ImportReport) -> list[_Node]:
         nodes.append(_Node(row["node_name"], model, gpus, f"line {line}", cpu))
     report.assumptions.append("host memory is not in this node list")
     return nodes
+
+
+def _tiresias(
+    text: str, path: str, name: str, nodes_per_rack: int | None, report: ImportReport
+) -> dict[str, Any]:
+    """A Tiresias cluster spec CSV as a spec (:func:`~clustersim.spec.tiresias_cluster_spec`)."""
+    try:
+        spec = tiresias_cluster_spec(text.encode("utf-8"), name=name, path=path)
+    except SpecFileError as exc:
+        raise InventoryError(path, exc.line, exc.column, exc.message) from None
+    pools = spec["pools"]
+    nodes = sum(int(p["nodes"]) for p in pools)
+    devices = sum(int(p["nodes"]) * int(p["devices_per_node"]) for p in pools)
+    report.nodes_read = report.nodes_kept = nodes
+    report.devices_read = report.devices_kept = devices
+    report.pools = len(pools)
+    report.resolved["P100"] = "P100"
+    pool = pools[0]
+    report.assumptions += [
+        "every GPU a P100 (the Tiresias testbed's GPU and the reference type of Tiresias "
+        "traces' durations); one non-blocking rack per switch",
+        f"intra-node {pool['intra_gbs']:g} GB/s and NIC {pool['nic_gbps']:g} Gbit/s, chosen "
+        "so that Tiresias traces replay to their durations (docs/identity-replay.md)",
+        "mem_p_node read as GB of host memory",
+    ]
+    if nodes_per_rack is not None:
+        report.warnings.append("nodes_per_rack ignored: the racks are the file's switches")
+    return spec
 
 
 _PARSERS = {

@@ -16,10 +16,31 @@ A rate is in the units of the job's ``work`` (see :mod:`clustersim.jobs`):
   throughput is up to 12 times the single-device one.)
 * **reference seconds/s** for every other job: 1.0 means "as fast as the whole gang on the
   reference type :data:`REFERENCE_TYPE` (P100), consolidated". The reference placement of a
-  gang of ``N`` devices is one P100 node with a PCIe 3.0 x16 interconnect
-  (:data:`REFERENCE_INTRA_GBS`) when ``N <= REFERENCE_NODE_DEVICES`` and otherwise P100 nodes
-  joined by a 100 Gbit/s network (:data:`REFERENCE_NETWORK_GBS`). These are fixed
-  definitions, so a workload means the same thing on every cluster.
+  gang of ``N`` devices is one node of :data:`REFERENCE_NODE_DEVICES` (8) PCIe P100s
+  whose ring crosses the PCIe 3.0 x16 interconnect (:data:`REFERENCE_INTRA_GBS`, 32 GB/s)
+  when ``N <= REFERENCE_NODE_DEVICES``, and otherwise such nodes in one non-blocking rack
+  joined by a 100 Gbit/s network (:data:`REFERENCE_NETWORK_GBS`, 12.5 GB/s). These are
+  fixed definitions, so a workload means the same thing on every cluster.
+
+Identity replay
+---------------
+The reference placement is exactly the catalog's P100 node (``P100`` with its default
+``intra_gbs``, the spec's default 8 devices per node and 100 Gbit/s NIC), so a job whose work
+is a recorded duration (Philly, Tiresias, ...) replayed alone on a cluster of such nodes with
+consolidated placement and no restore cost runs for exactly that duration, whatever its gang
+size (``docs/identity-replay.md``; ``tests/test_identity_replay.py``). The two used to
+disagree: :data:`REFERENCE_INTRA_GBS` was 16 GB/s while every cluster's P100 nodes carry the
+catalog's 32 GB/s, so multi-GPU jobs ran 1.5-2.6 % faster than recorded on a P100 cluster.
+The reference constant was the wrong one. ``Cluster.node_intra_gbs`` and the catalog state an
+interconnect as the sum of both directions of a device's links (Epoch AI's convention:
+32 GB/s for PCIe 3.0 x16 on its PCIe V100 rows, 300 GB/s for V100 SXM2 NVLink), and the
+catalog's P100 *is* the PCIe part (Epoch row ``NVIDIA P100``: 250 W, 18.7 TFLOPS FP16,
+alias ``P100-PCIE-16GB``; the SXM2 part is 300 W, 21.2 TFLOPS, NVLink 160 GB/s), so its
+32 GB/s is right; 16 GB/s was the one-direction figure of the same PCIe link, in a unit no
+cluster uses. :data:`GAVEL_DEVICES` states its interconnects in the same convention now.
+(The NIC, ``nic_gbps / 8``, is one direction, as network links are quoted; so the model
+rates an intra-node link against a NIC twice as favourably as the hardware would. That is a
+property of the communication model, not of the reference, and leaves identity untouched.)
 
 Measured throughput
 -------------------
@@ -164,13 +185,15 @@ BoolArray = npt.NDArray[np.bool_]
 #: Work of jobs without a measured job type is in seconds of the whole gang on this type.
 REFERENCE_TYPE = "P100"
 
-#: Intra-node bandwidth of the reference placement, GB/s (PCIe 3.0 x16, the interconnect of
-#: PCIe P100 servers).
-REFERENCE_INTRA_GBS = 16.0
-#: Devices per node of the reference placement.
+#: Intra-node bandwidth of the reference placement, GB/s: PCIe 3.0 x16, the interconnect of
+#: PCIe P100 servers, as the catalog states it for ``P100`` (both directions, Epoch AI's
+#: convention; it was 16, the one-direction figure, which no cluster's nodes use).
+REFERENCE_INTRA_GBS = 32.0
+#: Devices per node of the reference placement (the spec's default for GPU nodes).
 REFERENCE_NODE_DEVICES = 8
 #: Network bandwidth of the reference placement for gangs larger than a node, GB/s
-#: (100 Gbit/s, a typical GPU-cluster network of the P100 era).
+#: (100 Gbit/s, a typical GPU-cluster network of the P100 era and the spec's default NIC;
+#: the rack is non-blocking).
 REFERENCE_NETWORK_GBS = 12.5
 
 #: Gavel worker types, in the order used by the arrays of :class:`ThroughputTable`.
@@ -180,12 +203,14 @@ GAVEL_WORKERS: tuple[str, ...] = ("k80", "p100", "v100")
 #: K80: one GK210 die of a K80 board (what a cloud "K80 GPU" is), FP32 peak 4.37 TFLOPS at boost
 #: (Kepler has no faster FP16 path), 240 GB/s; P100 PCIe 16 GB: 18.7 TFLOPS FP16, 732 GB/s;
 #: V100 SXM2: 125 TFLOPS FP16 tensor, 900 GB/s (NVIDIA data sheets; Epoch AI hardware data).
-#: Intra-node: PCIe 3.0 x16 for K80/P100, NVLink 2 (6 links x 25 GB/s) for V100 — used only
-#: to separate computation from intra-node communication when extrapolating to other types.
+#: Intra-node: PCIe 3.0 x16 for K80/P100 (32 GB/s), NVLink 2 for V100 (6 links x 25 GB/s
+#: x 2 directions = 300 GB/s), in the catalog's convention (sum of both directions, like
+#: ``Cluster.node_intra_gbs``) — used only to separate computation from intra-node
+#: communication when extrapolating to other types.
 GAVEL_DEVICES: dict[str, tuple[float, float, float]] = {
-    "k80": (4.37, 0.240, 16.0),
-    "p100": (18.7, 0.732, 16.0),
-    "v100": (125.0, 0.900, 150.0),
+    "k80": (4.37, 0.240, 32.0),
+    "p100": (18.7, 0.732, 32.0),
+    "v100": (125.0, 0.900, 300.0),
 }
 
 #: Model family (the job type up to `` (batch size ...)``) → (parameters, optimiser state

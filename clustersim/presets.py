@@ -65,7 +65,10 @@ PHILLY_TRACE_MAX_GANG = 128
 
 PHILLY_8GPU_SERVERS = 64
 PHILLY_2GPU_SERVERS = 24
-PHILLY_SERVERS_PER_RACK = 8
+PHILLY_SERVERS_PER_RACK = 16
+"""Servers per rack (RDMA domain): 16 x 8 GPUs = 128 GPUs, the trace's largest gang, so every
+gang of the trace fits one rack and crosses only the 100 Gbit/s NIC, as the reference
+placement of :mod:`clustersim.perf` does (identity replay, ``docs/identity-replay.md``)."""
 PHILLY_NIC_GBPS = 100.0
 PHILLY_RACK_OVERSUBSCRIPTION = 4.0
 
@@ -89,15 +92,21 @@ def philly_spec(catalog: Catalog | None = None) -> dict[str, Any]:
     The preset has 560 GPUs = 1.50x the mean load (heavily loaded, and overloaded in the
     busiest weeks, as Philly was) and 4.4x the largest gang:
 
-    - 64 servers x 8 GPUs in 8 racks of 8 servers (64 GPUs a rack) and 24 servers x 2 GPUs in
-      3 racks of 8 (assumed split; the paper gives no counts);
+    - 64 servers x 8 GPUs in 4 racks of 16 servers (128 GPUs a rack) and 24 servers x 2 GPUs
+      in 2 racks (16 and 8 servers) (assumed split; the paper gives no counts). A rack is an
+      RDMA domain; Philly's scheduler kept a job inside one where it could (the paper's
+      locality constraint), and the trace's largest gang (128 GPUs) ran, so a domain of at
+      least 128 GPUs is assumed: every gang of the trace then fits one rack, and a job
+      replayed alone on this cluster with consolidated placement runs exactly its recorded
+      duration (the performance model's reference placement, ``docs/identity-replay.md``);
     - every GPU is a ``P100``, the performance model's reference type, so trace durations map
       1:1 to work (Philly was not all P100: the machine list's example row is an 8-GPU server
       of 24 GB GPUs, a P40/M40-class card);
     - ``nic_gbps`` 100 (an InfiniBand EDR-class RDMA link inside a rack, assumed), uplink
       oversubscription 4.0 between racks (assumed: TCP without RDMA across racks, 25 Gbit/s
       effective);
-    - intra-node bandwidth: the catalog default for P100 (PCIe 3.0, 32 GB/s); node overhead:
+    - intra-node bandwidth: the catalog default for P100 (PCIe 3.0, 32 GB/s, the reference
+      placement's); node overhead:
       the spec default; one region without a carbon zone (Philly's location is not public);
     - virtual-cluster quotas are not modelled by the cluster (that is a policy matter).
     """
@@ -127,8 +136,12 @@ def philly_spec(catalog: Catalog | None = None) -> dict[str, Any]:
 
 # -- Gavel ----------------------------------------------------------------------------------------
 
-GAVEL_TESTBED = "v100:36,p100:36,k80:36"
-"""Gavel's simulated cluster in Gavel's shorthand (``-c 36:36:36`` in its artifact)."""
+GAVEL_TESTBED = "v100:36:8,p100:36:8,k80:36:8"
+"""Gavel's simulated cluster in Gavel's shorthand (``-c 36:36:36`` in its artifact), with
+servers of 8 GPUs (:data:`GAVEL_SERVER_DEVICES`)."""
+GAVEL_SERVER_DEVICES = 8
+"""GPUs per server of the Gavel testbed preset: the largest scale factor of Gavel's
+throughput table, whose consolidated measurements put all 8 workers on one server."""
 
 
 def gavel_testbed_spec(catalog: Catalog | None = None) -> dict[str, Any]:
@@ -137,9 +150,14 @@ def gavel_testbed_spec(catalog: Catalog | None = None) -> dict[str, Any]:
     Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
     Workloads", OSDI'20. The artifact's ``EXPERIMENTS.md`` runs every simulated experiment of
     the paper on "a cluster with 36 V100 GPUs, 36 P100 GPUs, and 36 K80 GPUs" (``-c 36:36:36``).
-    Servers hold :data:`~clustersim.spec.GAVEL_DEVICES_PER_SERVER` (4) GPUs each (an
-    assumption: Gavel's sweep scripts take the server size as a parameter and default to one
-    GPU per server); each type is one rack; types map to
+    Servers hold :data:`GAVEL_SERVER_DEVICES` (8) GPUs each, so four servers of 8 and one of
+    4 per type (an assumption: Gavel's sweep scripts take the server size as a parameter and
+    default to one GPU per server, and its simulator ignores placement). 8 is the largest
+    scale factor of Gavel's throughput table, whose "consolidated" throughputs were measured
+    with all workers on one server: on these servers every job of a Gavel trace replayed
+    alone runs at its measured consolidated rate, as in Gavel's simulator (identity replay,
+    ``docs/identity-replay.md``; with 4-GPU servers an 8-GPU job crossed the network and ran
+    up to 23 % slower). Each type is one rack; types map to
     the catalog as V100 -> V100-SXM2-16GB, P100 -> P100, K80 -> K80, matching the
     ``v100``/``p100``/``k80`` keys of Gavel's throughput table.
     """
@@ -377,10 +395,11 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
         "philly": Preset(
             description=(
                 "Philly-like cluster for the full Philly trace: 560 P100 GPUs (64 servers x 8 "
-                "in 8 racks, 24 servers x 2 in 3 racks), 1.50x the trace's mean load of 374.2 "
-                "busy GPUs and >= its largest gang (128). 100 Gbit/s RDMA inside a rack, "
-                "oversubscription 4.0 between racks (assumed). P100 is the performance model's "
-                "reference type, so Philly durations map 1:1."
+                "in 4 racks of 16, 24 servers x 2 in 2 racks), 1.50x the trace's mean load of "
+                "374.2 busy GPUs and >= its largest gang (128, which fits one rack). 100 Gbit/s "
+                "RDMA inside a rack, oversubscription 4.0 between racks (assumed). P100 nodes "
+                "are the performance model's reference placement, so a Philly job alone runs "
+                "exactly its recorded duration."
             ),
             source=(
                 "Jeon et al., USENIX ATC'19 (Philly: 2- and 8-GPU servers, RDMA within a "
@@ -391,7 +410,8 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
         "gavel-testbed": Preset(
             description=(
                 "Gavel's simulated heterogeneous cluster: 36 V100 + 36 P100 + 36 K80 = 108 "
-                "GPUs, 4 GPUs per server (assumed; 9 servers per type), one rack per type."
+                "GPUs, 8 GPUs per server (assumed, the largest measured scale factor; 4 "
+                "servers of 8 and one of 4 per type), one rack per type."
             ),
             source=(
                 "Narayanan et al., OSDI'20; Gavel artifact EXPERIMENTS.md "

@@ -51,6 +51,10 @@ Only ``pools`` is required. The keys, their meaning and defaults:
 Every invalid spec raises :class:`~clustersim.errors.SpecError` whose ``field`` is the dotted
 path of the offending value (``"pools[1].devices_per_node"``); unknown keys are errors too.
 
+Besides JSON specs, :func:`load_cluster` reads presets, Gavel-style shorthand
+(:func:`spec_from_shorthand`) and the Tiresias simulator's cluster spec CSV
+(:func:`tiresias_cluster_spec`).
+
 Nodes are laid out pool by pool, each pool's nodes rack by rack. ``Cluster.types`` holds the
 types present, in order of first appearance in ``pools``. Racks are indexed declared racks
 first, then the pools' new racks; regions in spec order.
@@ -61,6 +65,8 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +76,12 @@ import numpy as np
 from clustersim.catalog import IDLE_FRACTION, KINDS, Catalog, load_catalog
 from clustersim.cluster import AcceleratorType, Cluster, Region
 from clustersim.errors import SpecError
+from clustersim.perf import (
+    REFERENCE_INTRA_GBS,
+    REFERENCE_NETWORK_GBS,
+    REFERENCE_NODE_DEVICES,
+    REFERENCE_TYPE,
+)
 
 GAVEL_DEVICES_PER_SERVER = 4  # our choice, not Gavel's; the lead may change it
 """Devices per server assumed by Gavel-style shorthand (``"v100:8"`` = two 4-GPU servers).
@@ -782,6 +794,216 @@ def cluster_from_shorthand(text: str, catalog: Catalog | None = None) -> Cluster
     return cluster_from_spec(spec, catalog)
 
 
+# -- the Tiresias simulator's cluster spec -----------------------------------------------------
+
+TIRESIAS_SPEC_COLUMNS: tuple[str, ...] = (
+    "num_switch",
+    "num_node_p_switch",
+    "num_gpu_p_node",
+    "num_cpu_p_node",
+    "mem_p_node",
+)
+"""Columns of a Tiresias cluster spec CSV (SymbioticLab/Tiresias ``cluster_spec/*.csv``)."""
+
+_UINT = re.compile(r"^\+?[0-9]+$")
+
+
+class SpecFileError(SpecError):
+    """A cluster file that cannot be read, located by file, line and field.
+
+    Parameters
+    ----------
+    path
+        The file as given, or ``"<input>"`` for text.
+    line
+        1-based line number (0 when the error is about the whole file).
+    field
+        Column name, or ``""``.
+    message
+        What is wrong.
+
+    Notes
+    -----
+    ``str(error)`` reads ``n32g4.csv:2 [num_gpu_p_node]: must be a positive integer, not 'x'``.
+    """
+
+    def __init__(self, path: str, line: int, field: str, message: str) -> None:
+        where = f"{path}:{line}" if line else path
+        if field:
+            where += f" [{field}]"
+        SpecError.__init__(self, where, message)
+        self.path = path
+        self.line = line
+        self.column = field
+
+
+def _looks_like_text(source: str) -> bool:
+    return "\n" in source or source.lstrip("\ufeff \t").lower().startswith("num_switch")
+
+
+def is_tiresias_cluster_spec(text: str) -> bool:
+    """True when the first non-blank line of ``text`` is a Tiresias cluster spec header.
+
+    The header must hold every column of :data:`TIRESIAS_SPEC_COLUMNS` (in any order).
+    """
+    for raw in text.lstrip("\ufeff").splitlines():
+        if raw.strip():
+            names = {c.strip().lower() for c in raw.split(",")}
+            return set(TIRESIAS_SPEC_COLUMNS) <= names
+    return False
+
+
+def tiresias_cluster_spec(
+    source: str | os.PathLike[str] | bytes, *, name: str | None = None, path: str | None = None
+) -> dict[str, Any]:
+    """The spec dict of a Tiresias simulator cluster spec CSV.
+
+    The Tiresias simulator (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
+    Learning", NSDI'19; github.com/SymbioticLab/Tiresias, Apache-2.0) describes its cluster
+    by one header line ``num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,
+    mem_p_node`` and one data row, e.g. ``1,16,4,128,254`` (``cluster_spec.csv``: 16 nodes of
+    4 GPUs under one switch) or ``5,32,8,128,256`` (``n160g8.csv``). The cluster built:
+
+    - one rack per switch (``switch0``, ``switch1``, ...; non-blocking), each with
+      ``num_node_p_switch`` nodes of ``num_gpu_p_node`` :data:`~clustersim.perf.REFERENCE_TYPE`
+      (P100) devices — the Tiresias testbed's GPU, and the type whose seconds a Tiresias
+      trace's durations are (:mod:`clustersim.traces.tiresias`);
+    - ``cpu_cores`` = ``num_cpu_p_node``, ``host_mem_gb`` = ``mem_p_node`` (GB);
+    - links chosen so that a Tiresias trace replays to its durations (identity: a job alone,
+      consolidated, runs its ``duration``, as in Tiresias's simulator, which gives every job
+      its duration wherever it is placed — its ``simulator/README.md``: placement "only
+      affect[s] resource allocation and job queuing delay"): intra-node
+      :data:`~clustersim.perf.REFERENCE_INTRA_GBS`; the NIC carries what the reference
+      placement's slowest link carries for the gangs that cross it. With
+      ``num_gpu_p_node >= REFERENCE_NODE_DEVICES`` (8) that is the reference network,
+      100 Gbit/s (:data:`~clustersim.perf.REFERENCE_NETWORK_GBS`). With smaller nodes a
+      gang of up to 8 GPUs crosses nodes where the reference keeps it on one node, so the
+      NIC gets the reference node's link, ``8 x REFERENCE_INTRA_GBS`` = 256 Gbit/s: gangs of
+      up to 8 replay exactly, larger gangs on such nodes run faster than their durations
+      (their ring crosses 32 GB/s instead of the reference's 12.5 GB/s), and gangs larger
+      than 8 on nodes of more than 8 GPUs likewise (none of the published specs or traces
+      has either). See ``docs/identity-replay.md``.
+
+    Parameters
+    ----------
+    source
+        A path (``str`` or path-like) to the CSV, or its content (``bytes``, or a ``str`` that
+        holds a newline or starts with ``num_switch``).
+    name
+        Cluster name; default the file's stem, ``"tiresias"`` for text.
+    path
+        Name of the input in error messages when ``source`` is content; default
+        ``"<input>"``.
+
+    Returns
+    -------
+    dict
+        A spec for :func:`cluster_from_spec`.
+
+    Raises
+    ------
+    SpecFileError
+        Naming the file, the line and the column: unreadable file, missing column, a value
+        that is not a positive integer (``mem_p_node``: a positive number), no data row or
+        more than one, a row with the wrong number of fields, a cluster larger than
+        :data:`MAX_NODES` nodes or :data:`MAX_DEVICES_PER_NODE` devices per node.
+
+    Examples
+    --------
+    >>> spec = tiresias_cluster_spec("num_switch,num_node_p_switch,num_gpu_p_node,"
+    ...                              "num_cpu_p_node,mem_p_node\\n1,16,4,128,254\\n")
+    >>> cluster_from_spec(spec).total_devices
+    64
+    """
+    where = path or "<input>"
+    if isinstance(source, bytes):
+        data = source
+    elif isinstance(source, str) and _looks_like_text(source):
+        data = source.encode("utf-8")
+    else:
+        where = path or os.fspath(source)
+        try:
+            data = Path(os.fspath(source)).read_bytes()
+        except OSError as exc:
+            raise SpecFileError(where, 0, "", f"cannot read file: {exc.strerror or exc}") from None
+        if name is None:
+            name = Path(os.fspath(source)).stem
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SpecFileError(where, line, "", "not UTF-8 text") from None
+    rows = [
+        (i + 1, raw.strip())
+        for i, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+        if raw.strip()
+    ]
+    if not rows:
+        raise SpecFileError(where, 0, "", "empty file; expected a Tiresias cluster spec")
+    head_line, head = rows[0]
+    columns = [c.strip().lower() for c in head.split(",")]
+    for col in TIRESIAS_SPEC_COLUMNS:
+        if col not in columns:
+            raise SpecFileError(
+                where,
+                head_line,
+                col,
+                f"missing column; a Tiresias cluster spec has the header "
+                f"{','.join(TIRESIAS_SPEC_COLUMNS)}",
+            )
+    if len(rows) < 2:
+        raise SpecFileError(where, 0, "", "no data row after the header")
+    if len(rows) > 2:
+        raise SpecFileError(
+            where,
+            rows[2][0],
+            "",
+            "more than one data row; a Tiresias cluster spec describes one cluster in one row",
+        )
+    line, row = rows[1]
+    values = [v.strip() for v in row.split(",")]
+    if len(values) != len(columns):
+        raise SpecFileError(where, line, "", f"{len(values)} fields, the header has {len(columns)}")
+    got: dict[str, int] = {}
+    for col in TIRESIAS_SPEC_COLUMNS:
+        v = values[columns.index(col)]
+        if not _UINT.match(v):
+            raise SpecFileError(where, line, col, f"must be a positive integer, not {v!r}")
+        got[col] = int(v)
+        if got[col] < 1:
+            raise SpecFileError(where, line, col, f"must be >= 1, not {got[col]}")
+    switches, per_switch = got["num_switch"], got["num_node_p_switch"]
+    gpus = got["num_gpu_p_node"]
+    if switches * per_switch > MAX_NODES:
+        raise SpecFileError(
+            where,
+            line,
+            "num_node_p_switch",
+            f"{switches} x {per_switch} nodes exceed the limit of {MAX_NODES}",
+        )
+    if gpus > MAX_DEVICES_PER_NODE:
+        raise SpecFileError(
+            where, line, "num_gpu_p_node", f"must be <= {MAX_DEVICES_PER_NODE}, not {gpus}"
+        )
+    nic_gbs = REFERENCE_NETWORK_GBS if gpus >= REFERENCE_NODE_DEVICES else REFERENCE_INTRA_GBS
+    racks = [{"name": f"switch{i}"} for i in range(switches)]
+    pools = [
+        {
+            "name": f"switch{i}",
+            "accelerator": REFERENCE_TYPE,
+            "nodes": per_switch,
+            "devices_per_node": gpus,
+            "rack": f"switch{i}",
+            "intra_gbs": REFERENCE_INTRA_GBS,
+            "nic_gbps": nic_gbs * 8.0,
+            "cpu_cores": got["num_cpu_p_node"],
+            "host_mem_gb": float(got["mem_p_node"]),
+        }
+        for i in range(switches)
+    ]
+    return {"name": name or "tiresias", "racks": racks, "pools": pools}
+
+
 def _is_file(text: str) -> bool:
     try:
         return Path(text).is_file()
@@ -790,12 +1012,15 @@ def _is_file(text: str) -> bool:
 
 
 def load_cluster(arg: str, catalog: Catalog | None = None) -> Cluster:
-    """A cluster from a JSON spec file path, a preset name, or shorthand (tried in that order).
+    """A cluster from a spec file, a preset name, or shorthand (tried in that order).
+
+    A spec file is a JSON spec, or a Tiresias cluster spec CSV (told apart by its header,
+    see :func:`tiresias_cluster_spec`).
 
     Parameters
     ----------
     arg
-        ``"cluster.json"``, ``"philly"`` or ``"v100:8,p100:8"``.
+        ``"cluster.json"``, ``"n32g4.csv"``, ``"philly"`` or ``"v100:8,p100:8"``.
     catalog
         Accelerator catalog; default :func:`~clustersim.catalog.load_catalog`.
 
@@ -810,12 +1035,17 @@ def load_cluster(arg: str, catalog: Catalog | None = None) -> Cluster:
     text = arg.strip()
     if not text:
         raise SpecError("cluster", "empty cluster argument")
-    if _is_file(text) or text.lower().endswith(".json"):
+    if _is_file(text) or text.lower().endswith((".json", ".csv")):
         path = Path(text)
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = path.read_text(encoding="utf-8-sig")
         except OSError as exc:
             raise SpecError("cluster", f"cannot read spec file {text!r}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise SpecError("cluster", f"{text}: not UTF-8 text") from None
+        if is_tiresias_cluster_spec(raw) or text.lower().endswith(".csv"):
+            spec = tiresias_cluster_spec(raw, name=path.stem, path=text)
+            return cluster_from_spec(spec, catalog)
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:

@@ -14,6 +14,7 @@ from clustersim.jobs import JobTable
 from clustersim.perf import (
     GAVEL_WORKERS,
     MODEL_PARAMETERS,
+    REFERENCE_INTRA_GBS,
     REFERENCE_TYPE,
     JobRates,
     PerformanceModel,
@@ -294,7 +295,7 @@ def test_extrapolated_types_order_by_their_specs() -> None:
 
 
 def test_generic_jobs_run_at_reference_speed_on_the_reference_placement() -> None:
-    cl = make_cluster([K80, P100, V100, H100], intra_gbs=16.0, nic_gbps=100.0)
+    cl = make_cluster([K80, P100, V100, H100], intra_gbs=REFERENCE_INTRA_GBS, nic_gbps=100.0)
     r = PerformanceModel().prepare(make_jobs([("", 1), ("", 4), ("", 8), ("", 16)]), cl)
     k80, p100, v100, h100 = r.rate.T
     np.testing.assert_allclose(p100, 1.0, rtol=1e-12)
@@ -379,7 +380,8 @@ def test_elastic_jobs_scale_with_the_devices_they_hold() -> None:
     assert at(r, 0, 2, 2, 150.0) == pytest.approx(TABLE.value("v100", jt, 2), rel=1e-12)
     # A generic job: per-device rate x devices x efficiency.
     one = at(r, 1, 1, 1, INF)
-    assert at(r, 1, 1, 4, 16.0) == pytest.approx(1.0, rel=1e-12)  # the reference placement
+    # the reference placement
+    assert at(r, 1, 1, 4, REFERENCE_INTRA_GBS) == pytest.approx(1.0, rel=1e-12)
     for n in (2, 3, 4, 6):
         eff = float(r.efficiency(np.array([1]), np.array([1]), np.array([n]), np.array([16.0]))[0])
         assert at(r, 1, 1, n, 16.0) == pytest.approx(one * n * eff, rel=1e-12)

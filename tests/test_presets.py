@@ -116,7 +116,7 @@ def test_gavel_testbed_has_36_gpus_of_each_type() -> None:
     c = preset("gavel-testbed")
     assert c.type_names == ("V100-SXM2-16GB", "P100", "K80")
     assert c.devices_per_type().tolist() == [36, 36, 36]
-    assert set(c.node_devices.tolist()) == {4}
+    assert set(c.node_devices.tolist()) == {8, 4}  # 4 servers of 8 and one of 4 per type
     assert len(c.rack_oversub) == 3
 
 

@@ -23,6 +23,11 @@ Mapping to the job table
   ``model_scale`` describe the testbed runs (parameter-server synchronisation) and are
   ignored; ``user``, ``vc`` and ``gpu_type`` are unknown.
 
+The cluster the jobs ran on is described by the simulator's cluster spec CSV
+(``cluster_spec.csv``, ``n32g4.csv``, ...), read by
+:func:`clustersim.spec.tiresias_cluster_spec`; replayed alone on it, every job runs exactly its
+``duration`` (``docs/identity-replay.md``).
+
 Rows are dropped when ``duration`` ≤ 0 or not finite, ``num_gpu`` is < 1, not an integer or
 implausibly large, or ``submit_time`` is negative or not finite. A ``job_id`` that appears
 more than once is a warning (``tf_job.csv`` lists its one job twice).

@@ -71,7 +71,8 @@ def test_it_creates_a_cluster_from_a_preset_and_clones_it(api: Any) -> None:
     assert r.status_code == 201
     clone = r.json()
     assert (clone["name"], clone["parent"], clone["spec"]) == ("what-if", c["id"], c["spec"])
-    spec = {**clone["spec"], "pools": clone["spec"]["pools"][:1]}
+    v100 = [p for p in clone["spec"]["pools"] if p["accelerator"] == "V100-SXM2-16GB"]
+    spec = {**clone["spec"], "pools": v100}  # 4 servers of 8 and one of 4
     r = api.patch(f"/api/v1/clusters/{clone['id']}/", {"spec": spec}, format="json")
     assert r.status_code == 200 and r.json()["total_devices"] == 36
 

@@ -93,3 +93,20 @@ def test_a_bad_node_list_answers_400_with_its_line_and_stores_nothing(
         r = anon_api.post("/api/v1/clusters/import/", {"file": fh}, format="multipart")
     assert r.status_code == 401
     assert not Cluster.objects.exists()
+
+
+def test_a_tiresias_cluster_spec_imports_as_a_cluster(api: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    header = b"num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n"
+    spec = SimpleUploadedFile("cluster_spec.csv", header + b"1,16,4,128,254\n")
+    r = api.post("/api/v1/clusters/import/", {"file": spec}, format="multipart")
+    assert r.status_code == 201, r.content
+    c = r.json()
+    assert (c["name"], c["total_devices"], c["device_types"]) == ("cluster_spec", 64, ["P100"])
+    assert c["import_report"]["format"] == "tiresias"
+    two_rows = SimpleUploadedFile("n2.csv", header + b"1,16,4,128,254\n1,16,4,128,254\n")
+    r = api.post("/api/v1/clusters/import/", {"file": two_rows}, format="multipart")
+    assert r.status_code == 400
+    assert r.json()["file"][0].startswith("n2.csv:3: more than one data row")
+    assert Cluster.objects.count() == 1
