@@ -467,11 +467,27 @@ def _tq_push_front(
 
 
 @_compiled
+def _tq_sort(buf: IntArray, m: int, key1: IntArray, key2: IntArray) -> None:
+    """Sort ``buf[:m]`` by ``(key1[j], key2[j])`` (insertion sort: ``m`` is small)."""
+    for i in range(1, m):
+        j = buf[i]
+        k = i - 1
+        while k >= 0 and (
+            key1[buf[k]] > key1[j] or (key1[buf[k]] == key1[j] and key2[buf[k]] > key2[j])
+        ):
+            buf[k + 1] = buf[k]
+            k -= 1
+        buf[k + 1] = j
+
+
+@_compiled
 def tiresias_order(
-    active: IntArray,
+    running_jobs: IntArray,
+    is_active: BoolArray,
     running: BoolArray,
     attained: FloatArray,
     gang: IntArray,
+    submit: FloatArray,
     rate: FloatArray,
     alloc_type: IntArray,
     capacity: IntArray,
@@ -485,10 +501,12 @@ def tiresias_order(
     eps: float,
     qid: IntArray,
     blk: Int8Array,
+    pos: IntArray,
     nxt: IntArray,
     prv: IntArray,
     head: IntArray,
     tail: IntArray,
+    counters: IntArray,
     off: FloatArray,
     lp: FloatArray,
     mark: Int8Array,
@@ -498,44 +516,55 @@ def tiresias_order(
 ) -> tuple[int, float]:
     """One decision of Tiresias's discretised 2D-LAS with the queues its simulator keeps.
 
-    Each queue is a list of two blocks, its running jobs then its pending ones (doubly linked
-    through ``nxt``/``prv``; block ``b`` of queue ``q`` is list ``2q + b`` of ``head``/``tail``).
-    In the order of the Tiresias simulator's event handling, this
+    Each queue is a list of two blocks, its running jobs then its waiting ones (doubly linked
+    through ``nxt``/``prv``; block ``b`` of queue ``q`` is list ``2q + b`` of ``head``/``tail``;
+    ``pos`` increases along every list). In the order of the Tiresias simulator's event
+    handling, this
 
-    1. drops the jobs that left (not in ``active``) and applies the previous decision: jobs
-       that started move to the end of their queue's running block, in list order; jobs that
-       were stopped move to the front of its pending block, in their running order;
-    2. adds ``elapsed`` to the pending time ``lp`` of every waiting job with queue service;
-    3. appends arrivals (``qid == TIRESIAS_UNSEEN``) to queue 0, in index order;
-    4. in index order, demotes each running job whose queue service (``attained - off``)
-       reached the threshold of its queue to the back of the next queue (one queue a call
-       with ``sim_timing``, as far as its service goes otherwise), and, when ``knob > 0``,
-       promotes each waiting job of a lower queue whose pending time reached ``knob`` times
-       its queue service in seconds to the back of queue 0, resetting that service;
-    5. writes the priority order (queue by queue, running block first) to ``order``.
+    1. applies the previous decision: jobs that started move to the end of their queue's
+       running block, in list order; jobs that were stopped move to the front of its waiting
+       block, in their running order; jobs that left are unlinked (those found in a running
+       block here, the others whenever a walk meets them);
+    2. with ``knob > 0``, adds ``elapsed`` to the pending time ``lp`` of every waiting job
+       with queue service;
+    3. appends arrivals (jobs after ``counters[2]`` submitted by ``now`` and active) to queue
+       0, in index order;
+    4. demotes, in index order, each running job whose queue service (``attained - off``)
+       reached its queue's threshold to the back of the next queue (one queue a call with
+       ``sim_timing``, as far as its service goes otherwise); with ``knob > 0`` promotes, in
+       index order, each waiting job of a lower queue whose pending time reached ``knob``
+       times its queue service in seconds to the back of queue 0, resetting that service;
+    5. writes the priority order (queue by queue, running block first) to ``order``, counting
+       devices along it (a job keeps its type when it fits there, else takes the fastest type
+       with room: the engine's rule) and stopping once every type is full: the jobs after
+       that cannot run, so the order need not list them.
 
-    With ``predict``, it also counts devices along the order (a job keeps its type when it
-    fits there, else takes the fastest type with room; the engine's rule) to tell which jobs
-    will run, and returns when the next queue change is due: a running job reaching its
-    threshold or a waiting one its promotion. With ``sim_timing`` these times are those the
-    Tiresias simulator computes (whole seconds; its demotion estimate divides the GPU-time
-    left by the gang size once more than it should, so a multi-GPU job may be checked before
-    its crossing and then demoted only at the first event after it).
+    With ``predict``, it also returns when the next queue change is due: a job that will run
+    reaching its threshold, or a waiting one its promotion. With ``sim_timing`` these are the
+    Tiresias simulator's times (whole seconds; its demotion estimate divides the GPU-time left
+    by the gang size with the executed *time* in place of the executed GPU-time, so a
+    multi-GPU job may be checked before its crossing and then demoted only at the first event
+    after it).
+
+    Cost: O(running jobs + arrivals + the order written), and O(waiting jobs) more with
+    ``knob > 0``.
 
     Parameters
     ----------
-    active : (k,) int64
-        Active jobs, ascending.
-    running : (n,) bool
-        Jobs holding devices now (the previous decision, applied).
+    running_jobs : (r,) int64
+        The jobs holding devices now (the previous decision, applied), any order.
+    is_active, running : (n,) bool
+        The engine's per-job flags.
     attained : (n,) float64
         Device-seconds of service.
     gang : (n,) int64
         Devices per job.
+    submit : (n,) float64
+        Submit times, ascending.
     rate : (n, n_types) float64
-        Throughputs (0: the job cannot run on the type); read with ``predict`` only.
+        Throughputs (0: the job cannot run on the type).
     alloc_type : (n,) int64
-        Current type of running jobs; read with ``predict`` only.
+        Current type of running jobs.
     capacity : (n_types,) int64
         Devices of each type.
     now, elapsed
@@ -553,19 +582,22 @@ def tiresias_order(
         Compute the next wake-up time.
     eps
         Service tolerance, device-seconds.
-    qid, blk, nxt, prv, off, lp : (n,)
-        The policy's memory: queue (or ``TIRESIAS_UNSEEN``/``TIRESIAS_GONE``), block, links,
-        service offset since the last promotion, pending time since then. Updated in place.
+    qid, blk, pos, nxt, prv, off, lp : (n,)
+        The policy's memory: queue (``TIRESIAS_UNSEEN``, ``TIRESIAS_GONE``), block, position,
+        links, service offset since the last promotion, pending time since then. In place.
     head, tail : (2 q,) int64
-        First and last job of each list, -1 when empty. Updated in place.
+        First and last job of each list, -1 when empty. In place.
+    counters : (3,) int64
+        Lowest and highest ``pos`` given so far, and the last job index looked at for
+        arrivals. In place.
     mark : (n,) int8
         Scratch, all zero on entry and on return.
-    buf : (>= k,) int64
+    buf : (>= n,) int64
         Scratch.
     left : (n_types,) int64
         Scratch.
-    order : (>= k,) int64
-        Out: the priority order of the active jobs.
+    order : (>= n,) int64
+        Out: the priority order.
 
     Returns
     -------
@@ -574,15 +606,14 @@ def tiresias_order(
         ``predict``).
     """
     nq = len(thr) + 1
-    for j in active:
-        mark[j] = 1
-    # 1. leavers and the previous decision
+    n = len(qid)
+    # 1. the previous decision: stopped jobs to the front of their waiting block ...
     for q in range(nq):
         ns = 0
         j = head[2 * q]
         while j >= 0:
             x = nxt[j]
-            if mark[j] == 0:
+            if not is_active[j]:
                 _tq_unlink(j, qid, blk, nxt, prv, head, tail)
                 qid[j] = TIRESIAS_GONE
             elif not running[j]:
@@ -590,88 +621,158 @@ def tiresias_order(
                 buf[ns] = j
                 ns += 1
             j = x
-        j = head[2 * q + 1]
-        while j >= 0:
-            x = nxt[j]
-            if mark[j] == 0:
-                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
-                qid[j] = TIRESIAS_GONE
-            elif running[j]:
-                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
-                _tq_append(j, q, 0, qid, blk, nxt, prv, head, tail)
-            j = x
         for i in range(ns - 1, -1, -1):
-            _tq_push_front(buf[i], q, 1, qid, blk, nxt, prv, head, tail)
+            j = buf[i]
+            counters[0] -= 1
+            pos[j] = counters[0]
+            _tq_push_front(j, q, 1, qid, blk, nxt, prv, head, tail)
+    # ... started ones to the end of their running block, in list order
+    ns = 0
+    for j in running_jobs:
+        if qid[j] >= 0 and blk[j] == 1:
+            buf[ns] = j
+            ns += 1
+    _tq_sort(buf, ns, qid, pos)
+    for i in range(ns):
+        j = buf[i]
+        _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+        counters[1] += 1
+        pos[j] = counters[1]
+        _tq_append(j, qid[j], 0, qid, blk, nxt, prv, head, tail)
     # 2. pending time of waiting jobs that have queue service
     if knob > 0.0 and elapsed > 0.0:
         for q in range(nq):
             j = head[2 * q + 1]
             while j >= 0:
-                if attained[j] - off[j] > eps:
+                x = nxt[j]
+                if not is_active[j]:
+                    _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                    qid[j] = TIRESIAS_GONE
+                elif attained[j] - off[j] > eps:
                     lp[j] += elapsed
-                j = nxt[j]
+                j = x
     # 3. arrivals
-    for j in active:
-        if qid[j] == TIRESIAS_UNSEEN:
+    j = counters[2] + 1
+    while j < n and submit[j] <= now:
+        if is_active[j] and qid[j] == TIRESIAS_UNSEEN:
             off[j] = 0.0
             lp[j] = 0.0
+            counters[1] += 1
+            pos[j] = counters[1]
             _tq_append(j, 0, 1, qid, blk, nxt, prv, head, tail)
-    # 4. demotion and promotion, in index order
-    for j in active:
+        counters[2] = j
+        j += 1
+    # 4. demotions (running jobs), then promotions (waiting ones), each in index order
+    ns = 0
+    for j in running_jobs:
         q = qid[j]
+        if q >= 0 and q < nq - 1 and attained[j] - off[j] + eps >= thr[q]:
+            buf[ns] = j
+            ns += 1
+    buf[:ns].sort()
+    for i in range(ns):
+        j = buf[i]
         s = attained[j] - off[j]
-        if running[j]:
-            if q < nq - 1 and s + eps >= thr[q]:
-                to = q + 1
-                if not sim_timing:
-                    while to < nq - 1 and s + eps >= thr[to]:
-                        to += 1
-                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
-                _tq_append(j, to, 1, qid, blk, nxt, prv, head, tail)
-        elif knob > 0.0 and q > 0 and s > eps:
-            due = s / gang[j] * knob
-            if sim_timing:
-                due = np.floor(due)
-            if lp[j] + eps >= due:
-                off[j] = attained[j]
-                lp[j] = 0.0
-                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
-                _tq_append(j, 0, 1, qid, blk, nxt, prv, head, tail)
-    # 5. the order
-    k = 0
-    for h in range(2 * nq):
-        j = head[h]
-        while j >= 0:
-            order[k] = j
-            k += 1
-            j = nxt[j]
-    for j in active:
-        mark[j] = 0
-    wake = np.inf
-    if not predict:
-        return k, wake
+        to = qid[j] + 1
+        if not sim_timing:
+            while to < nq - 1 and s + eps >= thr[to]:
+                to += 1
+        _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+        counters[1] += 1
+        pos[j] = counters[1]
+        _tq_append(j, to, 1, qid, blk, nxt, prv, head, tail)
+    if knob > 0.0:
+        ns = 0
+        for q in range(1, nq):
+            j = head[2 * q + 1]
+            while j >= 0:
+                x = nxt[j]
+                if not is_active[j]:
+                    _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                    qid[j] = TIRESIAS_GONE
+                elif not running[j]:  # (a job demoted just now waits here, running)
+                    s = attained[j] - off[j]
+                    if s > eps:
+                        due = s / gang[j] * knob
+                        if sim_timing:
+                            due = np.floor(due)
+                        if lp[j] + eps >= due:
+                            buf[ns] = j
+                            ns += 1
+                j = x
+        buf[:ns].sort()
+        for i in range(ns):
+            j = buf[i]
+            off[j] = attained[j]
+            lp[j] = 0.0
+            _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+            counters[1] += 1
+            pos[j] = counters[1]
+            _tq_append(j, 0, 1, qid, blk, nxt, prv, head, tail)
+    # 5. the order, counted along until every type is full
     for t in range(len(left)):
         left[t] = capacity[t]
-    for i in range(k):
-        j = order[i]
-        g = gang[j]
-        cur = alloc_type[j]
-        t = cur if running[j] and cur >= 0 and left[cur] >= g else fastest_type(rate, j, left, g)
-        q = qid[j]
-        s = attained[j] - off[j]
-        if t >= 0 and left[t] >= g:
-            left[t] -= g
-            if q < nq - 1:
-                if sim_timing:
-                    w = (thr[q] - np.floor(s / g + 0.5)) / g
-                    w = now + (np.floor(w) if py2_division else np.ceil(w))
-                else:
-                    w = now + (thr[q] - s) / g
-                wake = min(wake, w)
-        elif knob > 0.0 and q > 0 and s > eps:
-            left_s = s / g * knob - lp[j]
-            if sim_timing:
-                left_s = float(int(left_s))
-            if left_s > 0.0:
-                wake = min(wake, now + left_s)
+    most = 0
+    for t in range(len(left)):
+        most = max(most, left[t])
+    wake = np.inf
+    k = 0
+    nf = 0  # jobs that will run, in buf
+    full = most == 0
+    for h in range(2 * nq):
+        if full:
+            break
+        q = h // 2
+        j = head[h]
+        while j >= 0:
+            x = nxt[j]
+            if not is_active[j]:
+                _tq_unlink(j, qid, blk, nxt, prv, head, tail)
+                qid[j] = TIRESIAS_GONE
+                j = x
+                continue
+            order[k] = j
+            k += 1
+            g = gang[j]
+            if g <= most:
+                cur = alloc_type[j]
+                t = cur if running[j] and cur >= 0 and left[cur] >= g else -1
+                if t < 0:
+                    t = fastest_type(rate, j, left, g)
+                if t >= 0 and left[t] >= g:
+                    left[t] -= g
+                    buf[nf] = j
+                    nf += 1
+                    if predict and q < nq - 1:
+                        s = attained[j] - off[j]
+                        if sim_timing:
+                            w = (thr[q] - np.floor(s / g + 0.5)) / g
+                            w = now + (np.floor(w) if py2_division else np.ceil(w))
+                        else:
+                            w = now + (thr[q] - s) / g
+                        wake = min(wake, w)
+                    most = 0
+                    for tt in range(len(left)):
+                        most = max(most, left[tt])
+                    if most == 0:
+                        full = True
+                        break
+            j = x
+    if predict and knob > 0.0:  # promotions of the jobs that will wait, wherever they are
+        for i in range(nf):
+            mark[buf[i]] = 1
+        for q in range(1, nq):
+            for b in range(2):
+                j = head[2 * q + b]
+                while j >= 0:
+                    s = attained[j] - off[j]
+                    if mark[j] == 0 and is_active[j] and s > eps:
+                        left_s = s / gang[j] * knob - lp[j]
+                        if sim_timing:
+                            left_s = float(int(left_s))
+                        if left_s > 0.0:
+                            wake = min(wake, now + left_s)
+                    j = nxt[j]
+        for i in range(nf):
+            mark[buf[i]] = 0
     return k, wake

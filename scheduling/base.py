@@ -183,6 +183,16 @@ class State:
             self._active = self._source.active_jobs()
         return self._active
 
+    @property
+    def is_active(self) -> BoolArray:
+        """(n,) bool: the job is active (``active`` as a mask; read only). With an engine
+        behind the state this is the engine's own array, so it costs nothing."""
+        mask = getattr(self._source, "is_active", None)
+        if mask is None:
+            mask = np.zeros(len(self.running), dtype=bool)
+            mask[self.active] = True
+        return mask  # type: ignore[no-any-return]
+
     def running_jobs(self) -> IntArray:
         """Global indices of the jobs holding devices, in no particular order (read only).
 

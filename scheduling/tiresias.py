@@ -121,15 +121,18 @@ class Tiresias(Policy):
         self._n = n
         self._qid = np.full(n, TIRESIAS_UNSEEN, dtype=np.int64)
         self._blk = np.zeros(n, dtype=np.int8)
+        self._pos = np.zeros(n, dtype=np.int64)
         self._nxt = np.full(n, -1, dtype=np.int64)
         self._prv = np.full(n, -1, dtype=np.int64)
         self._head = np.full(2 * nq, -1, dtype=np.int64)
         self._tail = np.full(2 * nq, -1, dtype=np.int64)
+        self._counters = np.array([0, 0, -1], dtype=np.int64)
         self._off = np.zeros(n)
         self._lp = np.zeros(n)
         self._mark = np.zeros(n, dtype=np.int8)
         self._buf = np.empty(n, dtype=np.int64)
         self._order = np.empty(n, dtype=np.int64)
+        self._left = np.empty(0, dtype=np.int64)
         self._now = 0.0
 
     def schedule(self, state: State) -> Decision:
@@ -138,13 +141,18 @@ class Tiresias(Policy):
             return last[1]
         if self._n != len(state.jobs):
             self._allocate(len(state.jobs))
+        if len(self._left) != len(state.capacity):
+            self._left = np.empty(len(state.capacity), dtype=np.int64)
         elapsed = state.now - self._now if self._now <= state.now else 0.0
         self._now = state.now
+        jobs = state.jobs
         k, wake = tiresias_order(
-            state.active,
+            state.running_jobs(),
+            state.is_active,
             state.running,
             state.attained,
-            state.jobs.num_gpus,
+            jobs.num_gpus,
+            jobs.submit_time,
             state.rate,
             state.alloc_type,
             state.capacity,
@@ -158,15 +166,17 @@ class Tiresias(Policy):
             SERVICE_EPS,
             self._qid,
             self._blk,
+            self._pos,
             self._nxt,
             self._prv,
             self._head,
             self._tail,
+            self._counters,
             self._off,
             self._lp,
             self._mark,
             self._buf,
-            np.empty(len(state.capacity), dtype=np.int64),
+            self._left,
             self._order,
         )
         d = Decision(

@@ -394,12 +394,14 @@ class _NaiveQueues:
     knob=st.sampled_from([0.0, 0.5, 2.0]),
     sim=st.booleans(),
     compiled=st.booleans(),
+    devices=st.integers(1, 12),
 )
 def test_tiresias_order_keeps_the_queues_of_a_naive_list_model(
-    seed: int, knob: float, sim: bool, compiled: bool
+    seed: int, knob: float, sim: bool, compiled: bool, devices: int
 ) -> None:
     """Random histories (arrivals, departures, running sets, service) through the kernel and
-    through plain lists: the same order after every decision."""
+    through plain lists: the same order after every decision, up to where ``devices`` are
+    all counted (the kernel stops listing there)."""
     rng = np.random.default_rng(seed)
     n, thr = 30, np.array([3.0, 8.0])
     fn = (
@@ -409,11 +411,14 @@ def test_tiresias_order_keeps_the_queues_of_a_naive_list_model(
     )
     qid = np.full(n, kernels.TIRESIAS_UNSEEN, dtype=np.int64)
     blk, mark = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int8)
+    pos = np.zeros(n, dtype=np.int64)
     nxt, prv = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     head, tail = np.full(6, -1, dtype=np.int64), np.full(6, -1, dtype=np.int64)
+    counters = np.array([0, 0, -1], dtype=np.int64)
     off, lp = np.zeros(n), np.zeros(n)
     buf, order = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     gang = rng.integers(1, 4, n).astype(np.int64)
+    submit = np.arange(n, dtype=np.float64)
     attained = np.zeros(n)
     gone = np.zeros(n, dtype=bool)
     naive = _NaiveQueues(thr.tolist(), knob, sim)
@@ -422,17 +427,26 @@ def test_tiresias_order_keeps_the_queues_of_a_naive_list_model(
         arrived = min(n, arrived + int(rng.integers(0, 4)))
         gone[:arrived] |= rng.random(arrived) < 0.05
         active = np.flatnonzero(~gone[:arrived]).astype(np.int64)
+        is_active = np.zeros(n, dtype=bool)
+        is_active[active] = True
         running = np.zeros(n, dtype=bool)
         running[active[rng.random(len(active)) < 0.4]] = True
         attained[running] += rng.choice([0.5, 1.0, 3.0, 5.0], int(running.sum()))
         elapsed = float(rng.choice([0.0, 1.0, 4.0]))
         k, _ = fn(
-            active, running, attained, gang, np.ones((n, 1)), np.zeros(n, dtype=np.int64),
-            np.array([100], dtype=np.int64), 0.0, elapsed, thr, knob, sim, False, False, 1e-6,
-            qid, blk, nxt, prv, head, tail, off, lp, mark, buf, np.zeros(1, dtype=np.int64),
-            order,
+            rng.permutation(np.flatnonzero(running)).astype(np.int64), is_active, running,
+            attained, gang, submit, np.ones((n, 1)), np.where(running, 0, -1).astype(np.int64),
+            np.array([devices], dtype=np.int64), float(arrived - 1), elapsed, thr, knob, sim,
+            False, False, 1e-6, qid, blk, pos, nxt, prv, head, tail, counters, off, lp, mark,
+            buf, np.zeros(1, dtype=np.int64), order,
         )  # fmt: skip
-        want = naive.step(active, running, attained, gang, elapsed)
+        want, left = [], devices
+        for j in naive.step(active, running, attained, gang, elapsed):
+            want.append(j)
+            if gang[j] <= left:
+                left -= int(gang[j])
+                if left == 0:
+                    break
         assert order[:k].tolist() == want
         assert not mark.any()
 
