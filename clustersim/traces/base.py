@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,12 +51,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from clustersim.errors import ClustersimError, TraceError
 from clustersim.jobs import JobTable
+from clustersim.traces.arrow import is_arrow_array, pa, pacsv, pc
 from clustersim.traces.compressed import open_source, read_start
 
 IntArray = npt.NDArray[np.int64]
@@ -894,6 +893,80 @@ def read_header_table(
     return data_columns(text, path, header_names(text, path, required), report, numbers)
 
 
+#: Files up to this size may be read by :func:`small_header_table`, without pyarrow.
+SMALL_BYTES = 256 * 1024
+#: A number as :func:`small_header_table` converts it (plain decimal; anything else, like
+#: ``inf`` or surrounding spaces, leaves the file to pyarrow).
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: Bytes that pyarrow and Python might trim differently (control characters but tab).
+_ODD_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def small_header_table(
+    data: bytes,
+    path: str,
+    required: tuple[str, ...],
+    report: ParseReport,
+    numbers: Collection[str] = (),
+    sep: str = ",",
+) -> tuple[dict[str, ObjArray], dict[str, FloatArray], IntArray] | None:
+    """:func:`read_header_table` of a small, plain file in pure Python (no pyarrow import).
+
+    Reads the file only when that surely gives what :func:`read_header_table` and
+    :class:`ColumnParser` give: at most :data:`SMALL_BYTES`, ASCII without control
+    characters (but tabs), a header with every ``required`` column and no repeated one, every
+    data row with the header's field count, no ``required`` value blank, and every value of
+    ``numbers`` a plain decimal number (see :data:`_PLAIN_NUMBER`). Otherwise it returns
+    ``None``, and the caller takes the pyarrow path, which reads the file or reports its
+    first problem. Blank lines are skipped and counted as lines, as there.
+
+    Parameters
+    ----------
+    data, path, required, report, sep
+        As for :func:`read_header_table`; ``report`` receives :attr:`ParseReport.jobs_read`
+        only when the file is read.
+    numbers
+        Columns to convert to float64 (as :meth:`ColumnParser.numbers` would).
+
+    Returns
+    -------
+    text : dict of str to (m,) object
+        Every column's values as written (Python strings), by lower-cased header name.
+    values : dict of str to (m,) float64
+        The ``numbers`` columns.
+    lines : (m,) int64
+        Line number of each data row.
+    """
+    if len(data) > SMALL_BYTES or not data.isascii() or _ODD_BYTES.search(data):
+        return None
+    rows = data.decode("ascii").split("\n")
+    kept = [(i + 1, row) for i, row in enumerate(rows) if row.strip(" \t")]
+    if len(kept) < 2:
+        return None
+    names = [c.strip().lower() for c in kept[0][1].split(sep)]
+    if any(c not in names for c in required) or len(set(names)) != len(names):
+        return None
+    fields = [row.split(sep) for _, row in kept[1:]]
+    if any(len(f) != len(names) for f in fields):
+        return None
+    columns = [np.array(col, dtype=object) for col in zip(*fields, strict=True)]
+    text = dict(zip(names, columns, strict=True))
+    for name in required:
+        if any(not v.strip() for v in text[name]):
+            return None
+    match = _PLAIN_NUMBER.fullmatch
+    if any(match(v) is None for name in numbers for v in text[name]):
+        return None
+    values = {name: np.array([float(v) for v in text[name]], dtype=np.float64) for name in numbers}
+    report.jobs_read = len(fields)
+    return text, values, np.array([line for line, _ in kept[1:]], dtype=np.int64)
+
+
+def small_trimmed(values: ObjArray, rows: IntArray) -> ObjArray:
+    """:func:`trimmed_text` of a column read by :func:`small_header_table`."""
+    return np.array([v.strip() for v in values[rows]], dtype=object)
+
+
 def set_jobs_read(report: ParseReport, path: str, count: int) -> None:
     """Set :attr:`ParseReport.jobs_read` to ``count``.
 
@@ -1098,8 +1171,19 @@ def int_ids(values: pa.Array) -> IntArray | None:
 
 
 def later_repeats(values: pa.Array) -> BoolArray:
-    """(m,) bool: values equal to an earlier value (the first of each is not marked)."""
+    """(m,) bool: values equal to an earlier value (the first of each is not marked).
+
+    ``values`` is a pyarrow array, or a sequence of Python strings (as
+    :func:`small_header_table` reads them).
+    """
     out = np.zeros(len(values), dtype=bool)
+    if not is_arrow_array(values):
+        seen: set[str] = set()
+        for i, v in enumerate(values):
+            if v in seen:
+                out[i] = True
+            seen.add(v)
+        return out
     numbers = int_ids(values)
     if numbers is not None:  # numeric ids: no hashing of strings, ascending ones not sorted
         if len(numbers) < 2 or bool(np.all(numbers[1:] > numbers[:-1])):
@@ -1371,14 +1455,14 @@ def _submit_sorted(columns: dict[str, Any]) -> dict[str, Any]:
     for values in columns.values():
         if values is None:
             continue
-        if (not isinstance(values, pa.Array) and np.ndim(values) != 1) or len(values) != n:
+        if (not is_arrow_array(values) and np.ndim(values) != 1) or len(values) != n:
             return columns
     with np.errstate(invalid="ignore"):
         ordered = bool(np.all(key[1:] >= key[:-1]))
     order = None if ordered else np.argsort(key, kind="stable")
     out: dict[str, Any] = {}
     for name, values in columns.items():
-        if isinstance(values, pa.Array):
+        if is_arrow_array(values):
             if order is not None:
                 values = values.take(pa.array(order))
             if not (name == "job_id" and _plain_strings(values)):
