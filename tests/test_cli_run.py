@@ -145,6 +145,16 @@ def test_a_small_run_imports_no_heavy_package(
         assert json.loads(done.stdout)["jobs_completed"] == 60
 
 
+def test_a_run_on_the_demo_gavel_trace_imports_no_heavy_package() -> None:
+    trace = DEMO / "gavel_synth_multigpu_n100.trace"
+    args = ["run", "--preset", "gavel-testbed", "--trace", str(trace), "--policy", "fifo"]
+    done, names = imported_by(*args, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["jobs_total"] == 100
+    assert {"numpy", "clustersim.engine", "clustersim.traces.gavel"} <= names
+    assert sorted(n for n in names if n.split(".")[0] in HEAVY) == []
+
+
 def test_what_needs_a_heavy_package_still_gets_it(shared_data: Path, tmp_path: Path) -> None:
     """``--out x.parquet`` imports pandas and pyarrow; a run of many jobs compiles the
     kernels with numba."""

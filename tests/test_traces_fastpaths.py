@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import clustersim.traces.alibaba_openb as openb
 import clustersim.traces.alibaba_pai as pai
 import clustersim.traces.base as base
+import clustersim.traces.gavel as gavel
 import clustersim.traces.generic as generic
 import clustersim.traces.tiresias as tiresias
 from bench.parse import (  # the generators of the benchmark's large traces
@@ -227,11 +228,48 @@ def test_the_shortcuts_are_taken_on_well_formed_files(
     assert not base.is_numbers(taken[-1]["7"])  # submit_time
 
 
-def test_small_plain_files_are_read_without_pyarrow(
+DEMO = ROOT / "clustersim" / "data" / "demo"
+#: Traces that ship with the package or the reference data, small enough for the path
+#: without pyarrow, by reader: the first three layouts of Gavel and Tiresias.
+SMALL = [
+    (DEMO / "gavel_synth_multigpu_n100.trace", "gavel"),
+    (SHARED / "gavel" / "0e4a51.trace", "gavel"),
+    (SHARED / "gavel" / "2869ce.trace", "gavel"),
+    (SHARED / "gavel" / "generated" / "gavel_synth_multigpu_lam900_n500.trace", "gavel"),
+    (SHARED / "gavel" / "generated" / "gavel_philly_ed69ec_951jobs.trace", "gavel"),
+    (SHARED / "shockwave" / "shockwave_120jobs_100.trace", "gavel"),
+    (SHARED / "shockwave" / "shockwave_900jobs_1000.trace", "gavel"),
+    (SHARED / "tiresias" / "60_job.csv", "tiresias"),
+    (SHARED / "tiresias" / "tf_job.csv", "tiresias"),
+]
+
+
+@pytest.mark.parametrize(("path", "fmt"), SMALL, ids=lambda x: getattr(x, "name", x))
+def test_small_shipped_traces_are_read_without_pyarrow_and_the_same(
+    path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The small shipped traces take the pure-Python path, and it gives the pyarrow paths'
+    table and report."""
+    taken: list[int] = []
+    columns = base.small_columns
+
+    def spy(names: Any, rows: list[list[str]], *args: Any) -> Any:
+        out = columns(names, rows, *args)
+        taken.append(-1 if out is None else len(rows))
+        return out
+
+    monkeypatch.setattr(gavel, "small_columns", spy)
+    monkeypatch.setattr(base, "small_columns", spy)
+    done = both_ways(path, fmt)
+    assert done[0] == "ok"
+    assert taken and taken[0] == done[2]["jobs_read"]  # the first read: as it comes
+
+
+def test_what_the_path_without_pyarrow_does_not_take(
     generated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The shipped Tiresias traces and a generated one of 2,000 jobs take the pure-Python
-    path (which the tests above compare with the pyarrow paths); a damaged copy does not."""
+    """A generated Tiresias file of 2,000 jobs is read without pyarrow; a copy of a small one
+    that is not ASCII, or too large a file, is not (and reads the same)."""
     read: list[int] = []
     small = base.small_header_table
 
@@ -241,14 +279,15 @@ def test_small_plain_files_are_read_without_pyarrow(
         return out
 
     monkeypatch.setattr(tiresias, "small_header_table", spy)
-    for path in (SHARED / "tiresias" / "60_job.csv", SHARED / "tiresias" / "tf_job.csv"):
-        read_trace(path, "tiresias")
     read_trace(generated / "tiresias.csv", "tiresias")
-    assert read == [60, 2, 2000]
+    assert read == [2000]
     damaged = generated / "damaged.csv"
     text = (SHARED / "tiresias" / "60_job.csv").read_text()
     damaged.write_text(text.replace("vgg19", "vgg19\u2013b", 1))  # not ASCII
     assert read_trace(damaged, "tiresias")[1].jobs_read == 60
+    assert read[-1] == -1
+    monkeypatch.setattr(base, "SMALL_BYTES", 1000)
+    read_trace(SHARED / "tiresias" / "60_job.csv", "tiresias")
     assert read[-1] == -1
 
 

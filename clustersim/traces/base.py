@@ -45,7 +45,7 @@ import math
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -893,13 +893,83 @@ def read_header_table(
     return data_columns(text, path, header_names(text, path, required), report, numbers)
 
 
-#: Files up to this size may be read by :func:`small_header_table`, without pyarrow.
+#: Files up to this size may be read by :func:`small_rows`, without pyarrow. Importing pyarrow
+#: (and pandas, which its conversions import) takes a few tenths of a second once per process;
+#: reading a file of this size in pure Python takes under 10 ms (a few ms more than pyarrow,
+#: once imported, needs).
 SMALL_BYTES = 256 * 1024
-#: A number as :func:`small_header_table` converts it (plain decimal; anything else, like
+#: A number as :func:`small_columns` converts it (plain decimal; anything else, like
 #: ``inf`` or surrounding spaces, leaves the file to pyarrow).
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 #: Bytes that pyarrow and Python might trim differently (control characters but tab).
 _ODD_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def small_rows(data: bytes, sep: str) -> tuple[IntArray, list[list[str]]] | None:
+    """The non-blank lines of a small, plain file split at ``sep``, in pure Python (no
+    pyarrow import); ``None`` unless the file is at most :data:`SMALL_BYTES` of ASCII without
+    control characters (but tabs), so that the caller takes the pyarrow path.
+
+    Blank lines (empty, or only spaces and tabs) are skipped and counted as lines, as
+    :class:`DelimitedText` does.
+
+    Returns
+    -------
+    lines : (m,) int64
+        1-based line number of each non-blank line.
+    rows : list of list of str
+        Its fields, as written.
+    """
+    if len(data) > SMALL_BYTES or not data.isascii() or _ODD_BYTES.search(data):
+        return None
+    kept = [(i + 1, row) for i, row in enumerate(data.decode("ascii").split("\n"))]
+    kept = [(i, row) for i, row in kept if row.strip(" \t")]
+    lines = np.array([i for i, _ in kept], dtype=np.int64)
+    return lines, [row.split(sep) for _, row in kept]
+
+
+def small_columns(
+    names: Sequence[str],
+    rows: list[list[str]],
+    required: Collection[str] = (),
+    numbers: Collection[str] = (),
+) -> tuple[dict[str, ObjArray], dict[str, FloatArray]] | None:
+    """Columns of :func:`small_rows`' rows as :class:`ColumnParser` would convert them, or
+    ``None`` when it might not (the caller then takes the pyarrow path, which reads the file
+    or reports its first problem): when a row has another field count than ``names``, a
+    ``required`` value is blank, or a value of ``numbers`` is not a plain decimal number
+    (see :data:`_PLAIN_NUMBER`; ``inf``, ``nan``, surrounding spaces and empty values are
+    left to pyarrow).
+
+    Parameters
+    ----------
+    names
+        One distinct name per field.
+    rows
+        The data rows (not a header).
+    required
+        Columns whose values must not be blank.
+    numbers
+        Columns to convert to float64 (as :meth:`ColumnParser.numbers` does).
+
+    Returns
+    -------
+    text : dict of str to (m,) object
+        Every column's values as written (Python strings).
+    values : dict of str to (m,) float64
+        The ``numbers`` columns.
+    """
+    if not rows or len(set(names)) != len(names) or any(len(r) != len(names) for r in rows):
+        return None
+    columns = [np.array(col, dtype=object) for col in zip(*rows, strict=True)]
+    text = dict(zip(names, columns, strict=True))
+    if any(not v.strip() for name in required for v in text[name]):
+        return None
+    match = _PLAIN_NUMBER.fullmatch
+    if any(match(v) is None for name in numbers for v in text[name]):
+        return None
+    values = {name: np.array([float(v) for v in text[name]], dtype=np.float64) for name in numbers}
+    return text, values
 
 
 def small_header_table(
@@ -910,15 +980,13 @@ def small_header_table(
     numbers: Collection[str] = (),
     sep: str = ",",
 ) -> tuple[dict[str, ObjArray], dict[str, FloatArray], IntArray] | None:
-    """:func:`read_header_table` of a small, plain file in pure Python (no pyarrow import).
+    """:func:`read_header_table` and the conversions of :class:`ColumnParser` for a small,
+    plain file, in pure Python (no pyarrow import).
 
-    Reads the file only when that surely gives what :func:`read_header_table` and
-    :class:`ColumnParser` give: at most :data:`SMALL_BYTES`, ASCII without control
-    characters (but tabs), a header with every ``required`` column and no repeated one, every
-    data row with the header's field count, no ``required`` value blank, and every value of
-    ``numbers`` a plain decimal number (see :data:`_PLAIN_NUMBER`). Otherwise it returns
-    ``None``, and the caller takes the pyarrow path, which reads the file or reports its
-    first problem. Blank lines are skipped and counted as lines, as there.
+    :func:`small_rows`, the header's names checked (every ``required`` column, none
+    repeated), then :func:`small_columns`; ``None`` when either gives ``None`` or the
+    header has one of those problems, so that the caller takes the pyarrow path, which
+    reads the file the same way or reports its first problem.
 
     Parameters
     ----------
@@ -937,29 +1005,18 @@ def small_header_table(
     lines : (m,) int64
         Line number of each data row.
     """
-    if len(data) > SMALL_BYTES or not data.isascii() or _ODD_BYTES.search(data):
+    split = small_rows(data, sep)
+    if split is None or len(split[1]) < 2:
         return None
-    rows = data.decode("ascii").split("\n")
-    kept = [(i + 1, row) for i, row in enumerate(rows) if row.strip(" \t")]
-    if len(kept) < 2:
+    lines, rows = split
+    names = [c.strip().lower() for c in rows[0]]
+    if any(c not in names for c in required):
         return None
-    names = [c.strip().lower() for c in kept[0][1].split(sep)]
-    if any(c not in names for c in required) or len(set(names)) != len(names):
+    columns = small_columns(names, rows[1:], required, numbers)
+    if columns is None:
         return None
-    fields = [row.split(sep) for _, row in kept[1:]]
-    if any(len(f) != len(names) for f in fields):
-        return None
-    columns = [np.array(col, dtype=object) for col in zip(*fields, strict=True)]
-    text = dict(zip(names, columns, strict=True))
-    for name in required:
-        if any(not v.strip() for v in text[name]):
-            return None
-    match = _PLAIN_NUMBER.fullmatch
-    if any(match(v) is None for name in numbers for v in text[name]):
-        return None
-    values = {name: np.array([float(v) for v in text[name]], dtype=np.float64) for name in numbers}
-    report.jobs_read = len(fields)
-    return text, values, np.array([line for line, _ in kept[1:]], dtype=np.int64)
+    report.jobs_read = len(rows) - 1
+    return *columns, lines[1:]
 
 
 def small_trimmed(values: ObjArray, rows: IntArray) -> ObjArray:
