@@ -6,7 +6,10 @@ own. Targets (issue "Simulation core"): each full-Philly run ≤ 10 s wall time 
 Gavel's simulator (our port of it, ``tests/gavel_reference.py``). Parse throughput (issue
 "Workloads") comes from :mod:`bench.parse`.
 
-``python -m bench [sim|gavel|parse|dashboard|product ...]`` runs some sections only.
+The start-up time of ``python -m clustersim run`` on a small trace (target ≤ 0.4 s wall, issue
+"Core, second pass") comes from :mod:`bench.startup`.
+
+``python -m bench [sim|gavel|parse|startup|dashboard|product ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -137,6 +140,15 @@ def bench_parse() -> None:
     print()
 
 
+def bench_startup() -> None:
+    from bench.startup import TARGET_S, TRACE, startup_bench
+
+    print(f"## Start-up: `python -m clustersim run` on {TRACE.name} (60 jobs), fresh processes")
+    print(f"target: median ≤ {TARGET_S} s wall per run on a quiet machine\n")
+    print(startup_bench())
+    print()
+
+
 def bench_dashboard() -> None:
     from bench.dashboard import report
 
@@ -151,6 +163,7 @@ SECTIONS = {
     "gavel": bench_gavel,
     "tiresias": bench_tiresias,
     "parse": bench_parse,
+    "startup": bench_startup,
     "dashboard": bench_dashboard,
 }
 

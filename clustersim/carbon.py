@@ -29,7 +29,6 @@ from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from clustersim.errors import ClustersimError
 
@@ -194,23 +193,30 @@ class CarbonSeries:
 
 
 @lru_cache(maxsize=1)
-def _table() -> pd.DataFrame:
-    """The shipped table, read once per process."""
+def _table() -> tuple[list[str], list[str]]:
+    """The shipped table's column names and its data lines, read once per process.
+
+    Read without pandas (which the simulation path does not import): only the columns asked
+    for are converted, by :func:`_zone_values`.
+    """
     path = resources.files("clustersim").joinpath("data", _DATA_FILE)
     with path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as text:
-        frame = pd.read_csv(text, index_col="datetime_utc")
-    return frame
+        header, *lines = text.read().splitlines()
+    return header.split(","), lines
 
 
 def zones() -> list[str]:
     """Zone ids with shipped hourly data, sorted."""
     prefix = "lca_"
-    return sorted(c[len(prefix) :] for c in _table().columns if c.startswith(prefix))
+    return sorted(c[len(prefix) :] for c in _table()[0] if c.startswith(prefix))
 
 
 @lru_cache(maxsize=256)
 def _zone_values(zone: str, kind: str) -> FloatArray:
-    values = _table()[f"{kind}_{zone}"].to_numpy(dtype=np.float64, copy=True)
+    """(8760,) float64: column ``<kind>_<zone>`` of the shipped table, read-only."""
+    names, lines = _table()
+    col = names.index(f"{kind}_{zone}")
+    values = np.array([float(line.split(",")[col]) for line in lines], dtype=np.float64)
     values.setflags(write=False)
     return values
 

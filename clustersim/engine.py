@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from clustersim import kernels
 from clustersim.cluster import Cluster
 from clustersim.errors import SimulationError
 from clustersim.jobs import JobTable
@@ -34,12 +35,15 @@ from clustersim.kernels import (
     SYNC_EXECUTED,
     SYNC_REMAINING,
     best_fit_node,
+    choose,
+    compiled_in_use,
     fastest_type,
     link_gbs,
     plan_preemptive,
     release_nodes,
     sync_running,
     take_nodes,
+    use_compiled,
 )
 from clustersim.perf import JobRates, PerformanceModel
 from clustersim.result import (
@@ -835,6 +839,8 @@ class _Run:
         until = self.opt.until
         progress, every = self.opt.progress, max(1, self.opt.progress_every)
         completed = 0
+        # plain-Python kernels while the run is short (clustersim.kernels.choose)
+        switch_at = -1 if compiled_in_use() else kernels.COMPILE_AFTER_EVENTS
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
             t_fin = self._peek(self.heap)
@@ -846,6 +852,8 @@ class _Run:
                 break
             self.now = t_next
             self.events += 1
+            if self.events == switch_at:
+                choose(len(jobs), self.events)
             was_running = bool(self.run_set)
             changed = False
             # completions
@@ -983,11 +991,14 @@ def warm_up() -> None:
     synthetic trace under several policies and placements on the ``gavel-testbed`` preset.
 
     numba compiles a kernel on its first call and caches it on disk; ``make install`` and the
-    Docker build call this so that no user's first simulation waits for the compiler.
+    Docker build call this so that no user's first simulation waits for the compiler. The
+    process uses the compiled kernels from then on, whatever the size of its runs.
     """
     from clustersim.presets import preset
     from clustersim.synth import gavel_model, generate
     from scheduling.registry import make_placement, make_policy
+
+    use_compiled()
 
     cluster = preset("gavel-testbed")
     jobs = generate(gavel_model(), n_jobs=80, seed=0)
@@ -1041,6 +1052,14 @@ def simulate(
     Returns
     -------
     RunResult
+
+    Notes
+    -----
+    A run of at least :data:`clustersim.kernels.COMPILE_FROM_JOBS` jobs switches the process
+    to numba's compiled kernels (:func:`clustersim.kernels.choose`), a smaller one once it
+    has processed :data:`clustersim.kernels.COMPILE_AFTER_EVENTS` event batches; until then
+    (unless the process has switched already) the kernels run as plain Python. The results
+    are the same either way.
     """
     from scheduling.placement import Consolidate
 
@@ -1050,6 +1069,7 @@ def simulate(
     placement = placement or Consolidate()
     if rates is None:
         rates = (perf or PerformanceModel()).prepare(jobs, cluster)
+    choose(len(jobs))
     policy_ss, place_ss = np.random.SeedSequence(opt.seed).spawn(2)
     policy.reset(np.random.default_rng(policy_ss))
     placement.reset(np.random.default_rng(place_ss))

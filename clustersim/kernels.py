@@ -8,17 +8,28 @@ Done with numpy, each is a handful of small array operations whose fixed cost do
 compiled by numba, each is one call. Tiresias's queues (:func:`tiresias_order`, which keeps
 them as linked lists in the order its simulator does) are the one policy-side loop here.
 
-The kernels are plain Python over numpy arrays. numba compiles them when it is installed (it is
-a pinned dependency of the product; compiled code is cached next to this module or in
-``NUMBA_CACHE_DIR``, and :func:`clustersim.engine.warm_up` fills the cache at install time).
-Without numba they run as they are, slower but with the same results, so the library still
-works with numpy alone. The tests check every kernel against a naive reference and against the
-plain-Python run of its own source, and whole simulations with and without compilation.
+The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
+decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source
+or numba's compiled version of that source, with the same results. Which one is a process-wide
+switch, :func:`use_compiled`. A process starts with the plain-Python kernels and without
+importing numba: importing numba and loading the compiled code from its cache costs a few
+tenths of a second, more than a small simulation takes in plain Python.
+:func:`clustersim.engine.simulate` switches to the compiled kernels (:func:`choose`) when a run
+has at least :data:`COMPILE_FROM_JOBS` jobs, or once it has processed
+:data:`COMPILE_AFTER_EVENTS` event batches; once switched, the process keeps them (that cost is
+paid). Compiled code is cached next to this module or in ``NUMBA_CACHE_DIR``, and
+:func:`clustersim.engine.warm_up` fills the cache at install time. Without numba the kernels
+stay plain Python, slower but with the same results, so the library still works with numpy
+alone. The tests check every kernel against a naive reference and against the plain-Python run
+of its own source, and whole simulations with and without compilation.
 """
 
 from __future__ import annotations
 
+import threading
+import types
 from collections.abc import Callable
+from importlib.util import find_spec
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,22 +37,139 @@ import numpy.typing as npt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-try:
-    import numba
+#: numba is installed, so :func:`use_compiled` can compile the kernels.
+COMPILED = find_spec("numba") is not None
+#: Runs of at least this many jobs use the compiled kernels from the start (see :func:`choose`).
+COMPILE_FROM_JOBS = 1000
+#: Runs of fewer jobs switch to them after this many event batches.
+COMPILE_AFTER_EVENTS = 2000
+# Importing numba and loading the kernels from its cache takes about 0.4 s. On the first N
+# jobs of the Philly trace, plain-Python kernels cost FIFO almost nothing, but SRTF and
+# Tiresias about 0.5 ms per job more (0.1-0.3 ms per event batch) from a few hundred jobs on,
+# and LAS, whose quantum makes ~16,000 event batches even of 60 jobs, 0.6 s more at any size.
+# Jobs alone do not tell which run pays off; jobs and events together bound the loss: a small
+# run that turns out long switches after 2,000 event batches (a few tenths of a second).
 
-    def _compiled(fn: F) -> F:
+
+class Kernel:
+    """One kernel: its plain-Python source and, once :func:`use_compiled` has loaded it,
+    numba's compiled version. Calling the kernel calls the one in use, directly (each kernel
+    has its own subclass whose ``__call__`` is that function, so a call costs no more than a
+    call of the function itself).
+
+    Attributes
+    ----------
+    py_func
+        The plain-Python source (as numba's dispatchers call it).
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.py_func = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.dispatcher: Any = None  # numba's, once loaded
+
+    __call__: Callable[..., Any]
+
+    @property
+    def signatures(self) -> list[Any]:
+        """The argument types numba has compiled (or loaded) the kernel for; empty while it
+        has not (or when numba is missing)."""
+        return list(self.dispatcher.signatures) if self.dispatcher is not None else []
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.__name__}>"
+
+
+_KERNELS: dict[str, Kernel] = {}
+_lock = threading.Lock()
+_loaded = False
+_in_use = False
+
+
+def _compiled(fn: F) -> F:
+    """Make ``fn`` a :class:`Kernel` (plain Python until :func:`use_compiled`)."""
+    cls = type(fn.__name__, (Kernel,), {"__call__": staticmethod(fn), "__module__": __name__})
+    kernel: Any = cls(fn)
+    _KERNELS[fn.__name__] = kernel
+    return kernel  # typed as F: it is called like the function
+
+
+def kernels() -> dict[str, Kernel]:
+    """Every kernel of this module by name."""
+    return dict(_KERNELS)
+
+
+def compiled_in_use() -> bool:
+    """Whether calling a kernel calls numba's compiled version."""
+    return _in_use
+
+
+def use_compiled(on: bool = True) -> bool:
+    """Switch every kernel to its compiled version (importing numba the first time), or
+    back to plain Python with ``on=False`` (for comparisons; the results are the same).
+
+    Thread-safe; a simulation running meanwhile in another thread is unaffected, apart from
+    its speed.
+
+    Returns
+    -------
+    bool
+        Whether the compiled kernels are in use now (``False`` without numba).
+    """
+    global _loaded, _in_use
+    with _lock:
+        if on and not _loaded:
+            _load()
+            _loaded = True
+        for kernel in _KERNELS.values():
+            impl = kernel.dispatcher if on and kernel.dispatcher is not None else kernel.py_func
+            type(kernel).__call__ = staticmethod(impl)  # type: ignore[method-assign]
+        _in_use = on and all(k.dispatcher is not None for k in _KERNELS.values())
+        return _in_use
+
+
+def choose(n_jobs: int, events: int = 0) -> bool:
+    """Use the compiled kernels from now on if a run of ``n_jobs`` jobs that has processed
+    ``events`` event batches is worth it: at least :data:`COMPILE_FROM_JOBS` jobs or
+    :data:`COMPILE_AFTER_EVENTS` event batches. A process that has switched keeps them.
+
+    Returns
+    -------
+    bool
+        Whether the compiled kernels are in use.
+    """
+    if not _in_use and (n_jobs >= COMPILE_FROM_JOBS or events >= COMPILE_AFTER_EVENTS):
+        return use_compiled()
+    return _in_use
+
+
+def _load() -> None:
+    """Give every kernel numba's dispatcher of its source (nothing without numba).
+
+    A dispatcher compiles a copy of the kernel's function whose globals name the other
+    kernels' dispatchers, so that a kernel calling another (``plan_preemptive`` calls
+    ``fastest_type``) calls compiled code, as numba needs. The copy has the source's code
+    object, hence the same on-disk cache entry.
+    """
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - the product pins numba; the library does not need it
+        return
+    namespace = dict(globals())
+    for name, kernel in _KERNELS.items():
+        fn = kernel.py_func
+        copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__)
+        copy.__qualname__ = fn.__qualname__
+        copy.__doc__ = fn.__doc__
         try:
-            return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
+            dispatcher = numba.njit(cache=True, nogil=True)(copy)
         except RuntimeError:  # no writable cache directory anywhere: compile in each process
-            return numba.njit(cache=False, nogil=True)(fn)  # type: ignore[return-value]
+            dispatcher = numba.njit(cache=False, nogil=True)(copy)
+        namespace[name] = kernel.dispatcher = dispatcher
 
-    COMPILED = True
-except ImportError:  # pragma: no cover - the product pins numba; the library does not need it
-
-    def _compiled(fn: F) -> F:
-        return fn
-
-    COMPILED = False
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -80,15 +80,18 @@ Undefined values
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from clustersim.carbon import DEFAULT_START, J_PER_KWH, CarbonSeries, load_zone
 from clustersim.cluster import Cluster
 from clustersim.errors import ClustersimError
 from clustersim.result import DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+
+if TYPE_CHECKING:  # pandas only for the per-job tables, not on the simulation path
+    import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 Number = float | int | None
@@ -516,6 +519,8 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
     ``queue_delay`` for jobs that never started, ``ftf_rho`` for jobs that did not complete
     (see the module docstring for ρ).
     """
+    import pandas as pd
+
     jobs = result.jobs
     return pd.DataFrame(
         {
@@ -544,6 +549,8 @@ def stints_frame(result: RunResult) -> pd.DataFrame:
     Columns: ``job_id, node, rack, accel_type, devices, start, end`` (times in seconds; ``node``
     and ``rack`` are indices into the cluster's nodes and racks). Sorted by start, then node.
     """
+    import pandas as pd
+
     st, c = result.stints, result.cluster
     order = np.lexsort((st.node, st.start))
     node = st.node[order]

@@ -33,6 +33,24 @@ def test_shipped_values_equal_the_reference_csv(reference: pd.DataFrame, zone: s
         np.testing.assert_array_equal(series.values, rows[column].to_numpy())
 
 
+def test_the_shipped_table_reads_as_pandas_reads_it() -> None:
+    """The table is read without pandas (not on the simulation path); every value of every
+    zone and kind is the float pandas reads, bit for bit."""
+    from importlib import resources
+
+    with (
+        resources.files("clustersim")
+        .joinpath("data", "carbon_intensity_2023.csv.gz")
+        .open("rb") as raw
+    ):
+        frame = pd.read_csv(raw, compression="gzip", index_col="datetime_utc")
+    assert len(frame.columns) == 2 * len(zones())
+    for zone in zones():
+        for kind in ("lca", "direct"):
+            want = frame[f"{kind}_{zone}"].to_numpy(dtype=np.float64)
+            assert load_zone(zone, kind=kind).values.tobytes() == want.tobytes(), (zone, kind)
+
+
 @pytest.mark.parametrize("zone", ["GB", "KR", "US-TEX-ERCO", "ZA"])
 def test_intensity_at_sampled_hours_matches_the_csv(reference: pd.DataFrame, zone: str) -> None:
     rows = reference[reference["zone_id"] == zone].set_index("datetime_utc")

@@ -105,3 +105,70 @@ def test_policies_lists_the_registry(capsys: pytest.CaptureFixture[str]) -> None
         "gavel-las",
     ):
         assert f"{name} " in out
+
+
+HEAVY = ("pandas", "pyarrow", "django", "plotly", "numba")
+
+
+def imported_by(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -X importtime -m clustersim ...`` in a fresh process; the modules it
+    imported, by name (``-X importtime`` reports each on stderr when first imported)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "clustersim", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    names = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+    return done, names
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_small_run_imports_no_heavy_package(
+    shared_data: Path, policy: str, json_out: bool
+) -> None:
+    """Start-up cost: a run on a small CSV trace needs numpy only (no pandas, pyarrow,
+    Django, Plotly, nor numba: the kernels run as plain Python)."""
+    trace = shared_data / "traces" / "tiresias" / "60_job.csv"
+    args = ["run", "--cluster", "p100:64:4", "--trace", str(trace), "--policy", policy]
+    done, names = imported_by(*args, *(["--json"] if json_out else []))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {"numpy", "clustersim.engine", "clustersim.traces.tiresias"} <= names
+    assert sorted(n for n in names if n.split(".")[0] in HEAVY) == []
+    if json_out:
+        assert json.loads(done.stdout)["jobs_completed"] == 60
+
+
+def test_a_run_on_the_demo_gavel_trace_imports_no_heavy_package() -> None:
+    trace = DEMO / "gavel_synth_multigpu_n100.trace"
+    args = ["run", "--preset", "gavel-testbed", "--trace", str(trace), "--policy", "fifo"]
+    done, names = imported_by(*args, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["jobs_total"] == 100
+    assert {"numpy", "clustersim.engine", "clustersim.traces.gavel"} <= names
+    assert sorted(n for n in names if n.split(".")[0] in HEAVY) == []
+
+
+def test_what_needs_a_heavy_package_still_gets_it(shared_data: Path, tmp_path: Path) -> None:
+    """``--out x.parquet`` imports pandas and pyarrow; a run of many jobs compiles the
+    kernels with numba."""
+    trace = shared_data / "traces" / "tiresias" / "60_job.csv"
+    out = tmp_path / "jobs.parquet"
+    args = ["run", "--cluster", "p100:64:4", "--trace", str(trace), "--out", str(out)]
+    done, names = imported_by(*args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {"pandas", "pyarrow"} <= names and "numba" not in names
+    import pandas as pd
+
+    assert len(pd.read_parquet(out)) == 60
+    args = ["run", "--cluster", "p100:64:4", "--trace", str(DEMO / "philly_sample.csv")]
+    done, names = imported_by(*args, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["jobs_total"] >= 1000  # clustersim.kernels.COMPILE_FROM_JOBS
+    assert "numba" in names

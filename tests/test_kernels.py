@@ -24,6 +24,18 @@ from tests.simple import cluster, fixed_rates, jobs
 from tests.test_engine_reference import PARAMS, scenarios
 
 
+@pytest.fixture(autouse=True, scope="module")
+def compiled_kernels() -> Iterator[None]:
+    """The kernels are compiled here, so that calling one calls numba's code (a process starts
+    with their plain-Python source); the other tests find the switch as it was."""
+    if not kernels.COMPILED:
+        pytest.fail("numba is a pinned dependency: the compiled kernels must be in use")
+    was = kernels.compiled_in_use()
+    assert kernels.use_compiled()
+    yield
+    kernels.use_compiled(was)
+
+
 def naive_plan(
     run: list[int],
     nds: list[int],
@@ -312,13 +324,31 @@ def test_sync_brings_running_jobs_to_now_as_the_formulas_say(
 @contextmanager
 def plain_kernels() -> Iterator[None]:
     """Run every kernel the engine, the policies and the placements call as plain Python."""
-    with pytest.MonkeyPatch.context() as m:
-        for module in (engine, tiresias, placement):
-            for k in dir(kernels):
-                kernel = getattr(kernels, k)
-                if hasattr(kernel, "py_func") and hasattr(module, k):
-                    m.setattr(module, k, kernel.py_func)
+    assert kernels.use_compiled(False) is False
+    try:
         yield
+    finally:
+        assert kernels.use_compiled()
+
+
+def test_the_switch_calls_the_compiled_or_the_plain_code() -> None:
+    """Every kernel the engine, the policies and the placements call is one object whose
+    call goes to numba's dispatcher or to the source, as the switch says."""
+    seen = {
+        name
+        for module in (engine, tiresias, placement)
+        for name, value in vars(module).items()
+        if isinstance(value, kernels.Kernel)
+    }
+    assert seen >= {"plan_preemptive", "best_fit_node", "sync_running", "stable_partition"}
+    for name, kernel in kernels.kernels().items():
+        assert getattr(kernels, name) is kernel
+        assert type(kernel).__call__ is kernel.dispatcher  # compiled here (fixture)
+    with plain_kernels():
+        assert not kernels.compiled_in_use()
+        for kernel in kernels.kernels().values():
+            assert type(kernel).__call__ is kernel.py_func
+    assert kernels.compiled_in_use()
 
 
 @settings(max_examples=60, deadline=None)
@@ -585,7 +615,9 @@ def test_kernels_still_compile_where_no_cache_directory_is_usable(tmp_path: Path
         "import sys, numpy as np\n"
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
         "import kernels_copy as k\n"
-        "print(k.COMPILED, k.best_fit_node(np.array([3, 1, 2]), np.zeros(0, dtype=np.int64), 2))\n"
+        "on = k.use_compiled()\n"
+        "fit = k.best_fit_node(np.array([3, 1, 2]), np.zeros(0, dtype=np.int64), 2)\n"
+        "print(on, fit, len(k.best_fit_node.signatures))\n"
     )
     env = {**os.environ, "HOME": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("NUMBA_CACHE_DIR", None)
@@ -594,4 +626,49 @@ def test_kernels_still_compile_where_no_cache_directory_is_usable(tmp_path: Path
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "2"]
+    assert out.stdout.split() == ["True", "2", "1"]
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "las"])
+def test_runs_are_the_same_on_either_side_of_the_threshold(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small run keeps the plain-Python kernels, a run of COMPILE_FROM_JOBS jobs compiles
+    them from its start, a small run that reaches COMPILE_AFTER_EVENTS event batches switches
+    halfway: the same results bit for bit."""
+    rng = np.random.default_rng(3)
+    rows = [
+        (float(t), int(g), float(d))
+        for t, g, d in zip(
+            np.sort(rng.uniform(0, 300, 40)),
+            rng.choice([1, 2, 4], 40),
+            rng.uniform(5, 120, 40),
+            strict=True,
+        )
+    ]
+    t = jobs(rows)
+    cl = cluster([("A", 4)] * 2 + [("B", 4)], racks=[0, 0, 1])
+    params = PARAMS.get(policy, {})
+
+    def run() -> Any:
+        rates = fixed_rates(t, cl, speed=[1.0, 2.0], restore_s=1.0)
+        return simulate(t, cl, make_policy(policy, **params), make_placement("spread"), rates=rates)
+
+    fast = run()
+    runs = {}
+    with plain_kernels():
+        for name, from_jobs, after_events in [
+            ("plain", len(t) + 1, fast.events + 1),
+            ("from the start", len(t), fast.events + 1),
+            ("halfway", len(t) + 1, max(fast.events // 2, 2)),
+        ]:
+            kernels.use_compiled(False)
+            monkeypatch.setattr(kernels, "COMPILE_FROM_JOBS", from_jobs)
+            monkeypatch.setattr(kernels, "COMPILE_AFTER_EVENTS", after_events)
+            runs[name] = run()
+            assert kernels.compiled_in_use() == (name != "plain"), name
+    for name, other in runs.items():
+        assert other.events == fast.events, name
+        assert other.finish.tobytes() == fast.finish.tobytes(), name
+        assert other.attained.tobytes() == fast.attained.tobytes(), name
+        assert other.stints.node.tolist() == fast.stints.node.tolist(), name

@@ -6,9 +6,11 @@ text is trimmed only when some value has surrounding whitespace, numeric ids are
 repeats without hashing, the tasks of a PAI job are grouped without hashing their names when
 they are listed together (and joined to the job table without hashing when both tables list
 the jobs in the same order), and the job table gets its columns already in submit order. Each
-of these steps falls back to the exact, slower path when its shortcut does not apply. Here
-every file is read both ways (the shortcuts switched off by monkeypatching) and the tables,
-reports and errors must be equal.
+of these steps falls back to the exact, slower path when its shortcut does not apply. Small
+plain files of some formats are read without pyarrow at all (``base.small_header_table``).
+Here every file is read three ways (as it comes, with pyarrow only, and with pyarrow and
+every shortcut switched off, by monkeypatching) and the tables, reports and errors must be
+equal.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from hypothesis import strategies as st
 import clustersim.traces.alibaba_openb as openb
 import clustersim.traces.alibaba_pai as pai
 import clustersim.traces.base as base
+import clustersim.traces.gavel as gavel
 import clustersim.traces.generic as generic
+import clustersim.traces.tiresias as tiresias
 from bench.parse import (  # the generators of the benchmark's large traces
     write_gaia_log,
     write_helios_log,
@@ -69,8 +73,14 @@ def _objects_only(columns: dict[str, Any]) -> dict[str, Any]:
     return {k: base.arrow_objects(v) if isinstance(v, pa.Array) else v for k, v in columns.items()}
 
 
+def arrow_only(mp: pytest.MonkeyPatch) -> None:
+    """Read every file with pyarrow, however small."""
+    mp.setattr(base, "SMALL_BYTES", -1)
+
+
 def slow_paths(mp: pytest.MonkeyPatch) -> None:
     """Switch every shortcut off."""
+    arrow_only(mp)
     mp.setattr(base.DelimitedText, "_columns_plain", lambda self, *a, **k: None)
     mp.setattr(base, "_simple_line_count", lambda data: None)
     mp.setattr(base, "_iso_times", lambda values: None)
@@ -94,12 +104,17 @@ def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
 
 
 def both_ways(path: Path, fmt: str | None = None, **options: Any) -> tuple[Any, ...]:
-    """Read ``path`` with and without the shortcuts; they must agree. Returns the outcome."""
+    """Read ``path`` as it comes (without pyarrow if it is small and plain), with pyarrow and
+    its shortcuts, and without the shortcuts; they must agree. Returns the outcome."""
     fast = outcome(lambda: read_trace(path, fmt, **options))
+    with pytest.MonkeyPatch.context() as mp:
+        arrow_only(mp)
+        arrow = outcome(lambda: read_trace(path, fmt, **options))
     with pytest.MonkeyPatch.context() as mp:
         slow_paths(mp)
         slow = outcome(lambda: read_trace(path, fmt, **options))
-    assert fast == slow, f"{path.name} ({fmt}): fast and slow paths differ"
+    assert fast == arrow, f"{path.name} ({fmt}): the paths with and without pyarrow differ"
+    assert arrow == slow, f"{path.name} ({fmt}): fast and slow paths differ"
     return fast
 
 
@@ -211,6 +226,94 @@ def test_the_shortcuts_are_taken_on_well_formed_files(
     read_trace(generated / "cluster_log.csv", "helios")
     assert base.is_numbers(taken[-1]["3"])  # gpu_num, by position
     assert not base.is_numbers(taken[-1]["7"])  # submit_time
+
+
+DEMO = ROOT / "clustersim" / "data" / "demo"
+#: Traces that ship with the package or the reference data, small enough for the path
+#: without pyarrow, by reader: the first three layouts of Gavel and Tiresias.
+SMALL = [
+    (DEMO / "gavel_synth_multigpu_n100.trace", "gavel"),
+    (SHARED / "gavel" / "0e4a51.trace", "gavel"),
+    (SHARED / "gavel" / "2869ce.trace", "gavel"),
+    (SHARED / "gavel" / "generated" / "gavel_synth_multigpu_lam900_n500.trace", "gavel"),
+    (SHARED / "gavel" / "generated" / "gavel_philly_ed69ec_951jobs.trace", "gavel"),
+    (SHARED / "shockwave" / "shockwave_120jobs_100.trace", "gavel"),
+    (SHARED / "shockwave" / "shockwave_900jobs_1000.trace", "gavel"),
+    (SHARED / "tiresias" / "60_job.csv", "tiresias"),
+    (SHARED / "tiresias" / "tf_job.csv", "tiresias"),
+]
+
+
+@pytest.mark.parametrize(("path", "fmt"), SMALL, ids=lambda x: getattr(x, "name", x))
+def test_small_shipped_traces_are_read_without_pyarrow_and_the_same(
+    path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The small shipped traces take the pure-Python path, and it gives the pyarrow paths'
+    table and report."""
+    taken: list[int] = []
+    columns = base.small_columns
+
+    def spy(names: Any, rows: list[list[str]], *args: Any) -> Any:
+        out = columns(names, rows, *args)
+        taken.append(-1 if out is None else len(rows))
+        return out
+
+    monkeypatch.setattr(gavel, "small_columns", spy)
+    monkeypatch.setattr(base, "small_columns", spy)
+    done = both_ways(path, fmt)
+    assert done[0] == "ok"
+    assert taken and taken[0] == done[2]["jobs_read"]  # the first read: as it comes
+
+
+def test_what_the_path_without_pyarrow_does_not_take(
+    generated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generated Tiresias file of 2,000 jobs is read without pyarrow; a copy of a small one
+    that is not ASCII, or too large a file, is not (and reads the same)."""
+    read: list[int] = []
+    small = base.small_header_table
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = small(*args, **kwargs)
+        read.append(-1 if out is None else len(out[2]))
+        return out
+
+    monkeypatch.setattr(tiresias, "small_header_table", spy)
+    read_trace(generated / "tiresias.csv", "tiresias")
+    assert read == [2000]
+    damaged = generated / "damaged.csv"
+    text = (SHARED / "tiresias" / "60_job.csv").read_text()
+    damaged.write_text(text.replace("vgg19", "vgg19\u2013b", 1))  # not ASCII
+    assert read_trace(damaged, "tiresias")[1].jobs_read == 60
+    assert read[-1] == -1
+    monkeypatch.setattr(base, "SMALL_BYTES", 1000)
+    read_trace(SHARED / "tiresias" / "60_job.csv", "tiresias")
+    assert read[-1] == -1
+
+
+NUMBER = r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?"
+
+
+@SETTINGS
+@given(
+    values=st.lists(
+        st.one_of(
+            st.from_regex(NUMBER, fullmatch=True),
+            st.floats(allow_nan=False).map(repr),
+            st.sampled_from(["0.1", "2.2250738585072011e-308", "9007199254740993", "1e400"]),
+            st.sampled_from(["inf", "-Infinity", "nan", " 1", "1_0", "0x10", "", "1e"]),
+        ),
+        min_size=3,
+        max_size=12,
+    )
+)
+def test_numbers_read_without_pyarrow_agree_with_pyarrow(tmp_path: Path, values: list[str]) -> None:
+    """Every number the pure-Python path reads is the float pyarrow reads, bit for bit; what
+    it does not take it leaves to pyarrow (same table, or same error)."""
+    rows = [f"j{i},1,{i},{v}" for i, v in enumerate(values)]
+    path = tmp_path / "numbers.csv"
+    path.write_text("job_id,num_gpu,submit_time,duration\n" + "\n".join(rows) + "\n")
+    both_ways(path, "tiresias")
 
 
 # --- the conversions one by one -----------------------------------------------------------

@@ -72,13 +72,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from clustersim.catalog import UNMAPPED, load_catalog, normalize_name
 from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.jobtypes import reference_speed
+from clustersim.traces.arrow import pa, pc
 from clustersim.traces.base import (
     MAX_GPUS,
     ColumnParser,

@@ -43,19 +43,18 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from clustersim.errors import ClustersimError, TraceError
 from clustersim.jobs import JobTable
+from clustersim.traces.arrow import is_arrow_array, pa, pacsv, pc
 from clustersim.traces.compressed import open_source, read_start
 
 IntArray = npt.NDArray[np.int64]
@@ -894,6 +893,137 @@ def read_header_table(
     return data_columns(text, path, header_names(text, path, required), report, numbers)
 
 
+#: Files up to this size may be read by :func:`small_rows`, without pyarrow. Importing pyarrow
+#: (and pandas, which its conversions import) takes a few tenths of a second once per process;
+#: reading a file of this size in pure Python takes under 10 ms (a few ms more than pyarrow,
+#: once imported, needs).
+SMALL_BYTES = 256 * 1024
+#: A number as :func:`small_columns` converts it (plain decimal; anything else, like
+#: ``inf`` or surrounding spaces, leaves the file to pyarrow).
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: Bytes that pyarrow and Python might trim differently (control characters but tab).
+_ODD_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def small_rows(data: bytes, sep: str) -> tuple[IntArray, list[list[str]]] | None:
+    """The non-blank lines of a small, plain file split at ``sep``, in pure Python (no
+    pyarrow import); ``None`` unless the file is at most :data:`SMALL_BYTES` of ASCII without
+    control characters (but tabs), so that the caller takes the pyarrow path.
+
+    Blank lines (empty, or only spaces and tabs) are skipped and counted as lines, as
+    :class:`DelimitedText` does.
+
+    Returns
+    -------
+    lines : (m,) int64
+        1-based line number of each non-blank line.
+    rows : list of list of str
+        Its fields, as written.
+    """
+    if len(data) > SMALL_BYTES or not data.isascii() or _ODD_BYTES.search(data):
+        return None
+    kept = [(i + 1, row) for i, row in enumerate(data.decode("ascii").split("\n"))]
+    kept = [(i, row) for i, row in kept if row.strip(" \t")]
+    lines = np.array([i for i, _ in kept], dtype=np.int64)
+    return lines, [row.split(sep) for _, row in kept]
+
+
+def small_columns(
+    names: Sequence[str],
+    rows: list[list[str]],
+    required: Collection[str] = (),
+    numbers: Collection[str] = (),
+) -> tuple[dict[str, ObjArray], dict[str, FloatArray]] | None:
+    """Columns of :func:`small_rows`' rows as :class:`ColumnParser` would convert them, or
+    ``None`` when it might not (the caller then takes the pyarrow path, which reads the file
+    or reports its first problem): when a row has another field count than ``names``, a
+    ``required`` value is blank, or a value of ``numbers`` is not a plain decimal number
+    (see :data:`_PLAIN_NUMBER`; ``inf``, ``nan``, surrounding spaces and empty values are
+    left to pyarrow).
+
+    Parameters
+    ----------
+    names
+        One distinct name per field.
+    rows
+        The data rows (not a header).
+    required
+        Columns whose values must not be blank.
+    numbers
+        Columns to convert to float64 (as :meth:`ColumnParser.numbers` does).
+
+    Returns
+    -------
+    text : dict of str to (m,) object
+        Every column's values as written (Python strings).
+    values : dict of str to (m,) float64
+        The ``numbers`` columns.
+    """
+    if not rows or len(set(names)) != len(names) or any(len(r) != len(names) for r in rows):
+        return None
+    columns = [np.array(col, dtype=object) for col in zip(*rows, strict=True)]
+    text = dict(zip(names, columns, strict=True))
+    if any(not v.strip() for name in required for v in text[name]):
+        return None
+    match = _PLAIN_NUMBER.fullmatch
+    if any(match(v) is None for name in numbers for v in text[name]):
+        return None
+    values = {name: np.array([float(v) for v in text[name]], dtype=np.float64) for name in numbers}
+    return text, values
+
+
+def small_header_table(
+    data: bytes,
+    path: str,
+    required: tuple[str, ...],
+    report: ParseReport,
+    numbers: Collection[str] = (),
+    sep: str = ",",
+) -> tuple[dict[str, ObjArray], dict[str, FloatArray], IntArray] | None:
+    """:func:`read_header_table` and the conversions of :class:`ColumnParser` for a small,
+    plain file, in pure Python (no pyarrow import).
+
+    :func:`small_rows`, the header's names checked (every ``required`` column, none
+    repeated), then :func:`small_columns`; ``None`` when either gives ``None`` or the
+    header has one of those problems, so that the caller takes the pyarrow path, which
+    reads the file the same way or reports its first problem.
+
+    Parameters
+    ----------
+    data, path, required, report, sep
+        As for :func:`read_header_table`; ``report`` receives :attr:`ParseReport.jobs_read`
+        only when the file is read.
+    numbers
+        Columns to convert to float64 (as :meth:`ColumnParser.numbers` would).
+
+    Returns
+    -------
+    text : dict of str to (m,) object
+        Every column's values as written (Python strings), by lower-cased header name.
+    values : dict of str to (m,) float64
+        The ``numbers`` columns.
+    lines : (m,) int64
+        Line number of each data row.
+    """
+    split = small_rows(data, sep)
+    if split is None or len(split[1]) < 2:
+        return None
+    lines, rows = split
+    names = [c.strip().lower() for c in rows[0]]
+    if any(c not in names for c in required):
+        return None
+    columns = small_columns(names, rows[1:], required, numbers)
+    if columns is None:
+        return None
+    report.jobs_read = len(rows) - 1
+    return *columns, lines[1:]
+
+
+def small_trimmed(values: ObjArray, rows: IntArray) -> ObjArray:
+    """:func:`trimmed_text` of a column read by :func:`small_header_table`."""
+    return np.array([v.strip() for v in values[rows]], dtype=object)
+
+
 def set_jobs_read(report: ParseReport, path: str, count: int) -> None:
     """Set :attr:`ParseReport.jobs_read` to ``count``.
 
@@ -1098,8 +1228,19 @@ def int_ids(values: pa.Array) -> IntArray | None:
 
 
 def later_repeats(values: pa.Array) -> BoolArray:
-    """(m,) bool: values equal to an earlier value (the first of each is not marked)."""
+    """(m,) bool: values equal to an earlier value (the first of each is not marked).
+
+    ``values`` is a pyarrow array, or a sequence of Python strings (as
+    :func:`small_header_table` reads them).
+    """
     out = np.zeros(len(values), dtype=bool)
+    if not is_arrow_array(values):
+        seen: set[str] = set()
+        for i, v in enumerate(values):
+            if v in seen:
+                out[i] = True
+            seen.add(v)
+        return out
     numbers = int_ids(values)
     if numbers is not None:  # numeric ids: no hashing of strings, ascending ones not sorted
         if len(numbers) < 2 or bool(np.all(numbers[1:] > numbers[:-1])):
@@ -1371,14 +1512,14 @@ def _submit_sorted(columns: dict[str, Any]) -> dict[str, Any]:
     for values in columns.values():
         if values is None:
             continue
-        if (not isinstance(values, pa.Array) and np.ndim(values) != 1) or len(values) != n:
+        if (not is_arrow_array(values) and np.ndim(values) != 1) or len(values) != n:
             return columns
     with np.errstate(invalid="ignore"):
         ordered = bool(np.all(key[1:] >= key[:-1]))
     order = None if ordered else np.argsort(key, kind="stable")
     out: dict[str, Any] = {}
     for name, values in columns.items():
-        if isinstance(values, pa.Array):
+        if is_arrow_array(values):
             if order is not None:
                 values = values.take(pa.array(order))
             if not (name == "job_id" and _plain_strings(values)):

@@ -52,13 +52,18 @@ from clustersim.traces.base import (
     ColumnParser,
     DelimitedText,
     FloatArray,
+    IntArray,
+    ObjArray,
     ParseReport,
     TraceReader,
+    arrow_objects,
     build_table,
     check_options,
     drop_rows,
     gpu_checks,
     head_lines,
+    small_columns,
+    small_rows,
 )
 
 #: Field names of each layout, by field count.
@@ -105,6 +110,8 @@ _NUMERIC = ("needs_data_dir", "total_steps", "scale_factor", "arrival_time")
 _OPTIONAL_NUMERIC = ("priority_weight", "SLO", "duration")
 #: Largest integer a float64 holds exactly.
 _EXACT_INT = 2.0**53
+#: Line numbers, field count, text columns and numeric columns of a file.
+_Columns = tuple[IntArray, int, dict[str, ObjArray], dict[str, FloatArray]]
 
 
 class GavelReader(TraceReader):
@@ -133,31 +140,17 @@ class GavelReader(TraceReader):
         return True
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
-        """Parse a Gavel ``.trace`` file (no options)."""
+        """Parse a Gavel ``.trace`` file (no options).
+
+        A small plain file (see :func:`~clustersim.traces.base.small_rows`) is read without
+        pyarrow; the job table and the report are the same either way.
+        """
         check_options(self, path, options, set())
         report = ParseReport(format=self.name, path=path)
-        text = DelimitedText(data, "\t")
-        if not text:
-            raise TraceError(path, 0, "", "empty file")
-        nfields = int(text.nfields[0])
-        if nfields not in LAYOUTS:
-            raise TraceError(
-                path,
-                text.first_line,
-                "",
-                f"found {nfields} tab-separated fields; a Gavel trace has 7, 10 or 12",
-            )
-        names = list(LAYOUTS[nfields])
-        cols = text.columns(path, names)
-        lines = text.lines
+        lines, nfields, text, num = self._small(data) or self._arrow(data, path)
         n = report.jobs_read = len(lines)
         report.assume(f"layout: {_VARIANT[nfields]}")
-
-        parser = ColumnParser(path, lines)
-        job_type = parser.text(cols["job_type"], "job_type")
-        num = {c: parser.numbers(cols[c], c) for c in _NUMERIC}
-        num.update({c: parser.numbers(cols[c], c) for c in _OPTIONAL_NUMERIC if c in cols})
-        parser.check()
+        job_type = text["job_type"]
 
         steps, gpus, arrival = num["total_steps"], num["scale_factor"], num["arrival_time"]
         checks = [
@@ -196,8 +189,8 @@ class GavelReader(TraceReader):
             "command, working_directory, num_steps_arg and needs_data_dir ignored; "
             "user and virtual cluster unknown"
         )
-        if "mode" in cols:
-            modes = np.asarray(cols["mode"].to_numpy(zero_copy_only=False), dtype=object)[idx]
+        if "mode" in text:
+            modes = text["mode"][idx]
             kinds, counts = np.unique(modes.astype(str), return_counts=True)
             listed = ", ".join(f"{k or '(empty)'}: {c}" for k, c in zip(kinds, counts, strict=True))
             report.assume(
@@ -216,6 +209,57 @@ class GavelReader(TraceReader):
             deadline=deadline,
         )
         return table, report
+
+    @staticmethod
+    def _small(data: bytes) -> _Columns | None:
+        """A small plain file's line numbers, field count, text columns (``job_type`` and,
+        in the Shockwave layout, ``mode``) and numeric columns, read without pyarrow;
+        ``None`` when :func:`small_rows` or :func:`small_columns` leave the file to pyarrow,
+        or the layout is unknown."""
+        split = small_rows(data, "\t")
+        if split is None or not split[1]:
+            return None
+        lines, rows = split
+        names = LAYOUTS.get(len(rows[0]))
+        if names is None:
+            return None
+        numbers = [c for c in (*_NUMERIC, *_OPTIONAL_NUMERIC) if c in names]
+        columns = small_columns(names, rows, ("job_type", *numbers), numbers)
+        if columns is None:
+            return None
+        text, num = columns
+        return lines, len(names), text, num
+
+    @staticmethod
+    def _arrow(data: bytes, path: str) -> _Columns:
+        """What :meth:`_small` gives, read with pyarrow (any file).
+
+        Raises
+        ------
+        TraceError
+            At the file's first problem.
+        """
+        text = DelimitedText(data, "\t")
+        if not text:
+            raise TraceError(path, 0, "", "empty file")
+        nfields = int(text.nfields[0])
+        if nfields not in LAYOUTS:
+            raise TraceError(
+                path,
+                text.first_line,
+                "",
+                f"found {nfields} tab-separated fields; a Gavel trace has 7, 10 or 12",
+            )
+        cols = text.columns(path, list(LAYOUTS[nfields]))
+        lines = text.lines
+        parser = ColumnParser(path, lines)
+        out = {"job_type": parser.text(cols["job_type"], "job_type")}
+        num = {c: parser.numbers(cols[c], c) for c in _NUMERIC}
+        num.update({c: parser.numbers(cols[c], c) for c in _OPTIONAL_NUMERIC if c in cols})
+        parser.check()
+        if "mode" in cols:
+            out["mode"] = arrow_objects(cols["mode"])
+        return lines, nfields, out, num
 
     @staticmethod
     def _priority(weight: FloatArray | None, idx: np.ndarray, report: ParseReport) -> np.ndarray:

@@ -72,11 +72,10 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
+from clustersim.traces.arrow import pa, pc
 from clustersim.traces.base import (
     MAX_GPUS,
     BoolArray,

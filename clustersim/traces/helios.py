@@ -39,9 +39,9 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow as pa
 
 from clustersim.jobs import JobTable
+from clustersim.traces.arrow import pa
 from clustersim.traces.base import (
     MAX_GPUS,
     FloatArray,

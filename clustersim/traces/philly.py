@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow.compute as pc
 
 from clustersim.jobs import JobTable
+from clustersim.traces.arrow import pc
 from clustersim.traces.base import (
     ColumnParser,
     ParseReport,

@@ -65,10 +65,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow.compute as pc
 
 from clustersim.jobs import JobTable
 from clustersim.jobtypes import reference_speed
+from clustersim.traces.arrow import pc
 from clustersim.traces.base import (
     ColumnParser,
     FloatArray,

@@ -43,11 +43,11 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow.compute as pc
 
 from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.jobtypes import reference_speed
+from clustersim.traces.arrow import pc
 from clustersim.traces.base import (
     ColumnParser,
     DelimitedText,

@@ -35,14 +35,16 @@ more than once is a warning (``tf_job.csv`` lists its one job twice).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any, ClassVar
 
 import numpy as np
-import pyarrow.compute as pc
 
 from clustersim.jobs import JobTable
+from clustersim.traces.arrow import pc
 from clustersim.traces.base import (
     ColumnParser,
+    IntArray,
     ParseReport,
     TraceReader,
     build_table,
@@ -51,6 +53,8 @@ from clustersim.traces.base import (
     gpu_checks,
     later_repeats,
     read_header_table,
+    small_header_table,
+    small_trimmed,
     sniff_header,
     trimmed,
 )
@@ -74,18 +78,31 @@ class TiresiasReader(TraceReader):
         return sniff_header(head, REQUIRED)
 
     def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
-        """Parse a Tiresias job CSV (no options)."""
+        """Parse a Tiresias job CSV (no options).
+
+        A small plain file (see :func:`~clustersim.traces.base.small_header_table`) is read
+        without pyarrow; the job table and the report are the same either way.
+        """
         check_options(self, path, options, set())
         report = ParseReport(format=self.name, path=path)
         numbers = dict.fromkeys(("num_gpu", "submit_time", "duration"), False)
-        cols, lines = read_header_table(data, path, REQUIRED, report, numbers=numbers)
-
-        parser = ColumnParser(path, lines)
-        parser.required(cols["job_id"], "job_id")
-        gpus = parser.numbers(cols["num_gpu"], "num_gpu")
-        submit = parser.numbers(cols["submit_time"], "submit_time")
-        duration = parser.numbers(cols["duration"], "duration")
-        parser.check()
+        pick: Callable[[str, IntArray], Any]
+        small = small_header_table(data, path, REQUIRED, report, numbers=numbers)
+        if small is not None:
+            text, values, lines = small
+            gpus, submit, duration = (values[c] for c in numbers)
+            names: Collection[str] = text.keys()
+            pick = lambda name, rows: small_trimmed(text[name], rows)  # noqa: E731
+        else:
+            cols, lines = read_header_table(data, path, REQUIRED, report, numbers=numbers)
+            parser = ColumnParser(path, lines)
+            parser.required(cols["job_id"], "job_id")
+            gpus = parser.numbers(cols["num_gpu"], "num_gpu")
+            submit = parser.numbers(cols["submit_time"], "submit_time")
+            duration = parser.numbers(cols["duration"], "duration")
+            parser.check()
+            names = cols.keys()
+            pick = lambda name, rows: trimmed(cols[name], rows)  # noqa: E731
 
         keep = drop_rows(
             report,
@@ -99,14 +116,16 @@ class TiresiasReader(TraceReader):
             ],
         )
         idx = np.flatnonzero(keep)
-        ids = trimmed(cols["job_id"], idx)
+        ids = pick("job_id", idx)
         report.warn(
             "job_id appears more than once (rows kept as separate jobs)",
             lines[idx][later_repeats(ids)],
         )
         model: Any
-        if "model_name" in cols:
-            model = pc.dictionary_encode(trimmed(cols["model_name"], idx))
+        if "model_name" in names:
+            model = pick("model_name", idx)
+            if small is None:
+                model = pc.dictionary_encode(model)
             report.assume("job_type = model_name (not a Gavel job type: work in reference seconds)")
         else:
             model = np.full(len(idx), "", dtype=object)
@@ -119,7 +138,7 @@ class TiresiasReader(TraceReader):
             "durations taken as measured on the reference accelerator type P100 "
             "(the file does not name the GPU)"
         )
-        ignored = [c for c in IGNORED if c in cols]
+        ignored = [c for c in IGNORED if c in names]
         if ignored:
             report.assume(
                 f"ignored columns: {', '.join(ignored)}; user and virtual cluster unknown"
