@@ -191,7 +191,7 @@ class State:
         if mask is None:
             mask = np.zeros(len(self.running), dtype=bool)
             mask[self.active] = True
-        return mask  # type: ignore[no-any-return]
+        return mask
 
     def running_jobs(self) -> IntArray:
         """Global indices of the jobs holding devices, in no particular order (read only).

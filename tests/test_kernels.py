@@ -340,7 +340,7 @@ def test_the_switch_calls_the_compiled_or_the_plain_code() -> None:
         for name, value in vars(module).items()
         if isinstance(value, kernels.Kernel)
     }
-    assert seen >= {"plan_preemptive", "best_fit_node", "sync_running", "stable_partition"}
+    assert seen >= {"plan_preemptive", "best_fit_node", "sync_running", "tiresias_order"}
     for name, kernel in kernels.kernels().items():
         assert getattr(kernels, name) is kernel
         assert type(kernel).__call__ is kernel.dispatcher  # compiled here (fixture)
