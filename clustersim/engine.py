@@ -1007,6 +1007,7 @@ def warm_up() -> None:
         ("fifo", "consolidate"),
         ("srtf", "spread"),
         ("tiresias", "topology"),
+        ("fifo", "yarn"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
 

@@ -904,3 +904,88 @@ def tiresias_order(
         for i in range(nf):
             mark[buf[i]] = 0
     return k, wake
+
+
+@_compiled
+def yarn_nodes(
+    free: IntArray,
+    candidates: IntArray,
+    rack: IntArray,
+    cap: IntArray,
+    nd: int,
+    out_nodes: IntArray,
+    out_counts: IntArray,
+) -> int:
+    """Nodes for ``nd`` devices as the Tiresias simulator's ``yarn`` scheme picks them
+    (:class:`scheduling.placement.Yarn`): one rack, racks in ascending order; a gang no larger
+    than a node (the rack's largest) on the first node with room, a larger one on the first
+    ``nd // per_node`` wholly idle nodes and, for the rest, the first other node with room.
+
+    Parameters
+    ----------
+    free : (n_nodes,) int64
+        Free devices per node.
+    candidates : (c,) int64
+        Nodes to consider, ascending.
+    rack, cap : (n_nodes,) int64
+        Rack and devices of each node.
+    nd
+        Devices wanted.
+    out_nodes, out_counts : (>= c,) int64
+        Out: the nodes taken and the devices taken on each.
+
+    Returns
+    -------
+    int
+        Nodes written to the outputs; 0 when no rack can hold the gang that way.
+    """
+    c = len(candidates)
+    last = -1
+    while True:
+        r = -1
+        for i in range(c):
+            ri = rack[candidates[i]]
+            if ri > last and (r < 0 or ri < r):
+                r = ri
+        if r < 0:
+            return 0
+        last = r
+        per_node = 0
+        for i in range(c):
+            node = candidates[i]
+            if rack[node] == r and cap[node] > per_node:
+                per_node = cap[node]
+        if nd <= per_node:
+            for i in range(c):
+                node = candidates[i]
+                if rack[node] == r and free[node] >= nd:
+                    out_nodes[0] = node
+                    out_counts[0] = nd
+                    return 1
+            continue
+        full = nd // per_node
+        rest = nd - full * per_node
+        k = 0
+        for i in range(c):
+            node = candidates[i]
+            if k < full and rack[node] == r and free[node] == cap[node]:
+                out_nodes[k] = node
+                out_counts[k] = cap[node]
+                k += 1
+        if k < full:
+            continue
+        if rest == 0:
+            return k
+        for i in range(c):
+            node = candidates[i]
+            if rack[node] != r or free[node] < rest:
+                continue
+            taken = False
+            for m in range(k):
+                if out_nodes[m] == node:
+                    taken = True
+                    break
+            if not taken:
+                out_nodes[k] = node
+                out_counts[k] = rest
+                return k + 1

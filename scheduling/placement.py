@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from clustersim.cluster import Cluster
-from clustersim.kernels import best_fit_node, take_largest_first
+from clustersim.kernels import best_fit_node, take_largest_first, yarn_nodes
 from scheduling.base import IntArray, Placement
 
 _BIG = np.iinfo(np.int64).max
@@ -158,34 +158,22 @@ class Yarn(Placement):
 
     name = "yarn"
     may_decline = True
+    _out: IntArray = _EMPTY  # output buffers of the kernel, grown as needed
 
     def choose(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:
-        racks = cluster.node_rack[candidates]
-        for r in np.unique(racks):
-            sel = racks == r
-            nodes, fr = candidates[sel], f[sel]
-            cap = cluster.node_devices[nodes]
-            per_node = int(cap.max())
-            if ndev <= per_node:
-                fit = np.flatnonzero(fr >= ndev)
-                if len(fit):
-                    return nodes[fit[:1]], np.array([ndev], dtype=np.int64)
-                continue
-            full, rest = divmod(ndev, per_node)
-            idle = np.flatnonzero(fr == cap)
-            if len(idle) < full:
-                continue
-            chosen = idle[:full]
-            counts = cap[chosen]
-            if rest:
-                other = np.ones(len(nodes), dtype=bool)
-                other[chosen] = False
-                last = np.flatnonzero(other & (fr >= rest))
-                if not len(last):
-                    continue
-                chosen = np.append(chosen, last[0])
-                counts = np.append(counts, rest)
-            return nodes[chosen], counts.astype(np.int64)
-        return None
+        if len(self._out) < 2 * len(candidates):
+            self._out = np.empty(2 * max(len(candidates), 64), dtype=np.int64)
+        half = len(self._out) // 2
+        nodes, counts = self._out[:half], self._out[half:]
+        k = yarn_nodes(
+            np.ascontiguousarray(free, dtype=np.int64),
+            np.ascontiguousarray(candidates, dtype=np.int64),
+            cluster.node_rack,
+            cluster.node_devices,
+            ndev,
+            nodes,
+            counts,
+        )
+        return (nodes[:k].copy(), counts[:k].copy()) if k else None

@@ -672,3 +672,43 @@ def test_runs_are_the_same_on_either_side_of_the_threshold(
         assert other.finish.tobytes() == fast.finish.tobytes(), name
         assert other.attained.tobytes() == fast.attained.tobytes(), name
         assert other.stints.node.tolist() == fast.stints.node.tolist(), name
+
+
+def _yarn_reference(free, cand, rack, cap, nd):  # type: ignore[no-untyped-def]
+    """The Tiresias simulator's yarn scheme, the obvious way (racks ascending)."""
+    for r in sorted(set(rack[cand].tolist())):
+        nodes = [int(x) for x in cand if rack[x] == r]
+        per_node = max(int(cap[x]) for x in nodes)
+        if nd <= per_node:
+            fit = [x for x in nodes if free[x] >= nd]
+            if fit:
+                return [fit[0]], [nd]
+            continue
+        full, rest = divmod(nd, per_node)
+        idle = [x for x in nodes if free[x] == cap[x]][:full]
+        if len(idle) < full:
+            continue
+        if not rest:
+            return idle, [int(cap[x]) for x in idle]
+        last = [x for x in nodes if x not in idle and free[x] >= rest]
+        if last:
+            return [*idle, last[0]], [*(int(cap[x]) for x in idle), rest]
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**16), compiled=st.booleans())
+def test_yarn_nodes_is_the_simulators_scheme(seed: int, compiled: bool) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    cap = rng.choice([2, 4, 8], n).astype(np.int64)
+    rack = rng.integers(0, 3, n).astype(np.int64)  # racks interleave in node order
+    free = np.minimum(rng.integers(0, 9, n), cap).astype(np.int64)
+    cand = np.flatnonzero(free > 0).astype(np.int64)
+    nd = int(rng.integers(1, 20))
+    fn = kernels.yarn_nodes if compiled else kernels.yarn_nodes.py_func
+    out_n, out_c = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    k = fn(free, cand, rack, cap, nd, out_n, out_c)
+    want = _yarn_reference(free, cand, rack, cap, nd)
+    got = None if k == 0 else (out_n[:k].tolist(), out_c[:k].tolist())
+    assert got == (None if want is None else (list(want[0]), list(want[1])))
