@@ -77,7 +77,7 @@ def bench_sim() -> None:
 
 def bench_gavel() -> None:
     print("## Fidelity with Gavel's simulator (v100:8,p100:8,k80:8, 360 s rounds, seed 0)")
-    print("ours: `--gavel-compat`; gavel: our port of its simulator; target |diff| < 5 %\n")
+    print("ours: `--compat gavel`; gavel: our port of its simulator; target |diff| < 5 %\n")
     rows = []
     for trace in (
         "shockwave/shockwave_120jobs_100.trace",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from clustersim.compat import prepare
 from clustersim.engine import EngineOptions, simulate
 from clustersim.perf import PerformanceModel
 from clustersim.spec import cluster_from_shorthand
@@ -26,12 +27,13 @@ CASES = [
 
 
 def run_ours(path, policy: str, spec: str = CLUSTER, seed: int = 0):  # type: ignore[no-untyped-def]
-    """Our engine in Gavel-compatible mode (what ``--gavel-compat`` does)."""
+    """Our engine in Gavel's compatibility mode (``--compat gavel``)."""
     jobs, _ = read_trace(path)
     cluster = cluster_from_shorthand(spec)
-    rates = PerformanceModel(restore_s=0, placement_aware=False).prepare(jobs, cluster)
-    opts = EngineOptions(whole_steps_per_round=True)
-    return jobs, simulate(jobs, cluster, make_policy(policy, seed=seed), rates=rates, options=opts)
+    p = prepare(jobs, cluster, policy, {"seed": seed}, compat="gavel")
+    assert p.engine == {"whole_steps_per_round": True} and not p.rates.restore_s.any()
+    opts = EngineOptions(**p.engine)
+    return p.jobs, simulate(p.jobs, cluster, p.policy, p.placement, rates=p.rates, options=opts)
 
 
 def ours(path, policy: str, spec: str = CLUSTER, seed: int = 0) -> float:  # type: ignore[no-untyped-def]
