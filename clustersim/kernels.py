@@ -517,13 +517,17 @@ def release_nodes(
 # ---------------------------------------------------------------------- Tiresias queues
 TIRESIAS_UNSEEN = -1  # ``qid`` of a job the policy has not seen yet
 TIRESIAS_GONE = -2  # ``qid`` of a job that finished or was dropped
+# rows of the policy's int64 memory (see tiresias_order)
+TQ_QID, TQ_BLK, TQ_POS, TQ_NXT, TQ_PRV, TQ_MARK, TQ_BUF, TQ_ORDER = range(8)
+TQ_SIM, TQ_PY2, TQ_PREDICT = 1, 2, 4  # flags
+TQ_EPS = 1e-6  # device-seconds: a job this close to a threshold has reached it
 
 
 @_compiled
 def _tq_unlink(
     j: int,
     qid: IntArray,
-    blk: Int8Array,
+    blk: IntArray,
     nxt: IntArray,
     prv: IntArray,
     head: IntArray,
@@ -550,7 +554,7 @@ def _tq_append(
     q: int,
     b: int,
     qid: IntArray,
-    blk: Int8Array,
+    blk: IntArray,
     nxt: IntArray,
     prv: IntArray,
     head: IntArray,
@@ -575,7 +579,7 @@ def _tq_push_front(
     q: int,
     b: int,
     qid: IntArray,
-    blk: Int8Array,
+    blk: IntArray,
     nxt: IntArray,
     prv: IntArray,
     head: IntArray,
@@ -623,24 +627,10 @@ def tiresias_order(
     elapsed: float,
     thr: FloatArray,
     knob: float,
-    sim_timing: bool,
-    py2_division: bool,
-    predict: bool,
-    eps: float,
-    qid: IntArray,
-    blk: Int8Array,
-    pos: IntArray,
-    nxt: IntArray,
-    prv: IntArray,
-    head: IntArray,
-    tail: IntArray,
-    counters: IntArray,
-    off: FloatArray,
-    lp: FloatArray,
-    mark: Int8Array,
-    buf: IntArray,
-    left: IntArray,
-    order: IntArray,
+    flags: int,
+    mem: IntArray,
+    ends: IntArray,
+    fmem: FloatArray,
 ) -> tuple[int, float]:
     """One decision of Tiresias's discretised 2D-LAS with the queues its simulator keeps.
 
@@ -655,11 +645,11 @@ def tiresias_order(
        block here, the others whenever a walk meets them);
     2. with ``knob > 0``, adds ``elapsed`` to the pending time ``lp`` of every waiting job
        with queue service;
-    3. appends arrivals (jobs after ``counters[2]`` submitted by ``now`` and active) to queue
-       0, in index order;
+    3. appends arrivals (jobs after the last one looked at, submitted by ``now`` and active)
+       to queue 0, in index order;
     4. demotes, in index order, each running job whose queue service (``attained - off``)
        reached its queue's threshold to the back of the next queue (one queue a call with
-       ``sim_timing``, as far as its service goes otherwise); with ``knob > 0`` promotes, in
+       ``TQ_SIM``, as far as its service goes otherwise); with ``knob > 0`` promotes, in
        index order, each waiting job of a lower queue whose pending time reached ``knob``
        times its queue service in seconds to the back of queue 0, resetting that service;
     5. writes the priority order (queue by queue, running block first) to ``order``, counting
@@ -667,8 +657,8 @@ def tiresias_order(
        with room: the engine's rule) and stopping once every type is full: the jobs after
        that cannot run, so the order need not list them.
 
-    With ``predict``, it also returns when the next queue change is due: a job that will run
-    reaching its threshold, or a waiting one its promotion. With ``sim_timing`` these are the
+    With ``TQ_PREDICT``, it also returns when the next queue change is due: a job that will
+    run reaching its threshold, or a waiting one its promotion. With ``TQ_SIM`` these are the
     Tiresias simulator's times (whole seconds; its demotion estimate divides the GPU-time left
     by the gang size with the executed *time* in place of the executed GPU-time, so a
     multi-GPU job may be checked before its crossing and then demoted only at the first event
@@ -701,39 +691,47 @@ def tiresias_order(
         Queue thresholds in device-seconds, ascending.
     knob
         Starvation knob (``PROMOTEKNOB``); 0 disables promotion.
-    sim_timing
-        The Tiresias simulator's integer timing rules (see above).
-    py2_division
-        With ``sim_timing``: its demotion estimate as Python 2 computes it (the division
-        floors; under Python 3 it is a true division rounded up).
-    predict
-        Compute the next wake-up time.
-    eps
-        Service tolerance, device-seconds.
-    qid, blk, pos, nxt, prv, off, lp : (n,)
-        The policy's memory: queue (``TIRESIAS_UNSEEN``, ``TIRESIAS_GONE``), block, position,
-        links, service offset since the last promotion, pending time since then. In place.
-    head, tail : (2 q,) int64
-        First and last job of each list, -1 when empty. In place.
-    counters : (3,) int64
-        Lowest and highest ``pos`` given so far, and the last job index looked at for
-        arrivals. In place.
-    mark : (n,) int8
-        Scratch, all zero on entry and on return.
-    buf : (>= n,) int64
-        Scratch.
-    left : (n_types,) int64
-        Scratch.
-    order : (>= n,) int64
-        Out: the priority order.
+    flags
+        ``TQ_SIM``: the Tiresias simulator's integer timing rules (see above); ``TQ_PY2``:
+        with it, its demotion estimate as Python 2 computes it (the division floors; under
+        Python 3 it is a true division rounded up); ``TQ_PREDICT``: compute the wake-up time.
+    mem : (8, n) int64
+        The policy's memory, rows ``TQ_QID`` (queue, ``TIRESIAS_UNSEEN`` or
+        ``TIRESIAS_GONE``), ``TQ_BLK`` (block), ``TQ_POS``, ``TQ_NXT``, ``TQ_PRV`` (links),
+        and scratch rows ``TQ_MARK`` (all zero on entry and on return), ``TQ_BUF``,
+        ``TQ_ORDER`` (out: the priority order). In place.
+    ends : (4 q + 3 + n_types,) int64
+        First and last job of each list (``head`` then ``tail``, -1 when empty), the lowest
+        and highest ``pos`` given so far and the last job index looked at for arrivals, then
+        scratch for the types. In place.
+    fmem : (2, n) float64
+        Service offset since the last promotion, pending time since then. In place.
 
     Returns
     -------
     (k, wake)
-        Jobs written to ``order``; the next wake-up time (``inf`` when none, or without
-        ``predict``).
+        Jobs written to the order row; the next wake-up time (``inf`` when none, or without
+        ``TQ_PREDICT``).
     """
+    qid = mem[TQ_QID]
+    blk = mem[TQ_BLK]
+    pos = mem[TQ_POS]
+    nxt = mem[TQ_NXT]
+    prv = mem[TQ_PRV]
+    mark = mem[TQ_MARK]
+    buf = mem[TQ_BUF]
+    order = mem[TQ_ORDER]
     nq = len(thr) + 1
+    head = ends[: 2 * nq]
+    tail = ends[2 * nq : 4 * nq]
+    counters = ends[4 * nq : 4 * nq + 3]
+    left = ends[4 * nq + 3 :]
+    off = fmem[0]
+    lp = fmem[1]
+    sim_timing = (flags & TQ_SIM) != 0
+    py2_division = (flags & TQ_PY2) != 0
+    predict = (flags & TQ_PREDICT) != 0
+    eps = TQ_EPS
     n = len(qid)
     # 1. the previous decision: stopped jobs to the front of their waiting block ...
     for q in range(nq):

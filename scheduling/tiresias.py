@@ -7,8 +7,18 @@ from typing import ClassVar
 
 import numpy as np
 
-from clustersim.kernels import TIRESIAS_UNSEEN, tiresias_order
-from scheduling.base import SERVICE_EPS, CompatSpec, Decision, Policy, State
+from clustersim.kernels import (
+    TIRESIAS_UNSEEN,
+    TQ_NXT,
+    TQ_ORDER,
+    TQ_PREDICT,
+    TQ_PRV,
+    TQ_PY2,
+    TQ_QID,
+    TQ_SIM,
+    tiresias_order,
+)
+from scheduling.base import CompatSpec, Decision, Policy, State
 
 TIMINGS = ("exact", "simulator", "simulator-py2")
 
@@ -98,11 +108,15 @@ class Tiresias(Policy):
         self._thr = np.asarray(self.thresholds, dtype=np.float64)
         self._knob = float(promote_knob or 0.0)
         self._sim = timing != "exact"
-        self._py2 = timing == "simulator-py2"
         # queue changes the engine can foresee from attained service alone: the thresholds
         # (without promotion the queue service is the attained service)
         self._predict = self._sim or self._knob > 0
         self.service_marks = () if self._predict else self.thresholds
+        self._flags = (
+            (TQ_SIM if self._sim else 0)
+            | (TQ_PY2 if timing == "simulator-py2" else 0)
+            | (TQ_PREDICT if self._predict else 0)
+        )
         self._n = -1
 
     def params(self) -> dict[str, object]:
@@ -116,23 +130,16 @@ class Tiresias(Policy):
         self._n = -1
         self._last: tuple[State, Decision] | None = None
 
-    def _allocate(self, n: int) -> None:
+    def _allocate(self, n: int, n_types: int) -> None:
         nq = len(self._thr) + 1
         self._n = n
-        self._qid = np.full(n, TIRESIAS_UNSEEN, dtype=np.int64)
-        self._blk = np.zeros(n, dtype=np.int8)
-        self._pos = np.zeros(n, dtype=np.int64)
-        self._nxt = np.full(n, -1, dtype=np.int64)
-        self._prv = np.full(n, -1, dtype=np.int64)
-        self._head = np.full(2 * nq, -1, dtype=np.int64)
-        self._tail = np.full(2 * nq, -1, dtype=np.int64)
-        self._counters = np.array([0, 0, -1], dtype=np.int64)
-        self._off = np.zeros(n)
-        self._lp = np.zeros(n)
-        self._mark = np.zeros(n, dtype=np.int8)
-        self._buf = np.empty(n, dtype=np.int64)
-        self._order = np.empty(n, dtype=np.int64)
-        self._left = np.empty(0, dtype=np.int64)
+        self._mem = np.zeros((8, n), dtype=np.int64)
+        self._mem[TQ_QID] = TIRESIAS_UNSEEN
+        self._mem[TQ_NXT] = -1
+        self._mem[TQ_PRV] = -1
+        self._ends = np.full(4 * nq + 3 + n_types, -1, dtype=np.int64)
+        self._ends[4 * nq : 4 * nq + 2] = 0  # lowest and highest position given
+        self._fmem = np.zeros((2, n))
         self._now = 0.0
 
     def schedule(self, state: State) -> Decision:
@@ -140,9 +147,7 @@ class Tiresias(Policy):
         if last is not None and last[0] is state:
             return last[1]
         if self._n != len(state.jobs):
-            self._allocate(len(state.jobs))
-        if len(self._left) != len(state.capacity):
-            self._left = np.empty(len(state.capacity), dtype=np.int64)
+            self._allocate(len(state.jobs), len(state.capacity))
         elapsed = state.now - self._now if self._now <= state.now else 0.0
         self._now = state.now
         jobs = state.jobs
@@ -160,27 +165,13 @@ class Tiresias(Policy):
             float(elapsed),
             self._thr,
             self._knob,
-            self._sim,
-            self._py2,
-            self._predict,
-            SERVICE_EPS,
-            self._qid,
-            self._blk,
-            self._pos,
-            self._nxt,
-            self._prv,
-            self._head,
-            self._tail,
-            self._counters,
-            self._off,
-            self._lp,
-            self._mark,
-            self._buf,
-            self._left,
-            self._order,
+            self._flags,
+            self._mem,
+            self._ends,
+            self._fmem,
         )
         d = Decision(
-            run=self._order[:k].copy(),
+            run=self._mem[TQ_ORDER, :k].copy(),
             wake_at=float(wake) if self._predict and wake < np.inf else None,
         )
         self._last = (state, d)

@@ -19,6 +19,7 @@ from clustersim import engine, kernels
 from clustersim.engine import simulate
 from clustersim.kernels import BAD_INACTIVE, BAD_TWICE, best_fit_node, plan_preemptive
 from scheduling import placement, tiresias
+from scheduling.base import SERVICE_EPS
 from scheduling.registry import make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs
 from tests.test_engine_reference import PARAMS, scenarios
@@ -439,14 +440,13 @@ def test_tiresias_order_keeps_the_queues_of_a_naive_list_model(
         if compiled
         else getattr(kernels.tiresias_order, "py_func", kernels.tiresias_order)
     )
-    qid = np.full(n, kernels.TIRESIAS_UNSEEN, dtype=np.int64)
-    blk, mark = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int8)
-    pos = np.zeros(n, dtype=np.int64)
-    nxt, prv = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
-    head, tail = np.full(6, -1, dtype=np.int64), np.full(6, -1, dtype=np.int64)
-    counters = np.array([0, 0, -1], dtype=np.int64)
-    off, lp = np.zeros(n), np.zeros(n)
-    buf, order = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    mem = np.zeros((8, n), dtype=np.int64)
+    mem[kernels.TQ_QID] = kernels.TIRESIAS_UNSEEN
+    mem[kernels.TQ_NXT] = mem[kernels.TQ_PRV] = -1
+    ends = np.full(4 * 3 + 3 + 1, -1, dtype=np.int64)
+    ends[12:14] = 0
+    fmem = np.zeros((2, n))
+    flags = kernels.TQ_SIM if sim else 0
     gang = rng.integers(1, 4, n).astype(np.int64)
     submit = np.arange(n, dtype=np.float64)
     attained = np.zeros(n)
@@ -466,9 +466,8 @@ def test_tiresias_order_keeps_the_queues_of_a_naive_list_model(
         k, _ = fn(
             rng.permutation(np.flatnonzero(running)).astype(np.int64), is_active, running,
             attained, gang, submit, np.ones((n, 1)), np.where(running, 0, -1).astype(np.int64),
-            np.array([devices], dtype=np.int64), float(arrived - 1), elapsed, thr, knob, sim,
-            False, False, 1e-6, qid, blk, pos, nxt, prv, head, tail, counters, off, lp, mark,
-            buf, np.zeros(1, dtype=np.int64), order,
+            np.array([devices], dtype=np.int64), float(arrived - 1), elapsed, thr, knob, flags,
+            mem, ends, fmem,
         )  # fmt: skip
         want, left = [], devices
         for j in naive.step(active, running, attained, gang, elapsed):
@@ -477,8 +476,8 @@ def test_tiresias_order_keeps_the_queues_of_a_naive_list_model(
                 left -= int(gang[j])
                 if left == 0:
                     break
-        assert order[:k].tolist() == want
-        assert not mark.any()
+        assert mem[kernels.TQ_ORDER, :k].tolist() == want
+        assert not mem[kernels.TQ_MARK].any()
 
 
 def _fill_in_order_reference(nodes: np.ndarray, f: np.ndarray, nd: int) -> tuple[list, list]:
@@ -694,6 +693,10 @@ def _yarn_reference(free, cand, rack, cap, nd):  # type: ignore[no-untyped-def]
         if last:
             return [*idle, last[0]], [*(int(cap[x]) for x in idle), rest]
     return None
+
+
+def test_tiresias_kernel_and_policies_share_the_service_tolerance() -> None:
+    assert kernels.TQ_EPS == SERVICE_EPS
 
 
 @settings(max_examples=300, deadline=None)
