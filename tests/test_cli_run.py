@@ -70,6 +70,28 @@ def test_oversized_jobs_are_reported_as_dropped(
         (["--cluster", "zz100:8", "--trace", "DEMO"], "zz100"),
         (["--cluster", "p100:8", "--trace", "DEMO", "--policy", "nope"], "unknown policy"),
         (["--cluster", "p100:8", "--trace", "DEMO", "--param", "x"], "key=value"),
+        (
+            ["--cluster", "p100:8", "--trace", "DEMO", "--policy", "srtf", "--compat", "tiresias"],
+            "--compat tiresias does not cover policy 'srtf'",
+        ),
+        (
+            [
+                "--cluster",
+                "p100:8",
+                "--trace",
+                "DEMO",
+                "--compat",
+                "tiresias",
+                "--placement",
+                "spread",
+            ],
+            "--compat tiresias has no placement 'spread' for policy 'fifo'",
+        ),
+        (
+            ["--cluster", "p100:8", "--trace", "DEMO", "--gavel-compat", "--compat", "tiresias"],
+            "conflicts with --compat tiresias",
+        ),
+        (["--cluster", "p100:8", "--trace", "DEMO", "--compat", "nope"], "unknown compatibility"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(
@@ -79,6 +101,29 @@ def test_bad_input_exits_2_with_one_line(
     assert main(["run", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and message in err and "\n" not in err
+
+
+def test_compat_gavel_and_its_old_spelling_are_one_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    trace = str(DEMO / "gavel_synth_multigpu_n100.trace")
+    base = ["run", "--cluster", "v100:8,p100:8,k80:8", "--trace", trace, "--policy", "gavel-las"]
+    outs = []
+    for flag in (["--compat", "gavel"], ["--gavel-compat"], []):
+        assert main([*base, *flag, "--json"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0]["compat"] == outs[1]["compat"] == "gavel" and outs[2]["compat"] is None
+    assert outs[0]["jct_mean_s"] == outs[1]["jct_mean_s"] != outs[2]["jct_mean_s"]
+
+
+def test_compat_tiresias_on_its_own_spec_and_trace(
+    shared_data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = shared_data / "traces" / "tiresias"
+    args = ["run", "--cluster", str(d / "cluster_spec.csv"), "--trace", str(d / "60_job.csv")]
+    for policy, placement in (("fifo", "yarn"), ("tiresias", "first-fit")):
+        assert main([*args, "--policy", policy, "--compat", "tiresias", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert (out["placement"], out["devices"], out["preemptions"]) == (placement, 64, 0)
+        assert out["jct_mean_s"] == pytest.approx(178.41666666666666, rel=1e-12)
 
 
 def test_a_bad_spec_file_names_the_field(
