@@ -1004,6 +1004,8 @@ def gavel_pass(
     rate: FloatArray,
     gang: IntArray,
     capacity: IntArray,
+    remaining: FloatArray,
+    in_steps: BoolArray,
     half: float,
     base: float,
     skip_unprioritised: bool,
@@ -1012,7 +1014,8 @@ def gavel_pass(
     mark: Int8Array,
     out_job: IntArray,
     out_type: IntArray,
-) -> tuple[int, int]:
+    out_fail: IntArray,
+) -> tuple[int, int, int]:
     """One placement pass of Gavel's round mechanism (:class:`scheduling.gavel.GavelRounds`).
 
     Each (active job ``j``, type ``t``) pair gets the priority ``x[j, t] / (job_time /
@@ -1025,13 +1028,15 @@ def gavel_pass(
     positive priority) are ranked by decreasing priority, then deficit, then share, then
     ascending position in ``active``, and placed greedily: a job is taken when its gang fits in
     the room left and it was not placed on an earlier type. Placed jobs outside the allocation
-    hold their devices but are not returned.
+    hold their devices but are not returned; placed multi-device jobs whose work is counted in
+    steps (``in_steps``) and that have fewer steps left than devices fail (Gavel's failed
+    micro-task): they hold their devices but do not run.
 
     The sum over every job is taken only over the rows that can differ from 0, ``touched``:
     the jobs returned since ``tt0`` was last set (elsewhere ``credited == tt0`` holds, as only
     a job that runs gains time). They are summed in ascending job order, one after the other,
     the order in which numpy sums the rows of an ``(n, n_types)`` array with two types or
-    more, so the totals are those of the sum over all rows bit for bit. Cost: O(active +
+    more, so the totals are those of that sum over all rows bit for bit. Cost: O(active +
     touched) array operations and a sort of the candidates per type.
 
     Parameters
@@ -1055,6 +1060,10 @@ def gavel_pass(
         Devices per job.
     capacity : (n_types,) int64
         Devices of each type.
+    remaining : (n,) float64
+        Work left (steps for the jobs ``in_steps``).
+    in_steps : (n,) bool
+        The job's work is counted in whole steps.
     half
         Half a round, s (Gavel's credit for a job's first round).
     base
@@ -1063,26 +1072,30 @@ def gavel_pass(
         Never rank a job of priority 0.
     touched : (>= n,) int64
         The first ``n_touched`` entries: the jobs whose ``credited`` may differ from ``tt0``,
-        each once, in any order; sorted in place, and the jobs returned are added.
+        each once, in any order; sorted in place, and the jobs returned to run are added.
     n_touched
         Entries of ``touched`` in use.
     mark : (n,) int8
         1 for the jobs in ``touched``, else 0; kept so.
     out_job, out_type : (>= k,) int64
-        Out: the jobs placed that are in the allocation, in the order they were placed, and
-        their types.
+        Out: the jobs to run (placed, in the allocation, not failing), in the order they were
+        placed, and their types.
+    out_fail : (>= k,) int64
+        Out: the failing jobs, in the order they were placed.
 
     Returns
     -------
-    (n_out, n_touched)
-        Entries written to ``out_job``/``out_type``; entries of ``touched`` in use now.
+    (n_run, n_fail, n_touched)
+        Entries written to ``out_job``/``out_type`` and to ``out_fail``; entries of
+        ``touched`` in use now.
     """
     nt = len(capacity)
+    k = len(active)
     rows = touched[:n_touched]
     rows.sort()
-    d = type_time[rows] + adj[rows] - tt0[rows]  # (m, nt)
     type_total = np.full(nt, base)
     if n_touched > 0:
+        d = type_time[rows] + adj[rows] - tt0[rows]  # (m, nt)
         for t in range(nt):
             type_total[t] = base + np.cumsum(d[:, t])[-1]
     tot = np.where(type_total > 0.0, type_total, 1.0)
@@ -1093,13 +1106,13 @@ def gavel_pass(
     ia = in_alloc[active]
     positive = fraction > 0.0
     prio = np.where(positive, share / np.where(positive, fraction, 1.0), share * 1e9)
-    keep = (share != 0.0) & (r != 0.0) & ia.reshape((len(active), 1))
-    prio = np.where(keep, prio, 0.0)
+    prio = np.where((share != 0.0) & (r != 0.0) & ia.reshape((k, 1)), prio, 0.0)
     dfc = deficit[active]
     g = gang[active]
     left = capacity.copy()
-    placed = np.zeros(len(active), dtype=np.bool_)
-    n_out = 0
+    placed = np.zeros(k, dtype=np.bool_)
+    n_run = 0
+    n_fail = 0
     for t in order:
         ok = (r[:, t] > 0.0) & (g <= left[t])
         if skip_unprioritised:
@@ -1113,18 +1126,24 @@ def gavel_pass(
         for i in cand:
             if room == 0:
                 break
-            if g[i] > room or placed[i]:
+            gi = g[i]
+            if gi > room or placed[i]:
                 continue
-            room -= g[i]
+            room -= gi
             placed[i] = True
-            if ia[i]:
-                j = active[i]
-                out_job[n_out] = j
-                out_type[n_out] = t
-                n_out += 1
-                if mark[j] == 0:
-                    mark[j] = 1
-                    touched[n_touched] = j
-                    n_touched += 1
+            if not ia[i]:
+                continue
+            j = active[i]
+            if gi > 1 and in_steps[j] and remaining[j] < gi:
+                out_fail[n_fail] = j
+                n_fail += 1
+                continue
+            out_job[n_run] = j
+            out_type[n_run] = t
+            n_run += 1
+            if mark[j] == 0:
+                mark[j] = 1
+                touched[n_touched] = j
+                n_touched += 1
         left[t] = room
-    return n_out, n_touched
+    return n_run, n_fail, n_touched

@@ -96,7 +96,7 @@ class GavelRounds(Policy):
         self._touched: IntArray = np.zeros(0, dtype=np.int64)
         self._n_touched = 0
         self._mark: npt.NDArray[np.int8] = np.zeros(0, dtype=np.int8)
-        self._out: tuple[IntArray, IntArray] | None = None
+        self._out: tuple[IntArray, IntArray, IntArray] | None = None  # gavel_pass's outputs
         self._round_start = 0.0
         self._round_end: float | None = None
         self._last_dispatch: tuple[float, list[tuple[int, int]]] | None = None
@@ -131,7 +131,11 @@ class GavelRounds(Policy):
         self._adj = np.zeros((n, nt))
         self._touched = np.zeros(n, dtype=np.int64)
         self._mark = np.zeros(n, dtype=np.int8)
-        self._out = (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+        self._out = (
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+        )
 
     def _credited(self, state: State, jobs: IntArray) -> FloatArray:
         """Time Gavel has credited ``jobs`` on each type: time held plus idle-gap credits,
@@ -202,14 +206,14 @@ class GavelRounds(Policy):
             self._recompute(state, active)
         assert self._x is not None and self._in_alloc is not None and self._out is not None
         assert self._deficit is not None and self._tt0 is not None and self._adj is not None
-        order = self._type_order(state)
-        names = [name for name, _ in order]
-        self._shuffler.shuffle(names)
-        index = dict(order)
-        out_job, out_type = self._out
-        n_out, self._n_touched = gavel_pass(
+        if self._in_steps is None:  # work counted in steps: measured job types
+            self._in_steps = state.jobs.job_type != ""
+        types = [t for _, t in self._type_order(state)]
+        self._shuffler.shuffle(types)  # draws depend only on the length: Gavel's shuffle
+        out_job, out_type, out_fail = self._out
+        n_run, n_fail, self._n_touched = gavel_pass(
             active,
-            np.array([index[name] for name in names], dtype=np.int64),
+            np.array(types, dtype=np.int64),
             state.type_time,
             self._adj,
             self._tt0,
@@ -219,6 +223,8 @@ class GavelRounds(Policy):
             state.rate,
             state.jobs.num_gpus,
             state.capacity,
+            state.remaining,
+            self._in_steps,
             float(self.round_s or 0.0) / 2.0,
             self._base,
             self.skip_unprioritised,
@@ -227,19 +233,15 @@ class GavelRounds(Policy):
             self._mark,
             out_job,
             out_type,
+            out_fail,
         )
-        kj, kt = out_job[:n_out].copy(), out_type[:n_out].copy()
         # a gang whose last round has fewer steps than devices fails in Gavel: it holds its
-        # slot this round but makes no progress (work counted in steps: measured job types)
-        if self._in_steps is None:
-            self._in_steps = state.jobs.job_type != ""
-        g = state.jobs.num_gpus[kj]
-        failing = (g > 1) & self._in_steps[kj] & (state.remaining[kj] < g)
-        self._failing = kj[failing].tolist()
-        run, types = kj[~failing], kt[~failing]
-        if len(kj):
-            self._last_dispatch = (state.now, list(zip(run.tolist(), types.tolist(), strict=True)))
-        return Decision(run=run, types=types)
+        # slot this round but makes no progress
+        self._failing = out_fail[:n_fail].tolist()
+        run, kinds = out_job[:n_run].copy(), out_type[:n_run].copy()
+        if n_run or n_fail:
+            self._last_dispatch = (state.now, list(zip(run.tolist(), kinds.tolist(), strict=True)))
+        return Decision(run=run, types=kinds)
 
     def schedule(self, state: State) -> Decision:
         active = state.active
