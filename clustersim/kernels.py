@@ -6,7 +6,8 @@ progress of running jobs up to date (:func:`sync_running`), find nodes for a gan
 (:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`).
 Done with numpy, each is a handful of small array operations whose fixed cost dominates;
 compiled by numba, each is one call. Tiresias's queues (:func:`tiresias_order`, which keeps
-them as linked lists in the order its simulator does) are the one policy-side loop here.
+them as linked lists in the order its simulator does) and a pass of Gavel's rounds
+(:func:`gavel_pass`: priorities, ranking and greedy placement) are the policy-side loops here.
 
 The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
 decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source
