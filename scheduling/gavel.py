@@ -15,6 +15,9 @@ recomputation. Each round, every (job, type) pair gets the priority ``X / (time 
 the type since the recomputation / time all jobs ran there)`` (with Gavel's half-round credit),
 types are visited in an order shuffled every round, jobs inside a type by decreasing
 (priority, deficit, allocation), and jobs are placed greedily (smaller gangs backfill).
+A pass (:func:`clustersim.kernels.gavel_pass`) costs time in proportion to the active jobs
+and the jobs run since the last recomputation, not to the trace: the time all jobs ran on a
+type is summed over the latter only, in job order, which gives numpy's sum over every job.
 
 Departures from Gavel's simulator (kept on purpose, see the fidelity note):
 
