@@ -1008,6 +1008,7 @@ def warm_up() -> None:
         ("srtf", "spread"),
         ("tiresias", "topology"),
         ("fifo", "yarn"),
+        ("gavel-las", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
 

@@ -6,7 +6,8 @@ progress of running jobs up to date (:func:`sync_running`), find nodes for a gan
 (:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`).
 Done with numpy, each is a handful of small array operations whose fixed cost dominates;
 compiled by numba, each is one call. Tiresias's queues (:func:`tiresias_order`, which keeps
-them as linked lists in the order its simulator does) are the one policy-side loop here.
+them as linked lists in the order its simulator does) and a pass of Gavel's rounds
+(:func:`gavel_pass`: priorities, ranking and greedy placement) are the policy-side loops here.
 
 The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
 decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source
@@ -987,3 +988,161 @@ def yarn_nodes(
                 out_nodes[k] = node
                 out_counts[k] = rest
                 return k + 1
+
+
+@_compiled
+def gavel_pass(
+    active: IntArray,
+    order: IntArray,
+    type_time: FloatArray,
+    adj: FloatArray,
+    tt0: FloatArray,
+    x: FloatArray,
+    in_alloc: BoolArray,
+    deficit: FloatArray,
+    rate: FloatArray,
+    gang: IntArray,
+    capacity: IntArray,
+    remaining: FloatArray,
+    in_steps: BoolArray,
+    half: float,
+    base: float,
+    skip_unprioritised: bool,
+    touched: IntArray,
+    n_touched: int,
+    mark: Int8Array,
+    out_job: IntArray,
+    out_type: IntArray,
+    out_fail: IntArray,
+) -> tuple[int, int, int]:
+    """One placement pass of Gavel's round mechanism (:class:`scheduling.gavel.GavelRounds`).
+
+    Each (active job ``j``, type ``t``) pair gets the priority ``x[j, t] / (job_time /
+    type_total)``, where ``job_time = half + credited[j, t] - tt0[j, t]`` (``credited =
+    type_time + adj``: the time Gavel has credited the job on the type) and ``type_total[t] =
+    base + Σ_i (credited[i, t] - tt0[i, t])`` over every job of the trace; a share of 0, a
+    rate of 0 or a job outside the allocation (``~in_alloc``) gives priority 0, a fraction of
+    0 the priority ``x × 1e9``. Types are visited in ``order``; on each, the jobs that can run
+    there and whose gang fits in the devices left (with ``skip_unprioritised``, only those of
+    positive priority) are ranked by decreasing priority, then deficit, then share, then
+    ascending position in ``active``, and placed greedily: a job is taken when its gang fits in
+    the room left and it was not placed on an earlier type. Placed jobs outside the allocation
+    hold their devices but are not returned; placed multi-device jobs whose work is counted in
+    steps (``in_steps``) and that have fewer steps left than devices fail (Gavel's failed
+    micro-task): they hold their devices but do not run.
+
+    The sum over every job is taken only over the rows that can differ from 0, ``touched``:
+    the jobs returned since ``tt0`` was last set (elsewhere ``credited == tt0`` holds, as only
+    a job that runs gains time). They are summed in ascending job order, one after the other,
+    the order in which numpy sums the rows of an ``(n, n_types)`` array with two types or
+    more, so the totals are those of that sum over all rows bit for bit. Cost: O(active +
+    touched) array operations and a sort of the candidates per type.
+
+    Parameters
+    ----------
+    active : (k,) int64
+        The jobs to consider, ascending.
+    order : (n_types,) int64
+        Type indices in the order to visit them.
+    type_time, adj, tt0 : (n, n_types) float64
+        Time each job held each type; extra time credited to it there; ``credited`` at the
+        last allocation reset.
+    x : (n, n_types) float64
+        The allocation (time shares).
+    in_alloc : (n,) bool
+        The job is in the allocation.
+    deficit : (n, n_types) float64
+        Gavel's deficits.
+    rate : (n, n_types) float64
+        Throughputs (0: the job cannot run on the type).
+    gang : (n,) int64
+        Devices per job.
+    capacity : (n_types,) int64
+        Devices of each type.
+    remaining : (n,) float64
+        Work left (steps for the jobs ``in_steps``).
+    in_steps : (n,) bool
+        The job's work is counted in whole steps.
+    half
+        Half a round, s (Gavel's credit for a job's first round).
+    base
+        Half a round times the jobs active at the last reset, s.
+    skip_unprioritised
+        Never rank a job of priority 0.
+    touched : (>= n,) int64
+        The first ``n_touched`` entries: the jobs whose ``credited`` may differ from ``tt0``,
+        each once, in any order; sorted in place, and the jobs returned to run are added.
+    n_touched
+        Entries of ``touched`` in use.
+    mark : (n,) int8
+        1 for the jobs in ``touched``, else 0; kept so.
+    out_job, out_type : (>= k,) int64
+        Out: the jobs to run (placed, in the allocation, not failing), in the order they were
+        placed, and their types.
+    out_fail : (>= k,) int64
+        Out: the failing jobs, in the order they were placed.
+
+    Returns
+    -------
+    (n_run, n_fail, n_touched)
+        Entries written to ``out_job``/``out_type`` and to ``out_fail``; entries of
+        ``touched`` in use now.
+    """
+    nt = len(capacity)
+    k = len(active)
+    rows = touched[:n_touched]
+    rows.sort()
+    type_total = np.full(nt, base)
+    if n_touched > 0:
+        d = type_time[rows] + adj[rows] - tt0[rows]  # (m, nt)
+        for t in range(nt):
+            type_total[t] = base + np.cumsum(d[:, t])[-1]
+    tot = np.where(type_total > 0.0, type_total, 1.0)
+    job_time = half + (type_time[active] + adj[active] - tt0[active])  # (k, nt)
+    fraction = np.where(type_total > 0.0, job_time / tot, 0.0)
+    share = x[active]
+    r = rate[active]
+    ia = in_alloc[active]
+    positive = fraction > 0.0
+    prio = np.where(positive, share / np.where(positive, fraction, 1.0), share * 1e9)
+    prio = np.where((share != 0.0) & (r != 0.0) & ia.reshape((k, 1)), prio, 0.0)
+    dfc = deficit[active]
+    g = gang[active]
+    left = capacity.copy()
+    placed = np.zeros(k, dtype=np.bool_)
+    n_run = 0
+    n_fail = 0
+    for t in order:
+        ok = (r[:, t] > 0.0) & (g <= left[t])
+        if skip_unprioritised:
+            ok &= prio[:, t] > 0.0
+        cand = np.flatnonzero(ok)
+        # lexicographic: priority, deficit, share (all decreasing), position; by stable sorts
+        cand = cand[np.argsort(-share[cand, t], kind="mergesort")]
+        cand = cand[np.argsort(-dfc[cand, t], kind="mergesort")]
+        cand = cand[np.argsort(-prio[cand, t], kind="mergesort")]
+        room = left[t]
+        for i in cand:
+            if room == 0:
+                break
+            gi = g[i]
+            if gi > room or placed[i]:
+                continue
+            room -= gi
+            placed[i] = True
+            if not ia[i]:
+                continue
+            j = active[i]
+            if gi > 1 and in_steps[j] and remaining[j] < gi:
+                out_fail[n_fail] = j
+                n_fail += 1
+                continue
+            out_job[n_run] = j
+            out_type[n_run] = t
+            n_run += 1
+            if mark[j] == 0:
+                mark[j] = 1
+                touched[n_touched] = j
+                n_touched += 1
+        left[t] = room
+    return n_run, n_fail, n_touched

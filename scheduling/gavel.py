@@ -15,6 +15,9 @@ recomputation. Each round, every (job, type) pair gets the priority ``X / (time 
 the type since the recomputation / time all jobs ran there)`` (with Gavel's half-round credit),
 types are visited in an order shuffled every round, jobs inside a type by decreasing
 (priority, deficit, allocation), and jobs are placed greedily (smaller gangs backfill).
+A pass (:func:`clustersim.kernels.gavel_pass`) costs time in proportion to the active jobs
+and the jobs run since the last recomputation, not to the trace: the time all jobs ran on a
+type is summed over the latter only, in job order, which gives numpy's sum over every job.
 
 Departures from Gavel's simulator (kept on purpose, see the fidelity note):
 
@@ -38,6 +41,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import gavel_pass
 from clustersim.perf import GAVEL_WORKERS, gavel_worker
 from scheduling.base import CompatSpec, Decision, Policy, State
 
@@ -83,12 +87,19 @@ class GavelRounds(Policy):
         self._prev_active: IntArray = np.zeros(0, dtype=np.int64)
         self._x: FloatArray | None = None  # (n, n_types) allocation of the last reset
         self._in_alloc: npt.NDArray[np.bool_] | None = None
+        self._alloc_rows: IntArray = np.zeros(0, dtype=np.int64)  # jobs of the allocation
         self._deficit: FloatArray | None = None
-        self._tt0: FloatArray | None = None  # type_time at the last reset
+        self._tt0: FloatArray | None = None  # credited time at the last reset
         self._base = 0.0  # half-round credit × jobs active at the last reset
         self._memo: tuple[tuple[float, int, int], Decision] | None = None
         self._order: list[tuple[str, int]] | None = None
         self._adj: FloatArray | None = None  # extra time Gavel credits after idle gaps
+        # jobs run since the last reset (the rows where credited time and _tt0 may differ),
+        # each once: the first _n_touched entries of _touched, flagged in _mark
+        self._touched: IntArray = np.zeros(0, dtype=np.int64)
+        self._n_touched = 0
+        self._mark: npt.NDArray[np.int8] = np.zeros(0, dtype=np.int8)
+        self._out: tuple[IntArray, IntArray, IntArray] | None = None  # gavel_pass's outputs
         self._round_start = 0.0
         self._round_end: float | None = None
         self._last_dispatch: tuple[float, list[tuple[int, int]]] | None = None
@@ -113,11 +124,27 @@ class GavelRounds(Policy):
             self._order = gavel + rest
         return list(self._order)
 
-    def _credited(self, state: State) -> FloatArray:
-        """Time Gavel has credited each job on each type: time held plus idle-gap credits."""
-        if self._adj is None:
-            return state.type_time
-        return state.type_time + self._adj
+    def _setup(self, state: State) -> None:
+        """Allocate the per-job memory on the first pass (the engine's job count is known)."""
+        n, nt = len(state.jobs), state.cluster.n_types
+        self._x = np.zeros((n, nt))
+        self._in_alloc = np.zeros(n, dtype=bool)
+        self._deficit = np.zeros((n, nt))
+        self._tt0 = np.zeros((n, nt))
+        self._adj = np.zeros((n, nt))
+        self._touched = np.zeros(n, dtype=np.int64)
+        self._mark = np.zeros(n, dtype=np.int8)
+        self._out = (
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+        )
+
+    def _credited(self, state: State, jobs: IntArray) -> FloatArray:
+        """Time Gavel has credited ``jobs`` on each type: time held plus idle-gap credits,
+        (k, n_types)."""
+        assert self._adj is not None
+        return state.type_time[jobs] + self._adj[jobs]
 
     def _settle(self, state: State) -> list[int]:
         """End the previous round as Gavel does; return jobs to drop after 5 failures.
@@ -137,9 +164,8 @@ class GavelRounds(Policy):
         self._round_end = state.now
         gap = when - self._round_start
         if gap > 0 and dispatched:
-            if self._adj is None:
-                self._adj = np.zeros((len(state.jobs), state.cluster.n_types))
-            for j, t in dispatched:
+            assert self._adj is not None
+            for j, t in dispatched:  # each was touched when dispatched
                 self._adj[j, t] += gap
         for j in self._failing:
             self._failures[j] = self._failures.get(j, 0) + 1
@@ -150,87 +176,75 @@ class GavelRounds(Policy):
         return drop
 
     def _recompute(self, state: State, active: IntArray) -> None:
-        n, nt = len(state.jobs), state.cluster.n_types
-        if self._x is None:
-            self._x = np.zeros((n, nt))
-            self._in_alloc = np.zeros(n, dtype=bool)
-            self._deficit = np.zeros((n, nt))
-            self._tt0 = np.zeros((n, nt))
-        assert self._in_alloc is not None and self._deficit is not None and self._tt0 is not None
-        tt = self._credited(state)
+        """Gavel's allocation reset: deficits of ``active`` updated, time counted from now."""
+        assert self._x is not None and self._in_alloc is not None
+        assert self._deficit is not None and self._tt0 is not None
         elapsed = state.now - self._last_reset
-        received = tt[active] - self._tt0[active]
+        received = self._credited(state, active) - self._tt0[active]
         should = self._x[active] * elapsed  # zero for jobs outside the old allocation
         self._deficit[active] += should - received
-        self._tt0 = tt.copy()
+        # every other row of _tt0 already equals the credited time (those jobs did not run)
+        rows = self._touched[: self._n_touched]
+        self._tt0[rows] = self._credited(state, rows)
+        self._mark[rows] = 0
+        self._n_touched = 0
         self._base = float(self.round_s or 0.0) / 2.0 * len(active)
         self._last_reset = state.now
-        self._x[:] = 0.0
-        self._in_alloc[:] = False
+        self._x[self._alloc_rows] = 0.0
+        self._in_alloc[self._alloc_rows] = False
+        self._alloc_rows = active.copy()
         if len(active):
             self._x[active] = self.allocation(state, active)
             self._in_alloc[active] = True
         self._need = False
 
     def _pass(self, state: State, active: IntArray) -> Decision:
-        """One scheduling pass of Gavel's loop: maybe recompute, then place jobs."""
+        """One scheduling pass of Gavel's loop: maybe recompute, then place jobs
+        (:func:`clustersim.kernels.gavel_pass`)."""
+        if self._x is None:
+            self._setup(state)
         if self._need and (
             state.now - self._last_reset >= self.reset_interval_s or self._last_reset == 0
         ):
             self._recompute(state, active)
-        assert self._x is not None and self._in_alloc is not None
-        assert self._deficit is not None and self._tt0 is not None
-        half = float(self.round_s or 0.0) / 2.0
-        tt = self._credited(state)
-        job_time = half + (tt[active] - self._tt0[active])  # (k, nt)
-        type_total = self._base + (tt - self._tt0).sum(axis=0)  # (nt,)
-        share = self._x[active]
-        in_alloc = self._in_alloc[active]
-        rate = state.rate[active]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fraction = np.where(type_total > 0, job_time / type_total, 0.0)
-            prio = np.where(fraction > 0, share / fraction, share * 1e9)
-        prio = np.where((share == 0) | (rate == 0) | ~in_alloc[:, None], 0.0, prio)
-        deficit = self._deficit[active]
-        order = self._type_order(state)
-        names = [name for name, _ in order]
-        self._shuffler.shuffle(names)
-        index = dict(order)
-        left = state.capacity.copy()
-        gang = state.jobs.num_gpus[active]
-        placed: dict[int, int] = {}
-        pos = np.arange(len(active))
-        for name in names:
-            t = index[name]
-            ok = (rate[:, t] > 0) & (gang <= left[t])
-            if self.skip_unprioritised:
-                ok &= prio[:, t] > 0
-            cand = pos[ok]  # the others can never be placed on this type this pass
-            ranked = cand[np.lexsort((cand, -share[cand, t], -deficit[cand, t], -prio[cand, t]))]
-            room = int(left[t])
-            for i, g in zip(ranked.tolist(), gang[ranked].tolist(), strict=True):
-                if room == 0:
-                    break
-                if g > room or i in placed:
-                    continue
-                room -= g
-                placed[i] = t
-            left[t] = room
-        pos_k = np.fromiter(placed, dtype=np.int64, count=len(placed))
-        typ_k = np.fromiter(placed.values(), dtype=np.int64, count=len(placed))
-        sel = in_alloc[pos_k]
-        kj, kt = active[pos_k[sel]], typ_k[sel]
-        # a gang whose last round has fewer steps than devices fails in Gavel: it holds its
-        # slot this round but makes no progress (work counted in steps: measured job types)
-        if self._in_steps is None:
+        assert self._x is not None and self._in_alloc is not None and self._out is not None
+        assert self._deficit is not None and self._tt0 is not None and self._adj is not None
+        if self._in_steps is None:  # work counted in steps: measured job types
             self._in_steps = state.jobs.job_type != ""
-        g = state.jobs.num_gpus[kj]
-        failing = (g > 1) & self._in_steps[kj] & (state.remaining[kj] < g)
-        self._failing = kj[failing].tolist()
-        run, types = kj[~failing], kt[~failing]
-        if len(kj):
-            self._last_dispatch = (state.now, list(zip(run.tolist(), types.tolist(), strict=True)))
-        return Decision(run=run, types=types)
+        types = [t for _, t in self._type_order(state)]
+        self._shuffler.shuffle(types)  # draws depend only on the length: Gavel's shuffle
+        out_job, out_type, out_fail = self._out
+        n_run, n_fail, self._n_touched = gavel_pass(
+            active,
+            np.array(types, dtype=np.int64),
+            state.type_time,
+            self._adj,
+            self._tt0,
+            self._x,
+            self._in_alloc,
+            self._deficit,
+            state.rate,
+            state.jobs.num_gpus,
+            state.capacity,
+            state.remaining,
+            self._in_steps,
+            float(self.round_s or 0.0) / 2.0,
+            self._base,
+            self.skip_unprioritised,
+            self._touched,
+            self._n_touched,
+            self._mark,
+            out_job,
+            out_type,
+            out_fail,
+        )
+        # a gang whose last round has fewer steps than devices fails in Gavel: it holds its
+        # slot this round but makes no progress
+        self._failing = out_fail[:n_fail].tolist()
+        run, kinds = out_job[:n_run].copy(), out_type[:n_run].copy()
+        if n_run or n_fail:
+            self._last_dispatch = (state.now, list(zip(run.tolist(), kinds.tolist(), strict=True)))
+        return Decision(run=run, types=kinds)
 
     def schedule(self, state: State) -> Decision:
         active = state.active

@@ -628,7 +628,7 @@ def test_kernels_still_compile_where_no_cache_directory_is_usable(tmp_path: Path
     assert out.stdout.split() == ["True", "2", "1"]
 
 
-@pytest.mark.parametrize("policy", ["fifo", "tiresias", "las"])
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "las", "gavel-fifo", "gavel-las"])
 def test_runs_are_the_same_on_either_side_of_the_threshold(
     policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -715,3 +715,118 @@ def test_yarn_nodes_is_the_simulators_scheme(seed: int, compiled: bool) -> None:
     want = _yarn_reference(free, cand, rack, cap, nd)
     got = None if k == 0 else (out_n[:k].tolist(), out_c[:k].tolist())
     assert got == (None if want is None else (list(want[0]), list(want[1])))
+
+
+def _gavel_pass_reference(
+    active: np.ndarray,
+    order: np.ndarray,
+    credited: np.ndarray,
+    tt0: np.ndarray,
+    x: np.ndarray,
+    in_alloc: np.ndarray,
+    deficit: np.ndarray,
+    rate: np.ndarray,
+    gang: np.ndarray,
+    capacity: np.ndarray,
+    remaining: np.ndarray,
+    in_steps: np.ndarray,
+    half: float,
+    base: float,
+    skip: bool,
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Gavel's pass the obvious way: totals over every job of the trace, one at a time in job
+    order; priorities by the formulas; each type's candidates sorted on a key tuple."""
+    n, nt = credited.shape
+    total = []
+    for t in range(nt):
+        acc = 0.0
+        for j in range(n):
+            acc += float(credited[j, t] - tt0[j, t])
+        total.append(base + acc)
+    prio = {}
+    for j in active.tolist():
+        for t in range(nt):
+            job_time = half + float(credited[j, t] - tt0[j, t])
+            fraction = job_time / total[t] if total[t] > 0 else 0.0
+            share = float(x[j, t])
+            p = share / fraction if fraction > 0 else share * 1e9
+            if share == 0 or rate[j, t] == 0 or not in_alloc[j]:
+                p = 0.0
+            prio[j, t] = p
+    left = capacity.tolist()
+    placed: list[tuple[int, int]] = []
+    for t in order.tolist():
+        cand = [
+            j
+            for j in active.tolist()
+            if rate[j, t] > 0 and gang[j] <= left[t] and (not skip or prio[j, t] > 0)
+        ]
+        cand.sort(key=lambda j: (-prio[j, t], -deficit[j, t], -x[j, t], j))
+        for j in cand:
+            if left[t] == 0:
+                break
+            if gang[j] <= left[t] and j not in {p for p, _ in placed}:
+                left[t] -= int(gang[j])
+                placed.append((j, t))
+    chosen = [(j, t) for j, t in placed if in_alloc[j]]
+    fail = [j for j, _ in chosen if gang[j] > 1 and in_steps[j] and remaining[j] < gang[j]]
+    return [(j, t) for j, t in chosen if j not in fail], fail
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), compiled=st.booleans())
+def test_gavel_pass_is_the_pass_over_every_job(seed: int, compiled: bool) -> None:
+    """Random rounds states, with ties in priority, deficit and share: the kernel's placement
+    and failing gangs are the reference's, its totals over the touched jobs are the totals
+    over every job, and the touched jobs grow by those that run."""
+    rng = np.random.default_rng(seed)
+    n, nt = int(rng.integers(1, 25)), int(rng.integers(1, 4))
+    active = np.flatnonzero(rng.random(n) < 0.7).astype(np.int64)
+    touched_mask = rng.random(n) < 0.4
+    type_time = rng.choice([0.0, 120.0, 360.0, 1000.5], (n, nt))
+    adj = np.where(rng.random((n, nt)) < 0.2, rng.choice([30.0, 360.0], (n, nt)), 0.0)
+    # rows outside the touched jobs have credited == tt0, as the policy keeps them
+    gained = np.where(touched_mask[:, None], rng.choice([0.0, 360.0, 17.25], (n, nt)), 0.0)
+    tt0 = np.maximum(type_time + adj - gained, 0.0)
+    tt0[~touched_mask] = (type_time + adj)[~touched_mask]
+    x = rng.choice([0.0, 0.25, 1 / 3, 1.0], (n, nt))
+    in_alloc = rng.random(n) < 0.8
+    deficit = rng.choice([-30.0, 0.0, 0.0, 45.5], (n, nt))
+    rate = rng.choice([0.0, 1.0, 2.5], (n, nt))
+    gang = rng.choice([1, 1, 2, 4], n).astype(np.int64)
+    capacity = rng.integers(0, 9, nt).astype(np.int64)
+    remaining = rng.choice([0.5, 1.0, 3.0, 100.0], n)
+    in_steps = rng.random(n) < 0.5
+    order = rng.permutation(nt).astype(np.int64)
+    half = float(rng.choice([0.0, 180.0]))
+    base = half * len(active)
+    skip = bool(rng.random() < 0.5)
+    touched = np.zeros(n, dtype=np.int64)
+    before = rng.permutation(np.flatnonzero(touched_mask)).astype(np.int64)
+    touched[: len(before)] = before
+    mark = touched_mask.astype(np.int8)
+    out = [np.full(n, -7, dtype=np.int64) for _ in range(3)]
+    fn = kernels.gavel_pass if compiled else kernels.gavel_pass.py_func
+    args = (active, order, type_time, adj, tt0, x, in_alloc, deficit, rate, gang, capacity)
+    n_run, n_fail, n_touched = fn(
+        *args, remaining, in_steps, half, base, skip, touched, len(before), mark, *out
+    )
+    run, fail = _gavel_pass_reference(
+        active, order, type_time + adj, tt0, x, in_alloc, deficit, rate, gang, capacity,
+        remaining, in_steps, half, base, skip,
+    )  # fmt: skip
+    assert list(zip(out[0][:n_run].tolist(), out[1][:n_run].tolist(), strict=True)) == run
+    assert out[2][:n_fail].tolist() == fail
+    now_touched = set(before.tolist()) | {j for j, _ in run}
+    assert sorted(touched[:n_touched].tolist()) == sorted(now_touched)
+    assert np.flatnonzero(mark).tolist() == sorted(now_touched)
+    if compiled and kernels.COMPILED:  # the plain-Python run of the source agrees
+        touched2, mark2 = touched.copy(), touched_mask.astype(np.int8)
+        touched2[: len(before)] = before
+        out2 = [np.full(n, -7, dtype=np.int64) for _ in range(3)]
+        got = kernels.gavel_pass.py_func(
+            *args, remaining, in_steps, half, base, skip, touched2, len(before), mark2, *out2
+        )
+        assert got == (n_run, n_fail, n_touched)
+        for a, b in zip(out, out2, strict=True):
+            assert a.tolist() == b.tolist()
