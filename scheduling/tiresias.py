@@ -59,6 +59,10 @@ class Tiresias(Policy):
     computed under Python 2 (rounded down). For a 4-GPU job the two differ by up to a
     demotion: 3,250/4 rounds up to 813 s, past the crossing, and down to 812 s, before it.
 
+    Departure from the simulator: when a queue check preempts a job whose predicted end
+    coincides with an arrival, the simulator still ends that job at the arrival (a slip of
+    its event handling, ``docs/tiresias-fidelity.md`` §4.5); that is not modelled.
+
     Departures from the paper: placement is whatever strategy the run uses (the paper's
     profile-guided consolidation is approximated by ``consolidate``); the paper's Gittins-index
     variant and its gang-size-aware placement are not modelled. Today's earlier variant of this

@@ -99,6 +99,22 @@ def test_reference_dlas_promotes_a_starving_job() -> None:
     assert [j.promote for j in out] == [0, 3]
 
 
+def test_reference_ends_a_preempted_job_at_an_arrival_it_was_attached_to() -> None:
+    # 1 GPU, limits 3,250 and 7,200. A (20,000 s) at 0; B (9,750 s) at 6,500; C (100 s) at
+    # 16,250. At 6,500 B preempts A (queue 0 before 1) and is due to end at 16,250, the time
+    # C arrives: the simulator attaches B's end to C's arrival event. Queue checks come
+    # first: B drops to queue 1 at 9,750 behind A (A runs), A to queue 2 at 10,450 (B runs),
+    # B to queue 2 at 14,400 behind A (A runs; B has 2,550 s left). C's arrival at 16,250
+    # still ends B. C 16,250-16,350, A ends at 27,300. Without the slip B would run
+    # 27,300-29,850. (The simulator's own job.csv for this trace: B 9,750, C 100, A 27,300.)
+    spec = ref.Spec(1, 1, 1)
+    rows = [("A", 1, 0, 20000), ("B", 1, 6500, 9750), ("C", 1, 16250, 100)]
+    out = ref.dlas_gpu(ref.load(rows), spec, py3_division=True)
+    assert _jct(out) == {"A": 27300, "B": 9750, "C": 100}
+    fixed = ref.dlas_gpu(ref.load(rows), spec, py3_division=True, stale_ends=False)
+    assert _jct(fixed) == {"A": 27300, "B": 23350, "C": 100}
+
+
 # ---------------------------------------------------------------- the engine, compat mode
 
 
@@ -158,7 +174,9 @@ def test_compat_tiresias_gives_every_job_the_simulators_completion_time(
     spec = SPECS[seed % len(SPECS)]
     rows = _random_rows(100 + seed, 70, spec.gpus, 1.5 if seed % 2 else 0.7)
     for py3 in (True, False):
-        want = _jct(ref.dlas_gpu(ref.load(rows), spec, knob=knob, py3_division=py3))
+        want = _jct(
+            ref.dlas_gpu(ref.load(rows), spec, knob=knob, py3_division=py3, stale_ends=False)
+        )
         params: dict[str, object] = {} if py3 else {"timing": "simulator-py2"}
         if knob:
             params["promote_knob"] = knob
@@ -189,7 +207,7 @@ def test_compat_tiresias_on_its_own_60_job_trace(shared_data: Path) -> None:
         if policy == "fifo":
             want = _jct(ref.fifo(ref.load(rows), spec, "yarn"))
         else:
-            want = _jct(ref.dlas_gpu(ref.load(rows), spec, py3_division=True))
+            want = _jct(ref.dlas_gpu(ref.load(rows), spec, py3_division=True, stale_ends=False))
         assert got == want
         assert np.mean(list(got.values())) == pytest.approx(178.41666666666666)
 

@@ -159,9 +159,15 @@ def dlas_gpu(
     limits: tuple[int, ...] = (3250, 7200),
     knob: float = 0,
     py3_division: bool = False,
+    stale_ends: bool = True,
 ) -> list[Job]:
     """``dlas_sim_jobs(gputime=True, solve_starvation=knob)``; returns ``jobs`` with
-    start/end set. ``limits``: the thresholds of the ``len(limits) + 1`` queues."""
+    start/end set. ``limits``: the thresholds of the ``len(limits) + 1`` queues.
+
+    ``stale_ends``: the simulator's slip of an arrival event that falls when running jobs are
+    due to end (``docs/tiresias-fidelity.md`` §4.5): it attaches those jobs to the arrival
+    event, and if a queue check comes first and preempts one of them, the arrival still ends
+    it. ``False`` leaves that out (what ``--compat tiresias`` models)."""
     nq = len(limits) + 1
     queues: list[list[Job]] = [[] for _ in range(nq)]
     runnable: list[Job] = []
@@ -171,16 +177,26 @@ def dlas_gpu(
     start_times = sorted(arrivals)
     end_time, ending = INF, []
     jump = INF
+    attached: dict[int, list[Job]] = {}  # ending jobs attached to an arrival event
     while start_times or runnable:
         if not start_times and end_time == INF:
             break  # only jobs larger than the cluster are left
         st = start_times[0] if start_times else INF
         t = min(st, end_time)
+        if st == end_time != INF:
+            attached[st] = ending
         if t > jump:  # a queue change is due first
             t, new, done = jump, [], []
         else:
             new = arrivals[start_times.pop(0)] if st == t else []
-            done = ending if end_time == t else []
+            if end_time == t:
+                done = ending
+            elif stale_ends and st == t:
+                done = attached.get(st, [])
+            else:
+                done = []
+            if any(j.status == "END" for j in done):
+                raise ValueError("the simulator would fail here: it ends a job twice")
         for j in done:
             j.end = t
             j.status = "END"
