@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,14 +29,63 @@ from clustersim.errors import SimulationError
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
     BAD_TWICE,
+    CTR_HEAP,
+    CTR_MARKS,
+    CTR_RC,
+    CTR_RUN,
+    CTR_STARTS,
+    CTR_STINTS,
+    JB_ACTIVE,
+    JB_RUNNING,
+    JF_ATT0,
+    JF_ATTAINED,
+    JF_BASE_T,
+    JF_CAP,
+    JF_CRATE,
+    JF_EXE0,
+    JF_EXECUTED,
+    JF_FIN,
+    JF_FINISH,
+    JF_FIRST_START,
+    JF_LAST_START,
+    JF_REMAINING,
+    JF_RESTORE,
+    JF_ROUND_REM,
+    JF_SHARE,
+    JF_STALL,
+    JF_TT_SYNCED,
+    JI_ALLOC_N,
+    JI_ALLOC_TYPE,
+    JI_EPOCH,
+    JI_GANG,
+    JI_MAX_NODES,
+    JI_MIGRATIONS,
+    JI_PLACED,
+    JI_PREEMPTIONS,
+    JI_RC_HEAD,
+    JI_SLOT,
+    N_CTR,
+    N_JF,
+    N_JI,
+    PLACE_BEST_FIT,
+    PLACE_CONSOLIDATE,
+    PLACE_STRATEGY,
+    RESERVE_DONE,
     SYNC_ATTAINED,
     SYNC_EXECUTED,
     SYNC_REMAINING,
-    best_fit_node,
-    fastest_type,
-    link_gbs,
-    plan_preemptive,
-    release_nodes,
+    complete_due,
+    heap_compact,
+    heap_peek,
+    heap_push,
+    plan_and_stop,
+    pop_marks,
+    rearm_marks,
+    record_start,
+    reserve_starts,
+    start_jobs,
+    start_rates,
+    stop_jobs,
     sync_running,
     take_nodes,
 )
@@ -52,7 +100,7 @@ from clustersim.result import (
     Stints,
 )
 from clustersim.rounds import realise_fractions
-from scheduling.base import SERVICE_EPS, Decision, Placement, Policy, State
+from scheduling.base import Decision, Placement, Policy, State
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -65,7 +113,6 @@ _SYNC_FIELDS = {
     "attained": SYNC_ATTAINED,
     "executed": SYNC_EXECUTED,
 }
-_Start = tuple[int, int, int, IntArray, IntArray]  # job, type, devices, nodes, counts
 
 
 @dataclass(frozen=True)
@@ -153,69 +200,111 @@ class _Run:
         self.best_rate = self.rate.max(axis=1) if n_types else np.zeros(n)
         if self.rate.shape != (n, n_types):
             raise SimulationError(f"rate matrix has shape {self.rate.shape}, want {(n, n_types)}")
-        self.restore = rates.restore_s.tolist()
-        self.gang = jobs.num_gpus.tolist()
-        self.gang_arr = np.ascontiguousarray(jobs.num_gpus, dtype=np.int64)
-        self.capacity = cluster.devices_per_type()
+        self.capacity = _contiguous(cluster.devices_per_type())
         self.free = self.capacity.copy()
         self.node_free = cluster.node_devices.astype(np.int64).copy()
         n_regions = len(cluster.regions)
         self.n_regions = n_regions
-        self.node_group = cluster.node_type * n_regions + cluster.node_region
-        self.group_list = self.node_group.tolist()
+        self.node_group = _contiguous(cluster.node_type * n_regions + cluster.node_region)
+        self.node_type = _contiguous(cluster.node_type)
         self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
         self.type_nodes = [np.flatnonzero(cluster.node_type == t) for t in range(n_types)]
-        self.best_fit = placement.best_fit_one_node
-        self._one_type = n_types == 1
-        self._one: dict[int, IntArray] = {}
-        self._rate_cache: dict[tuple[int, int, int, float], float] = {}
+        self.type_flat = _contiguous(np.concatenate([*self.type_nodes, _EMPTY_I]))
+        self.type_off = np.zeros(n_types + 1, dtype=np.int64)
+        self.type_off[1:] = np.cumsum([len(x) for x in self.type_nodes])
+        self.placing = (
+            PLACE_STRATEGY
+            if not placement.best_fit_one_node
+            else PLACE_CONSOLIDATE
+            if placement.largest_first_across_nodes
+            else PLACE_BEST_FIT
+        )
+        self.total_devices = int(self.capacity.sum())
+        self.links = (
+            np.ascontiguousarray(cluster.node_intra_gbs, dtype=np.float64),
+            np.ascontiguousarray(cluster.node_nic_gbps, dtype=np.float64),
+            _contiguous(cluster.node_rack),
+            np.ascontiguousarray(cluster.rack_oversub, dtype=np.float64),
+        )
 
-        # per-job state (arrays: what policies see)
-        self.remaining = jobs.work.astype(np.float64).copy()
-        self.running = np.zeros(n, dtype=bool)
-        self.alloc_type = np.full(n, -1, dtype=np.int64)
-        self.alloc_n = np.zeros(n, dtype=np.int64)
-        self.first_start = np.full(n, np.nan)
-        self.last_start = np.full(n, np.nan)
-        self.finish = np.full(n, np.nan)
-        self.attained = np.zeros(n)
-        self.executed = np.zeros(n)
+        # per-job state, packed (kernels.JF_*, JI_*, JB_* rows); policies see row views
+        self.jf = np.zeros((N_JF, n), dtype=np.float64)
+        self.ji = np.zeros((N_JI, n), dtype=np.int64)
+        self.jb = np.zeros((2, n), dtype=bool)
+        jf, ji = self.jf, self.ji
+        jf[JF_REMAINING] = jobs.work
+        jf[JF_FIRST_START] = np.nan
+        jf[JF_LAST_START] = np.nan
+        jf[JF_FINISH] = np.nan
+        jf[JF_FIN] = np.inf
+        jf[JF_CAP] = np.inf  # no progress after this time (whole-step rounds)
+        jf[JF_RESTORE] = rates.restore_s
+        ji[JI_ALLOC_TYPE] = -1
+        ji[JI_GANG] = jobs.num_gpus
+        ji[JI_RC_HEAD] = -1
+        # each job's placement slot: room for its largest gang, one node per device at most
+        width = np.minimum(np.maximum(jobs.num_gpus, jobs.max_gpus), max(len(cluster.node_type), 1))
+        ji[JI_SLOT, 1:] = np.cumsum(width)[:-1]
+        self.slot_nodes = np.zeros(int(width.sum()), dtype=np.int64)
+        self.slot_counts = np.zeros(int(width.sum()), dtype=np.int64)
+        self.remaining = jf[JF_REMAINING]
+        self.first_start = jf[JF_FIRST_START]
+        self.last_start = jf[JF_LAST_START]
+        self.finish = jf[JF_FINISH]
+        self.attained = jf[JF_ATTAINED]
+        self.executed = jf[JF_EXECUTED]
+        self.base_t = jf[JF_BASE_T]
+        self.exe0 = jf[JF_EXE0]
+        self.att0 = jf[JF_ATT0]
+        self.tt_synced_at = jf[JF_TT_SYNCED]  # type_time/device_time are exact up to here
+        self.fin = jf[JF_FIN]  # running jobs: predicted finish
+        self.stall = jf[JF_STALL]  # running jobs: end of restore stall
+        self.crate = jf[JF_CRATE]  # running jobs: current rate (work units/s)
+        self.cap = jf[JF_CAP]
+        self.round_rem = jf[JF_ROUND_REM]  # remaining work when the stint (or round) began
+        self.share = jf[JF_SHARE]  # whole-step rounds: work allowed this round
+        self.alloc_type = ji[JI_ALLOC_TYPE]
+        self.alloc_n = ji[JI_ALLOC_N]
+        self.preemptions = ji[JI_PREEMPTIONS]
+        self.migrations = ji[JI_MIGRATIONS]
+        self.max_nodes = ji[JI_MAX_NODES]
+        self.epoch = ji[JI_EPOCH]
+        self.running = self.jb[JB_RUNNING]
+        self.is_active = self.jb[JB_ACTIVE]
         self.type_time = np.zeros((n, n_types))
         self.device_time = np.zeros((n, n_types))
-        # running jobs: executed/attained were exe0/att0 at base_t (set at each start)
-        self.base_t = np.zeros(n)
-        self.exe0 = np.zeros(n)
-        self.att0 = np.zeros(n)
         self.capped = False  # some running job has a finite cap (whole-step rounds)
-        self.tt_synced_at = np.zeros(n)  # type_time/device_time are exact up to here
-        self.preemptions = np.zeros(n, dtype=np.int64)
-        self.migrations = np.zeros(n, dtype=np.int64)
-        self.max_nodes = np.zeros(n, dtype=np.int64)
         self.drop = np.full(n, "", dtype=object)
-        self.is_active = np.zeros(n, dtype=bool)
         self._mark = np.zeros(n, dtype=np.int8)  # kernel scratch, always left all zero
-        self._plan_out: tuple[IntArray, ...] = ()  # kernel outputs, grown as needed
-        # running jobs: predicted finish, end of restore stall, current rate (work units/s)
-        self.fin = np.full(n, np.inf)
-        self.stall = np.zeros(n)
-        self.crate = np.zeros(n)
-        self.cap = np.full(n, np.inf)  # no progress after this time (whole-step rounds)
-        self.round_rem = np.zeros(n)  # remaining work when the current stint (or round) began
-        self.share = np.zeros(n)  # whole-step rounds: work allowed this round
-        self.epoch = [0] * n
-        self.heap: list[tuple[float, int, int]] = []
-        # service marks (Policy.service_marks): when each running job reaches its next one
-        self.mark_list = [float(x) for x in policy.service_marks]
-        self.mark_heap: list[tuple[float, int, int]] = []
-        self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
-        self._run_arr: IntArray | None = None  # run_set as an array, rebuilt when it changes
-        self._run_filter = False  # _run_arr may still hold jobs stopped since it was built
-        self.placed: dict[int, tuple[IntArray, IntArray]] = {}
-        self.last_key: dict[int, bytes] = {}
+        self._plan = np.empty((5, 0), dtype=np.int64)  # plan_and_stop's outputs, grown
+        self.ctr = np.zeros(N_CTR, dtype=np.int64)
+        # running jobs, in the order policies see them (ctr[CTR_RUN] of them)
+        self.run_order = np.zeros(n, dtype=np.int64)
+        self._run_arr: IntArray | None = None  # a copy handed out, until the set changes
+        # event heaps: completions (finish, job, epoch) and service marks
+        cap0 = 2 * self.total_devices + 1024
+        self.heap_t = np.zeros(cap0)
+        self.heap_je = np.zeros((2, cap0), dtype=np.int64)
+        self.marks = np.asarray(policy.service_marks, dtype=np.float64).copy()
+        self.mark_t = np.zeros(cap0 if len(self.marks) else 1)
+        self.mark_je = np.zeros((2, len(self.mark_t)), dtype=np.int64)
+        self._due = np.zeros((2, 1024), dtype=np.int64)
+        self._done = np.zeros(n, dtype=np.int64)
+        # the starts of one decision (kernels.record_start), with their links and rates
+        self.s_i = np.zeros((5, n + 1), dtype=np.int64)
+        self.s_f = np.zeros((2, n + 1))
+        self.s_nodes = np.zeros(self.total_devices + 1, dtype=np.int64)
+        self.s_counts = np.zeros(self.total_devices + 1, dtype=np.int64)
+        # placement rates by (job, type, devices, link) (kernels.start_rates)
+        self.rc_i = np.zeros((3, 1024), dtype=np.int64)
+        self.rc_f = np.zeros((2, 1024))
+        # stints: one row per (job, node) each time a job's devices are released
+        self.st_i = np.zeros((3, 4 * self.total_devices + 1024), dtype=np.int64)
+        self.st_f = np.zeros((2, self.st_i.shape[1]))
 
         self._active = _EMPTY_I
         self._added: list[IntArray] = []
-        self._removed: list[int] = []
+        self._removed = 0  # jobs no longer active still in _active
         self.pending = 0
         self.now = 0.0
         self.round_index = 0
@@ -225,14 +314,12 @@ class _Run:
         self.seg_queued: list[int] = []
         self.seg_running: list[int] = []
         self.n_active = 0
-        # stints: one row per (job, node) each time a job's devices are released
-        self.st_job: list[int] = []
-        self.st_node: list[int] = []
-        self.st_dev: list[int] = []
-        self.st_start: list[float] = []
-        self.st_end: list[float] = []
 
     # ------------------------------------------------------------------ views
+    @property
+    def n_running(self) -> int:
+        return int(self.ctr[CTR_RUN])
+
     @property
     def active(self) -> IntArray:
         """Active jobs, ascending; additions and removals are applied lazily."""
@@ -241,7 +328,7 @@ class _Run:
             self._added = []
         if self._removed:  # removed jobs are no longer flagged active
             self._active = self._active[self.is_active[self._active]]
-            self._removed = []
+            self._removed = 0
         return self._active
 
     def active_jobs(self) -> IntArray:
@@ -251,38 +338,36 @@ class _Run:
         """First ``limit`` queued jobs without applying pending removals to the whole set.
 
         Removed jobs not yet dropped from ``_active`` and running jobs are at most
-        ``len(_removed) + running`` entries, so that many more than ``limit`` suffice; arrivals
+        ``_removed + running`` entries, so that many more than ``limit`` suffice; arrivals
         not yet appended all come after every job in ``_active``.
         """
-        if len(self._removed) > 256 or len(self._added) > 64:
+        if self._removed > 256 or len(self._added) > 64:
             self.active  # noqa: B018 - compact now and then, so this stays cheap
-        width = len(self.run_set) + limit + len(self._removed)
+        width = self.n_running + limit + self._removed
         a = self._active[:width]
         if len(a) < width and self._added:
             a = np.concatenate([a, *self._added])[:width]
         return a[self.is_active[a] & ~self.running[a]][:limit]
 
     def running_jobs(self) -> IntArray:
+        """The running jobs in the engine's order (a copy, valid until the set changes)."""
         if self._run_arr is None:
-            self._run_arr = np.fromiter(self.run_set, dtype=np.int64, count=len(self.run_set))
-        elif self._run_filter:  # only stops since it was built: drop them
-            self._run_arr = self._run_arr[self.running[self._run_arr]]
-        self._run_filter = False
+            self._run_arr = self.run_order[: self.ctr[CTR_RUN]].copy()
         return self._run_arr
 
     def sync(self, field: str | None = None) -> None:
         """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
-        if not self.run_set:
+        if not self.ctr[CTR_RUN]:
             return
         what = _SYNC_FIELDS.get(field)
         if what is None:
             raise ValueError(f"unknown field {field!r}")
-        self._sync(self.running_jobs(), what)
+        self._sync(self.run_order[: self.ctr[CTR_RUN]], what)
 
     def sync_types(self) -> None:
         """Bring ``type_time``/``device_time`` of running jobs up to ``now``."""
-        if self.run_set:
-            self._sync_types(self.running_jobs())
+        if self.ctr[CTR_RUN]:
+            self._sync_types(self.run_order[: self.ctr[CTR_RUN]])
 
     def _sync_types(self, j: IntArray) -> None:
         upto = np.minimum(self.now, self.cap[j])
@@ -334,229 +419,221 @@ class _Run:
             executed=self.executed,
             type_time=self.type_time,
             round_index=self.round_index,
-            n_running=len(self.run_set),
+            n_running=self.n_running,
             pending=self.pending,
             best_rate=self.best_rate,
             source=self,
         )
 
     # ------------------------------------------------------------------ start / stop
-    def _stop(self, js: list[int], completed: bool) -> None:
-        """Stop running jobs ``js`` (completion or suspension) and free their devices."""
-        if not js:
-            return
-        now = self.now
-        small = len(js) <= 4  # the common case: scalar updates beat fancy indexing
-        if not small:
-            j = np.array(js, dtype=np.int64)
-            self._sync(j)
-            self._sync_types(j)
-            if completed:
-                self.remaining[j] = 0.0
-                self.finish[j] = now
-        free, node_free, busy, group = self.free, self.node_free, self.busy, self.group_list
-        alloc_n, alloc_type, running, fin, cap = (
-            self.alloc_n,
-            self.alloc_type,
-            self.running,
-            self.fin,
-            self.cap,
-        )
-        run_set, placed, epoch, last_start = self.run_set, self.placed, self.epoch, self.last_start
-        st_job, st_node, st_dev, st_start, st_end = (
-            self.st_job,
-            self.st_node,
-            self.st_dev,
-            self.st_start,
-            self.st_end,
-        )
-        for jj in js:
-            n, t = int(alloc_n[jj]), int(alloc_type[jj])
-            if small:
-                c_j = float(cap[jj])
-                upto = now if now < c_j else c_j
-                dt = upto - float(self.base_t[jj])
-                self.executed[jj] = self.exe0[jj] + dt
-                self.attained[jj] = self.att0[jj] + dt * n
-                dt = upto - float(self.tt_synced_at[jj])
-                self.type_time[jj, t] += dt
-                self.device_time[jj, t] += dt * n
-                if completed:
-                    self.remaining[jj] = 0.0
-                    self.finish[jj] = now
-                elif upto >= c_j:  # a whole-step share is done: count it exactly
-                    self.remaining[jj] = self.round_rem[jj] - self.share[jj]
-                else:
-                    stalled = upto - float(self.stall[jj])
-                    self.remaining[jj] = float(self.round_rem[jj]) - float(self.crate[jj]) * (
-                        stalled if stalled > 0.0 else 0.0
-                    )
-                running[jj] = False
-                alloc_type[jj] = -1
-                alloc_n[jj] = 0
-                fin[jj] = np.inf
-                cap[jj] = np.inf
-            nodes, counts = placed.pop(jj)
-            began = float(last_start[jj])
-            if len(nodes) == 1:
-                node, c = int(nodes[0]), int(counts[0])
-                node_free[node] += c
-                busy[group[node]] -= c
-                st_job.append(jj)
-                st_node.append(node)
-                st_dev.append(c)
-                st_start.append(began)
-                st_end.append(now)
-            else:
-                release_nodes(node_free, busy, self.node_group, nodes, counts)
-                k = len(nodes)
-                st_job.extend([jj] * k)
-                st_node.extend(nodes.tolist())
-                st_dev.extend(counts.tolist())
-                st_start.extend([began] * k)
-                st_end.extend([now] * k)
-            free[t] += n
-            del run_set[jj]
-            epoch[jj] += 1
-        self._run_filter = True
-        if not small:
-            running[j] = False
-            alloc_type[j] = -1
-            alloc_n[j] = 0
-            fin[j] = np.inf
-            cap[j] = np.inf
+    # ------------------------------------------------------------------ start / stop
+    def _room_for_stints(self) -> None:
+        """Make sure a stop of every running job fits in the stint arrays (one row per
+        device held at most)."""
+        need = int(self.ctr[CTR_STINTS]) + self.total_devices + 1
+        if need > self.st_i.shape[1]:
+            size = max(need, 2 * self.st_i.shape[1])
+            self.st_i = _grown(self.st_i, size)
+            self.st_f = _grown(self.st_f, size)
 
-    def _link_gbs(self, nodes: IntArray, ndev: int) -> float:
-        """Bandwidth of the slowest link a placement crosses, GB/s (``inf`` for one device)."""
-        c = self.cluster
-        return float(
-            link_gbs(
-                _contiguous(nodes),
-                ndev,
-                c.node_intra_gbs,
-                c.node_nic_gbps,
-                c.node_rack,
-                c.rack_oversub,
+    def _stop(self, js: IntArray, completed: bool) -> None:
+        """Stop running jobs ``js`` (completion or suspension), in that order, and free their
+        devices."""
+        if not len(js):
+            return
+        self._room_for_stints()
+        stop_jobs(
+            _contiguous(js),
+            completed,
+            self.now,
+            self.jf,
+            self.ji,
+            self.jb,
+            self.type_time,
+            self.device_time,
+            self.node_free,
+            self.busy,
+            self.node_group,
+            self.free,
+            self.slot_nodes,
+            self.slot_counts,
+            self.st_i,
+            self.st_f,
+            self.run_order,
+            self.ctr,
+        )
+        self._run_arr = None
+
+    def _complete_due(self, t: float) -> int:
+        """Complete the running jobs whose predicted finish is due by ``t``."""
+        self._room_for_stints()
+        k = complete_due(
+            t,
+            self._done,
+            self.heap_t,
+            self.heap_je,
+            self.jf,
+            self.ji,
+            self.jb,
+            self.type_time,
+            self.device_time,
+            self.node_free,
+            self.busy,
+            self.node_group,
+            self.free,
+            self.slot_nodes,
+            self.slot_counts,
+            self.st_i,
+            self.st_f,
+            self.run_order,
+            self.ctr,
+        )
+        self._run_arr = None
+        return int(k)
+
+    def _reserve(self, cand: IntArray, m: int, greedy: bool) -> None:
+        """Reserve devices for the candidates ``cand[:, :m]`` (:func:`reserve_starts`), asking
+        the placement strategy where the best fit does not settle it."""
+        blocking = bool(self.policy.blocking)
+        ctr = self.ctr
+        i = 0
+        while True:
+            status, i, t = reserve_starts(
+                cand,
+                m,
+                i,
+                greedy,
+                blocking,
+                self.placing,
+                self.rate,
+                self.ji,
+                self.jb,
+                self._mark,
+                self.node_free,
+                self.busy,
+                self.node_group,
+                self.free,
+                self.type_flat,
+                self.type_off,
+                self.s_i,
+                self.s_nodes,
+                self.s_counts,
+                ctr,
             )
-        )
-
-    def _start(self, starts: list[_Start]) -> None:
-        """Start jobs whose devices are already reserved."""
-        if not starts:
-            return
-        now = self.now
-        rates: list[float] = [0.0] * len(starts)
-        multi: list[int] = []
-        keys: list[tuple[int, int, int, float]] = []  # (job, type, devices, link GB/s)
-        cache = self._rate_cache
-        for i, s in enumerate(starts):
-            if s[2] == 1 and self.gang[s[0]] == 1:
-                rates[i] = float(self.rate[s[0], s[1]])  # one device: the consolidated rate
-                continue
-            key = (s[0], s[1], s[2], self._link_gbs(s[3], s[2]))
-            hit = cache.get(key)
-            if hit is None:  # placement rates are pure: a restart on a like placement reuses it
-                multi.append(i)
-                keys.append(key)
-            else:
-                rates[i] = hit
-        if multi:
-            got = self.rates.placement_rate(
-                np.array([k[0] for k in keys], dtype=np.int64),
-                np.array([k[1] for k in keys], dtype=np.int64),
-                np.array([k[2] for k in keys], dtype=np.int64),
-                np.array([k[3] for k in keys]),
-            ).tolist()
-            for i, key, r in zip(multi, keys, got, strict=True):
-                rates[i] = cache[key] = r
-        for (j, t, nd, nodes, _), r in zip(starts, rates, strict=True):
-            if not r > 0:
-                raise SimulationError(
-                    f"job {self.jobs.job_id[j]!r} got a zero rate on its placement"
-                )
-            resumed = self.first_start[j] == self.first_start[j]
-            stall = now + self.restore[j] if resumed else now
-            if resumed:
-                where = nodes.tobytes()
-                if self.last_key.get(j) != where:
-                    self.migrations[j] += 1
-                self.last_key[j] = where
-            else:
-                self.first_start[j] = now
-                self.last_key[j] = nodes.tobytes()
-            if len(nodes) > self.max_nodes[j]:
-                self.max_nodes[j] = len(nodes)
-            fin = stall + float(self.remaining[j]) / r
-            self.last_start[j] = now
-            self.base_t[j] = now
-            self.exe0[j] = self.executed[j]
-            self.att0[j] = self.attained[j]
-            self.tt_synced_at[j] = now
-            self.running[j] = True
-            self.alloc_type[j] = t
-            self.alloc_n[j] = nd
-            self.stall[j] = stall
-            self.round_rem[j] = self.remaining[j]
-            self.crate[j] = r
-            self.fin[j] = fin
-            self.run_set[j] = None
-            self._run_arr = None
-            heapq.heappush(self.heap, (fin, j, self.epoch[j]))
-            if self.mark_list:
-                self._push_mark(j, now, float(self.attained[j]), nd)
-        limit = 4 * len(self.run_set) + 1024
-        if len(self.heap) > limit:
-            self._compact(self.heap)
-        if len(self.mark_heap) > limit:
-            self._compact(self.mark_heap)
-
-    def _reserve(self, j: int, t: int, nd: int) -> tuple[IntArray, IntArray] | None:
-        """Find and reserve ``nd`` devices of type ``t`` for job ``j``."""
-        if self.free[t] < nd:
-            return None
-        nodes_t = self.type_nodes[t]
-        if self.best_fit:  # the placement puts a gang that fits one node on the best fit
-            # (one type on every node: no gather; the first smallest fitting node either way)
-            i = best_fit_node(self.node_free, _EMPTY_I if self._one_type else nodes_t, nd)
-            if i >= 0:
-                node = int(nodes_t[i])
-                self.node_free[node] -= nd
-                self.busy[self.group_list[node]] += nd
+            if status == RESERVE_DONE:
+                return
+            j, nd = int(cand[0, i]), int(cand[2, i])
+            nodes_t = self.type_nodes[t]
+            got = self.placement.place(
+                self.cluster, self.node_free, nodes_t[self.node_free[nodes_t] > 0], nd
+            )
+            if got is not None:
+                nodes, counts = _contiguous(got[0]), _contiguous(got[1])
+                if len(nodes) != len(counts) or not take_nodes(
+                    self.node_free, self.busy, self.node_group, self.node_type, nodes, counts, t, nd
+                ):
+                    raise SimulationError(
+                        f"placement {self.placement.name!r} gave an invalid placement"
+                    )
                 self.free[t] -= nd
-                one: tuple[IntArray, IntArray] = (nodes_t[i : i + 1], self._counts(nd))
-                self.placed[j] = one
-                return one
-        cand = nodes_t[self.node_free[nodes_t] > 0]
-        got = self.placement.place(self.cluster, self.node_free, cand, nd)
-        if got is None:
-            return None
-        nodes, counts = _contiguous(got[0]), _contiguous(got[1])
-        if len(nodes) != len(counts) or not take_nodes(
-            self.node_free, self.busy, self.node_group, self.cluster.node_type, nodes, counts, t, nd
-        ):
-            raise SimulationError(f"placement {self.placement.name!r} gave an invalid placement")
-        self.free[t] -= nd
-        self.placed[j] = (nodes, counts)
-        return nodes, counts
+                record_start(j, t, nd, nodes, counts, self.s_i, self.s_nodes, self.s_counts, ctr)
+                if greedy:
+                    self._mark[j] = 1
+            elif greedy and blocking:
+                m = i  # the decision ends here
+            i += 1
 
-    def _counts(self, nd: int) -> IntArray:
-        """A shared read-only ``[nd]`` array (placements on one node)."""
-        c = self._one.get(nd)
-        if c is None:
-            c = self._one[nd] = np.array([nd], dtype=np.int64)
-            c.flags.writeable = False
-        return c
+    def _start(self) -> None:
+        """Start the reserved starts of this decision (:func:`start_jobs`)."""
+        ns = int(self.ctr[CTR_STARTS])
+        if not ns:
+            return
+        s_i, s_f = self.s_i, self.s_f
+        misses = start_rates(
+            self.ji[JI_GANG],
+            self.rate,
+            self.ji[JI_RC_HEAD],
+            self.rc_i,
+            self.rc_f,
+            *self.links,
+            s_i,
+            self.s_nodes,
+            s_f,
+            self.ctr,
+        )
+        if misses:  # placement rates are pure: a restart on a like placement reuses them
+            miss = np.flatnonzero(np.isnan(s_f[1, :ns]))
+            got = self.rates.placement_rate(
+                s_i[0, miss].copy(), s_i[1, miss].copy(), s_i[2, miss].copy(), s_f[0, miss].copy()
+            )
+            s_f[1, miss] = got
+            self._cache_rates(miss)
+        bad = np.flatnonzero(~(s_f[1, :ns] > 0))
+        if len(bad):
+            j = int(s_i[0, bad[0]])
+            raise SimulationError(f"job {self.jobs.job_id[j]!r} got a zero rate on its placement")
+        need = ns + 1
+        if self.ctr[CTR_HEAP] + need > len(self.heap_t):
+            self.heap_t, self.heap_je = self._grow_heap(self.heap_t, self.heap_je, need)
+        if len(self.marks) and self.ctr[CTR_MARKS] + need > len(self.mark_t):
+            self.mark_t, self.mark_je = self._grow_heap(self.mark_t, self.mark_je, need)
+        start_jobs(
+            self.now,
+            self.marks,
+            self.jf,
+            self.ji,
+            self.jb,
+            self.slot_nodes,
+            self.slot_counts,
+            s_i,
+            self.s_nodes,
+            self.s_counts,
+            s_f,
+            self.run_order,
+            self.heap_t,
+            self.heap_je,
+            self.mark_t,
+            self.mark_je,
+            self.ctr,
+        )
+        self._run_arr = None
+        limit = 4 * self.n_running + 1024
+        if self.ctr[CTR_HEAP] > limit:
+            self._compact(CTR_HEAP)
+        if self.ctr[CTR_MARKS] > limit:
+            self._compact(CTR_MARKS)
 
-    def _choose_type(self, j: int, want: int, nd: int, free: IntArray) -> int:
-        """Type for job ``j``: ``want`` if given, else current, else the fastest with room."""
-        if want >= 0:
-            return want
-        if len(free) == 1:
-            return 0 if free[0] >= nd and self.rate[j, 0] > 0 else -1
-        cur = int(self.alloc_type[j])
-        if cur >= 0:
-            return cur
-        return int(fastest_type(self.rate, j, free, nd))
+    def _compact(self, which: int) -> None:
+        """Drop the stale entries of the completion (``CTR_HEAP``) or mark (``CTR_MARKS``)
+        heap, which preemptions pile up; the current entries and so the order of events stay
+        the same. Called when stale entries far outnumber running jobs, so its cost is
+        amortised."""
+        if which == CTR_HEAP:
+            heap_compact(self.heap_t, self.heap_je, self.ctr, which, self.epoch)
+        else:
+            heap_compact(self.mark_t, self.mark_je, self.ctr, which, self.epoch)
+
+    def _cache_rates(self, miss: IntArray) -> None:
+        """Add the placement rates of starts ``miss`` to the rate cache."""
+        k = int(self.ctr[CTR_RC])
+        if k + len(miss) > self.rc_i.shape[1]:
+            size = 2 * (k + len(miss))
+            self.rc_i = _grown(self.rc_i, size)
+            self.rc_f = _grown(self.rc_f, size)
+        e = np.arange(k, k + len(miss))
+        j = self.s_i[0, miss]
+        head = self.ji[JI_RC_HEAD]
+        self.rc_i[0, e] = head[j]
+        self.rc_i[1, e] = self.s_i[1, miss]
+        self.rc_i[2, e] = self.s_i[2, miss]
+        self.rc_f[:, e] = self.s_f[:, miss]
+        head[j] = e  # a job starts at most once per decision: no repeated index
+        self.ctr[CTR_RC] = k + len(miss)
+
+    @staticmethod
+    def _grow_heap(ht: FloatArray, hje: IntArray, need: int) -> tuple[FloatArray, IntArray]:
+        size = 2 * (len(ht) + need)
+        return _grown(ht, size), _grown(hje, size)
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
@@ -598,109 +675,66 @@ class _Run:
 
     def _apply_greedy(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
         """Start listed queued jobs in order; running jobs are left alone."""
-        blocking = self.policy.blocking
-        free = self.free
-        max_free = int(free.max())
-        if not blocking:  # drop what cannot start now, in one vectorised step
-            ok = (nds <= max_free) & ~self.running[run]
-            run, nds = run[ok], nds[ok]
-            types = None if types is None else types[ok]
-        starts: list[_Start] = []
-        chunk = 64
-        for lo in range(0, len(run), chunk):
-            js = run[lo : lo + chunk].tolist()
-            ns = nds[lo : lo + chunk].tolist()
-            ts = [-1] * len(js) if types is None else types[lo : lo + chunk].tolist()
-            for j, want, nd in zip(js, ts, ns, strict=True):
-                if j in self.run_set:
-                    continue
-                got = None
-                t = -1
-                if nd <= max_free:
-                    t = self._choose_type(j, want, nd, free)
-                    got = self._reserve(j, t, nd) if t >= 0 else None
-                if got is None:
-                    if blocking:
-                        self._start(starts)
-                        return
-                    continue
-                starts.append((j, t, nd, got[0], got[1]))
-                max_free = int(free.max())
-                if max_free == 0:
-                    self._start(starts)
-                    return
-        self._start(starts)
+        m = len(run)
+        cand = np.empty((3, m), dtype=np.int64)
+        cand[0] = run
+        cand[1] = -1 if types is None else types
+        cand[2] = nds
+        self._reserve(cand, m, greedy=True)
+        self._start()
 
     def _apply_preemptive(
         self, run: IntArray, types: IntArray | None, ndev: IntArray | None
     ) -> None:
         # 1. which jobs fit, by device count per type, in priority order; which of the
-        #    running jobs keep their devices and which stop (one compiled pass)
-        m = len(run)
-        rj = self.running_jobs()
-        if not self._plan_out or len(self._plan_out[0]) < max(m, len(rj)):
-            size = max(2 * m, 2 * len(rj), 1024)
-            self._plan_out = tuple(np.empty(size, dtype=np.int64) for _ in range(5))
-        go_job, go_type, go_n, kept, stop = self._plan_out
-        n_go, n_kept, n_stop, bad, why = plan_preemptive(
+        #    running jobs keep their devices; suspend the others (one compiled pass)
+        m, nr = len(run), self.n_running
+        if self._plan.shape[1] < max(m, nr):
+            self._plan = np.empty((5, max(2 * m, 2 * nr, 1024)), dtype=np.int64)
+        self._room_for_stints()
+        n_go, bad, why = plan_and_stop(
             _contiguous(run),
             _EMPTY_I if ndev is None else _contiguous(ndev),
             _EMPTY_I if types is None else _contiguous(types),
-            self.gang_arr,
-            self.rate,
-            self.capacity.copy(),
             bool(self.policy.blocking),
-            self.running,
-            self.alloc_n,
-            self.alloc_type,
-            self.is_active,
-            rj,
+            self.now,
+            self.rate,
+            self.capacity,
             self._mark,
-            go_job,
-            go_type,
-            go_n,
-            kept,
-            stop,
+            self._plan,
+            self.jf,
+            self.ji,
+            self.jb,
+            self.type_time,
+            self.device_time,
+            self.node_free,
+            self.busy,
+            self.node_group,
+            self.free,
+            self.slot_nodes,
+            self.slot_counts,
+            self.st_i,
+            self.st_f,
+            self.run_order,
+            self.ctr,
         )
+        self._run_arr = None
         if bad >= 0:
             what = " twice" if why == BAD_TWICE else ", which is not active"
             raise SimulationError(
                 f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[bad]!r}{what}"
             )
-        # 2. suspend running jobs that are not kept where they are
-        if n_stop:
-            out = stop[:n_stop].tolist()
-            pre = self.preemptions
-            for jj in out:
-                pre[jj] += 1
-            self._stop(out, completed=False)
-        # 3. start the others in priority order; the new running set is then known, so it
-        #    need not be rebuilt from run_set
-        if not n_go:
-            self._run_arr = kept[:n_kept].copy()
-            self._run_filter = False
-            return
-        starts: list[_Start] = []
-        for j, t, nd in zip(
-            go_job[:n_go].tolist(), go_type[:n_go].tolist(), go_n[:n_go].tolist(), strict=True
-        ):
-            got = self._reserve(j, t, nd)
-            if got is not None:
-                starts.append((j, t, nd, got[0], got[1]))
-        self._start(starts)
-        if len(starts) == n_go:
-            self._run_arr = np.concatenate((kept[:n_kept], go_job[:n_go]))
-        else:
-            started = np.array([s[0] for s in starts], dtype=np.int64)
-            self._run_arr = np.concatenate((kept[:n_kept], started))
-        self._run_filter = False
+        # 2. reserve devices for the others and start them, in priority order
+        if n_go:
+            self._reserve(self._plan, int(n_go), greedy=False)
+            self._start()
 
     def _rearm_whole_steps(self, round_len: float) -> float:
         """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
 
         Returns the round's end: when the last job has done its share (or finished).
         """
-        if not self.run_set:
+        if not self.n_running:
             return np.inf
         j = self.running_jobs()
         self.sync()
@@ -724,11 +758,11 @@ class _Run:
         self.att0[j] = self.attained[j]
         self.tt_synced_at[j] = self.now
         self.capped = True
-        epoch = self.epoch
-        for jj, f, d in zip(j.tolist(), fin.tolist(), done_now.tolist(), strict=True):
-            epoch[jj] += 1
-            if d:
-                heapq.heappush(self.heap, (f, jj, epoch[jj]))
+        self.epoch[j] += 1  # the jobs' heap entries go stale
+        if self.ctr[CTR_HEAP] + len(j) + 1 > len(self.heap_t):
+            self.heap_t, self.heap_je = self._grow_heap(self.heap_t, self.heap_je, len(j) + 1)
+        for jj, f in zip(j[done_now].tolist(), fin[done_now].tolist(), strict=True):
+            heap_push(self.heap_t, self.heap_je, self.ctr, CTR_HEAP, f, jj, int(self.epoch[jj]))
         return float(cap.max())
 
     def _abandon(self, js: IntArray) -> None:
@@ -738,73 +772,41 @@ class _Run:
             return
         if not self.is_active[js].all():
             raise SimulationError(f"policy {self.policy.name!r} dropped a job that is not active")
-        self._stop([j for j in js.tolist() if j in self.run_set], completed=False)
+        self._stop(js[self.running[js]], completed=False)
         self.drop[js] = DROP_ABANDONED
         self.is_active[js] = False
-        self._removed.extend(js.tolist())
+        self._removed += len(js)
         self.n_active -= len(js)
 
     # ------------------------------------------------------------------ service marks
-    def _push_mark(self, j: int, t: float, att: float, nd: int) -> None:
-        """Schedule the moment running job ``j`` (``att`` device-seconds at ``t``, on ``nd``
-        devices) reaches the next service mark above it."""
-        q = bisect.bisect_right(self.mark_list, att + SERVICE_EPS)
-        if q < len(self.mark_list):
-            left = (self.mark_list[q] - att) / nd
-            heapq.heappush(self.mark_heap, (t + left, j, self.epoch[j]))
+    def _pop_marks(self, t: float) -> int:
+        """Pop the running jobs whose next mark is due by ``t`` into ``_due``; how many."""
+        if self._due.shape[1] < self.ctr[CTR_MARKS]:
+            self._due = np.zeros((2, 2 * int(self.ctr[CTR_MARKS])), dtype=np.int64)
+        return int(pop_marks(t, self.mark_t, self.mark_je, self.ctr, self.epoch, self._due))
 
-    def _pop_marks(self, t: float) -> list[tuple[int, int]]:
-        """Running jobs whose next mark is due by ``t``, with their epochs (the entries are
-        consumed)."""
-        heap, epoch = self.mark_heap, self.epoch
-        due = []
-        while heap and heap[0][0] <= t:
-            _, j, ep = heapq.heappop(heap)
-            if ep == epoch[j]:
-                due.append((j, ep))
-        return due
-
-    def _rearm_marks(self, due: list[tuple[int, int]]) -> None:
+    def _rearm_marks(self, k: int) -> None:
         """After a decision: jobs woken by a mark that still run in the same stint wait for
         their next mark (a job the decision stopped or restarted has a new epoch, and a
         restart pushed its own entry). Crossing times assume service grows without pause, so
         they are never late; a job capped by a whole-step round may be woken early, which only
         costs a policy call."""
-        for j, ep in due:
-            if self.epoch[j] == ep and self.running[j]:
-                n = int(self.alloc_n[j])
-                upto = min(self.now, float(self.cap[j]))
-                att = float(self.att0[j]) + (upto - float(self.base_t[j])) * n
-                self._push_mark(j, self.now, att, n)
+        if self.ctr[CTR_MARKS] + k + 1 > len(self.mark_t):
+            self.mark_t, self.mark_je = self._grow_heap(self.mark_t, self.mark_je, k + 1)
+        rearm_marks(
+            self._due,
+            k,
+            self.now,
+            self.marks,
+            self.mark_t,
+            self.mark_je,
+            self.ctr,
+            self.jf,
+            self.ji,
+            self.jb,
+        )
 
     # ------------------------------------------------------------------ main loop
-    def _compact(self, heap: list[tuple[float, int, int]]) -> None:
-        """Drop the stale entries of ``heap`` (jobs stopped since they were pushed), which
-        preemptions pile up; the current entries and so the order of events stay the same.
-        Called when stale entries far outnumber running jobs, so its cost is amortised."""
-        epoch = self.epoch
-        heap[:] = [e for e in heap if e[2] == epoch[e[1]]]
-        heapq.heapify(heap)
-
-    def _peek(self, heap: list[tuple[float, int, int]]) -> float:
-        """Time of the first entry of ``heap`` (completions or service marks) that is still
-        current, dropping stale entries of jobs stopped since they were pushed."""
-        epoch = self.epoch
-        while heap and heap[0][2] != epoch[heap[0][1]]:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else np.inf
-
-    def _pop_finished(self, t: float) -> list[int]:
-        tol = t + 1e-9 + 1e-12 * abs(t)
-        heap, epoch = self.heap, self.epoch
-        done = []
-        while heap and heap[0][0] <= tol:
-            _, j, ep = heapq.heappop(heap)
-            if ep == epoch[j]:
-                done.append(j)
-        done.sort()
-        return done
-
     def run(self) -> RunResult:
         jobs, rate = self.jobs, self.rate
         t0 = time.perf_counter()
@@ -835,28 +837,30 @@ class _Run:
         until = self.opt.until
         progress, every = self.opt.progress, max(1, self.opt.progress_every)
         completed = 0
+        ctr, epoch = self.ctr, self.epoch
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
-            t_fin = self._peek(self.heap)
+            t_fin = heap_peek(self.heap_t, self.heap_je, ctr, CTR_HEAP, epoch)
             has_active = self.n_active > 0
             t_round = next_round if (has_active or t_arr <= next_round) else np.inf
-            t_mark = self._peek(self.mark_heap) if self.mark_heap else np.inf
+            t_mark = (
+                heap_peek(self.mark_t, self.mark_je, ctr, CTR_MARKS, epoch)
+                if ctr[CTR_MARKS]
+                else np.inf
+            )
             t_next = min(t_arr, t_fin, t_round, min(wake, t_mark) if has_active else np.inf)
             if t_next == np.inf or t_next > until:
                 break
             self.now = t_next
             self.events += 1
-            was_running = bool(self.run_set)
+            was_running = ctr[CTR_RUN] > 0
             changed = False
             # completions
             if t_fin <= t_next:
-                done = self._pop_finished(t_next)
-                self._stop(done, completed=True)
-                for jj in done:
-                    self.is_active[jj] = False
-                self._removed.extend(done)
-                self.n_active -= len(done)
-                completed += len(done)
+                k_done = self._complete_due(t_next)
+                self._removed += k_done
+                self.n_active -= k_done
+                completed += k_done
                 changed = True
             # arrivals
             if t_arr <= t_next:
@@ -875,7 +879,7 @@ class _Run:
                 self.n_active += len(arriving)
                 changed = changed or len(arriving) > 0
             at_round = bool(round_s) and t_next >= next_round
-            if relative and not self.run_set and (changed or was_running):
+            if relative and not ctr[CTR_RUN] and (changed or was_running):
                 # Gavel-style rounds: an idle cluster starts a round at once, and a round
                 # whose jobs have all finished ends there
                 at_round = True
@@ -889,15 +893,15 @@ class _Run:
             at_wake = t_next >= wake
             if at_wake:
                 wake = np.inf
-            due = self._pop_marks(t_next) if t_next >= t_mark else None
-            if due is not None:
+            due = self._pop_marks(t_next) if t_next >= t_mark else -1
+            if due >= 0:
                 at_wake = True
             call = at_round or at_wake or (changed and not relative)
             if call and self.n_active:
                 if (
                     not policy.preemptive
                     and not at_round
-                    and (not self.free.any() or len(self.run_set) == self.n_active)
+                    and (not self.free.any() or ctr[CTR_RUN] == self.n_active)
                 ):
                     pass  # nothing can start: skip the policy call
                 else:
@@ -906,9 +910,9 @@ class _Run:
                     wake = np.inf
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
-            if due:
+            if due > 0:
                 self._rearm_marks(due)
-            if relative and at_round and self.run_set:
+            if relative and at_round and ctr[CTR_RUN]:
                 if whole_steps:
                     next_round = self._rearm_whole_steps(round_len)
                 else:
@@ -916,7 +920,7 @@ class _Run:
             # record the segment that starts now
             self.seg_t.append(t_next)
             self.seg_busy.append(self.busy.copy())
-            nr = len(self.run_set)
+            nr = int(ctr[CTR_RUN])
             self.seg_running.append(nr)
             self.seg_queued.append(self.n_active - nr)
             if progress is not None and self.events % every == 0:
@@ -927,14 +931,15 @@ class _Run:
         end = self.now
         self.sync()
         self.sync_types()
-        for jj in sorted(self.placed):  # stints still open at the end
-            nodes, counts = self.placed[jj]
-            k = len(nodes)
-            self.st_job.extend([jj] * k)
-            self.st_node.extend(nodes.tolist())
-            self.st_dev.extend(counts.tolist())
-            self.st_start.extend([float(self.last_start[jj])] * k)
-            self.st_end.extend([end] * k)
+        n_st = int(ctr[CTR_STINTS])
+        st_i, st_f = [self.st_i[:, :n_st]], [self.st_f[:, :n_st]]
+        for jj in np.sort(self.running_jobs()).tolist():  # stints still open at the end
+            o, k = int(self.ji[JI_SLOT, jj]), int(self.ji[JI_PLACED, jj])
+            st_i.append(
+                np.stack([np.full(k, jj), self.slot_nodes[o : o + k], self.slot_counts[o : o + k]])
+            )
+            st_f.append(np.stack([np.full(k, self.last_start[jj]), np.full(k, end)]))
+        stints_i, stints_f = np.concatenate(st_i, axis=1), np.concatenate(st_f, axis=1)
         unfinished = self.active
         if len(unfinished):
             self.drop[unfinished] = DROP_UNFINISHED
@@ -953,25 +958,25 @@ class _Run:
             policy=policy.name,
             placement=self.placement.name,
             seed=self.opt.seed,
-            first_start=self.first_start,
-            finish=self.finish,
+            first_start=self.first_start.copy(),
+            finish=self.finish.copy(),
             drop_reason=self.drop,
-            attained=self.attained,
+            attained=self.attained.copy(),
             type_time=self.type_time,
             device_time=self.device_time,
-            preemptions=self.preemptions,
-            migrations=self.migrations,
-            max_nodes=self.max_nodes,
+            preemptions=self.preemptions.copy(),
+            migrations=self.migrations.copy(),
+            max_nodes=self.max_nodes.copy(),
             seg_t=seg_t,
             seg_busy=seg_busy,
             seg_queued=np.array(self.seg_queued, dtype=np.int64),
             seg_running=np.array(self.seg_running, dtype=np.int64),
             stints=Stints(
-                job=np.array(self.st_job, dtype=np.int64),
-                node=np.array(self.st_node, dtype=np.int64),
-                devices=np.array(self.st_dev, dtype=np.int64),
-                start=np.array(self.st_start, dtype=np.float64),
-                end=np.array(self.st_end, dtype=np.float64),
+                job=stints_i[0].copy(),
+                node=stints_i[1].copy(),
+                devices=stints_i[2].copy(),
+                start=stints_f[0].copy(),
+                end=stints_f[1].copy(),
             ),
             events=self.events,
             wall_s=time.perf_counter() - t0,
@@ -998,6 +1003,13 @@ def warm_up() -> None:
         ("tiresias", "topology"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
+
+
+def _grown(a: npt.NDArray[np.generic], size: int) -> npt.NDArray[np.generic]:
+    """``a`` with its last axis grown to ``size`` (zeros after the old entries)."""
+    out = np.zeros((*a.shape[:-1], size), dtype=a.dtype)
+    out[..., : a.shape[-1]] = a
+    return out
 
 
 def _contiguous(a: IntArray) -> IntArray:

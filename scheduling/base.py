@@ -358,10 +358,16 @@ class Placement:
         free devices that holds it (lowest index among ties). The engine then makes that
         choice itself without calling :meth:`place` (a fast path; the placement conformance
         test checks the promise).
+    largest_first_across_nodes : bool
+        The strategy promises that a gang fitting in no single node takes the candidates with
+        the most free devices first (lowest index among ties), each wholly until the last
+        (:func:`clustersim.kernels.take_largest_first`); with ``best_fit_one_node`` the engine
+        then places every gang itself (checked by the same test).
     """
 
     name: ClassVar[str] = ""
     best_fit_one_node: ClassVar[bool] = False
+    largest_first_across_nodes: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""

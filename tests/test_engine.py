@@ -359,14 +359,16 @@ def test_dropping_stale_heap_entries_changes_no_result(monkeypatch: pytest.Monke
     compacted = []
     real = engine._Run._compact
 
-    def counting(self, heap):  # type: ignore[no-untyped-def]
-        compacted.append(len(heap))
-        real(self, heap)
+    def counting(self, which):  # type: ignore[no-untyped-def]
+        before = int(self.ctr[which])
+        real(self, which)
+        compacted.append((before, int(self.ctr[which])))
 
     monkeypatch.setattr(engine._Run, "_compact", counting)
     with_compaction = finish(make_policy("priority"), t)
     assert compacted, "the trace must make the heap compact"
-    monkeypatch.setattr(engine._Run, "_compact", lambda self, heap: None)
+    assert all(after < before for before, after in compacted)
+    monkeypatch.setattr(engine._Run, "_compact", lambda self, which: None)
     without = finish(make_policy("priority"), t)
     assert with_compaction.finish.tobytes() == without.finish.tobytes()
     assert with_compaction.preemptions.tolist() == without.preemptions.tolist()
