@@ -31,10 +31,13 @@ from clustersim.kernels import (
     BAD_TWICE,
     CTR_HEAP,
     CTR_MARKS,
+    CTR_PLANNED,
     CTR_RC,
     CTR_RUN,
     CTR_STARTS,
     CTR_STINTS,
+    HEAP_FINISH,
+    HEAP_MARK,
     JB_ACTIVE,
     JB_RUNNING,
     JF_ATT0,
@@ -67,24 +70,33 @@ from clustersim.kernels import (
     N_CTR,
     N_JF,
     N_JI,
+    NODE_BY_TYPE,
+    NODE_FREE,
+    NODE_GROUP,
+    NODE_RACK,
+    NODE_TYPE,
     PLACE_BEST_FIT,
     PLACE_CONSOLIDATE,
     PLACE_STRATEGY,
-    RESERVE_DONE,
+    STATUS_BAD,
+    STATUS_DONE,
+    STATUS_PLACE,
+    STATUS_RATES,
     SYNC_ATTAINED,
     SYNC_EXECUTED,
     SYNC_REMAINING,
+    TYPE_CAPACITY,
+    TYPE_FREE,
     complete_due,
+    decide_preemptive,
     heap_compact,
     heap_peek,
     heap_push,
-    plan_and_stop,
     pop_marks,
     rearm_marks,
     record_start,
-    reserve_starts,
+    reserve_and_start,
     start_jobs,
-    start_rates,
     stop_jobs,
     sync_running,
     take_nodes,
@@ -106,6 +118,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+Status = tuple[int, int, int]  # what the decision kernels return (kernels.STATUS_*)
 SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
 _SYNC_FIELDS = {
     None: SYNC_ALL,
@@ -200,18 +213,29 @@ class _Run:
         self.best_rate = self.rate.max(axis=1) if n_types else np.zeros(n)
         if self.rate.shape != (n, n_types):
             raise SimulationError(f"rate matrix has shape {self.rate.shape}, want {(n, n_types)}")
-        self.capacity = _contiguous(cluster.devices_per_type())
-        self.free = self.capacity.copy()
-        self.node_free = cluster.node_devices.astype(np.int64).copy()
+        # cluster state, packed (kernels.TYPE_*, NODE_* rows)
+        self.types_i = np.zeros((2, n_types), dtype=np.int64)
+        self.types_i[TYPE_CAPACITY] = cluster.devices_per_type()
+        self.types_i[TYPE_FREE] = self.types_i[TYPE_CAPACITY]
+        self.capacity = self.types_i[TYPE_CAPACITY]
+        self.free = self.types_i[TYPE_FREE]
         n_regions = len(cluster.regions)
         self.n_regions = n_regions
-        self.node_group = _contiguous(cluster.node_type * n_regions + cluster.node_region)
-        self.node_type = _contiguous(cluster.node_type)
-        self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
         self.type_nodes = [np.flatnonzero(cluster.node_type == t) for t in range(n_types)]
-        self.type_flat = _contiguous(np.concatenate([*self.type_nodes, _EMPTY_I]))
         self.type_off = np.zeros(n_types + 1, dtype=np.int64)
         self.type_off[1:] = np.cumsum([len(x) for x in self.type_nodes])
+        self.nodes_i = np.zeros((5, len(cluster.node_type)), dtype=np.int64)
+        self.nodes_i[NODE_FREE] = cluster.node_devices
+        self.nodes_i[NODE_GROUP] = cluster.node_type * n_regions + cluster.node_region
+        self.nodes_i[NODE_TYPE] = cluster.node_type
+        self.nodes_i[NODE_RACK] = cluster.node_rack
+        self.nodes_i[NODE_BY_TYPE] = np.concatenate([*self.type_nodes, _EMPTY_I])
+        self.node_free = self.nodes_i[NODE_FREE]
+        self.node_group = self.nodes_i[NODE_GROUP]
+        self.node_type = self.nodes_i[NODE_TYPE]
+        self.nodes_f = np.stack([cluster.node_intra_gbs, cluster.node_nic_gbps]).astype(np.float64)
+        self.oversub = np.ascontiguousarray(cluster.rack_oversub, dtype=np.float64)
+        self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
         self.placing = (
             PLACE_STRATEGY
             if not placement.best_fit_one_node
@@ -219,13 +243,8 @@ class _Run:
             if placement.largest_first_across_nodes
             else PLACE_BEST_FIT
         )
+        self.blocking = bool(policy.blocking)
         self.total_devices = int(self.capacity.sum())
-        self.links = (
-            np.ascontiguousarray(cluster.node_intra_gbs, dtype=np.float64),
-            np.ascontiguousarray(cluster.node_nic_gbps, dtype=np.float64),
-            _contiguous(cluster.node_rack),
-            np.ascontiguousarray(cluster.rack_oversub, dtype=np.float64),
-        )
 
         # per-job state, packed (kernels.JF_*, JI_*, JB_* rows); policies see row views
         self.jf = np.zeros((N_JF, n), dtype=np.float64)
@@ -245,8 +264,7 @@ class _Run:
         # each job's placement slot: room for its largest gang, one node per device at most
         width = np.minimum(np.maximum(jobs.num_gpus, jobs.max_gpus), max(len(cluster.node_type), 1))
         ji[JI_SLOT, 1:] = np.cumsum(width)[:-1]
-        self.slot_nodes = np.zeros(int(width.sum()), dtype=np.int64)
-        self.slot_counts = np.zeros(int(width.sum()), dtype=np.int64)
+        self.slots = np.zeros((2, int(width.sum())), dtype=np.int64)
         self.remaining = jf[JF_REMAINING]
         self.first_start = jf[JF_FIRST_START]
         self.last_start = jf[JF_LAST_START]
@@ -283,18 +301,15 @@ class _Run:
         self._run_arr: IntArray | None = None  # a copy handed out, until the set changes
         # event heaps: completions (finish, job, epoch) and service marks
         cap0 = 2 * self.total_devices + 1024
-        self.heap_t = np.zeros(cap0)
-        self.heap_je = np.zeros((2, cap0), dtype=np.int64)
+        self.heap_t = np.zeros((2, cap0))
+        self.heap_je = np.zeros((2, 2, cap0), dtype=np.int64)
         self.marks = np.asarray(policy.service_marks, dtype=np.float64).copy()
-        self.mark_t = np.zeros(cap0 if len(self.marks) else 1)
-        self.mark_je = np.zeros((2, len(self.mark_t)), dtype=np.int64)
         self._due = np.zeros((2, 1024), dtype=np.int64)
         self._done = np.zeros(n, dtype=np.int64)
         # the starts of one decision (kernels.record_start), with their links and rates
         self.s_i = np.zeros((5, n + 1), dtype=np.int64)
         self.s_f = np.zeros((2, n + 1))
-        self.s_nodes = np.zeros(self.total_devices + 1, dtype=np.int64)
-        self.s_counts = np.zeros(self.total_devices + 1, dtype=np.int64)
+        self.s_nc = np.zeros((2, self.total_devices + 1), dtype=np.int64)
         # placement rates by (job, type, devices, link) (kernels.start_rates)
         self.rc_i = np.zeros((3, 1024), dtype=np.int64)
         self.rc_f = np.zeros((2, 1024))
@@ -426,22 +441,25 @@ class _Run:
         )
 
     # ------------------------------------------------------------------ start / stop
-    # ------------------------------------------------------------------ start / stop
-    def _room_for_stints(self) -> None:
-        """Make sure a stop of every running job fits in the stint arrays (one row per
-        device held at most)."""
-        need = int(self.ctr[CTR_STINTS]) + self.total_devices + 1
-        if need > self.st_i.shape[1]:
-            size = max(need, 2 * self.st_i.shape[1])
+    def _make_room(self) -> None:
+        """Make sure one decision (or batch of completions) fits in the growable arrays: it
+        adds at most one stint row and one entry to each heap per device of the cluster."""
+        ctr, need = self.ctr, self.total_devices + 1
+        if ctr[CTR_STINTS] + need > self.st_i.shape[1]:
+            size = 2 * (int(ctr[CTR_STINTS]) + need)
             self.st_i = _grown(self.st_i, size)
             self.st_f = _grown(self.st_f, size)
+        if max(ctr[CTR_HEAP], ctr[CTR_MARKS]) + need > self.heap_t.shape[1]:
+            size = 2 * (int(max(ctr[CTR_HEAP], ctr[CTR_MARKS])) + need)
+            self.heap_t = _grown(self.heap_t, size)
+            self.heap_je = _grown(self.heap_je, size)
 
     def _stop(self, js: IntArray, completed: bool) -> None:
         """Stop running jobs ``js`` (completion or suspension), in that order, and free their
         devices."""
         if not len(js):
             return
-        self._room_for_stints()
+        self._make_room()
         stop_jobs(
             _contiguous(js),
             completed,
@@ -451,12 +469,10 @@ class _Run:
             self.jb,
             self.type_time,
             self.device_time,
-            self.node_free,
+            self.nodes_i,
             self.busy,
-            self.node_group,
-            self.free,
-            self.slot_nodes,
-            self.slot_counts,
+            self.types_i,
+            self.slots,
             self.st_i,
             self.st_f,
             self.run_order,
@@ -466,7 +482,7 @@ class _Run:
 
     def _complete_due(self, t: float) -> int:
         """Complete the running jobs whose predicted finish is due by ``t``."""
-        self._room_for_stints()
+        self._make_room()
         k = complete_due(
             t,
             self._done,
@@ -477,12 +493,10 @@ class _Run:
             self.jb,
             self.type_time,
             self.device_time,
-            self.node_free,
+            self.nodes_i,
             self.busy,
-            self.node_group,
-            self.free,
-            self.slot_nodes,
-            self.slot_counts,
+            self.types_i,
+            self.slots,
             self.st_i,
             self.st_f,
             self.run_order,
@@ -491,38 +505,45 @@ class _Run:
         self._run_arr = None
         return int(k)
 
-    def _reserve(self, cand: IntArray, m: int, greedy: bool) -> None:
-        """Reserve devices for the candidates ``cand[:, :m]`` (:func:`reserve_starts`), asking
-        the placement strategy where the best fit does not settle it."""
-        blocking = bool(self.policy.blocking)
-        ctr = self.ctr
-        i = 0
-        while True:
-            status, i, t = reserve_starts(
-                cand,
-                m,
-                i,
-                greedy,
-                blocking,
-                self.placing,
-                self.rate,
-                self.ji,
-                self.jb,
-                self._mark,
-                self.node_free,
-                self.busy,
-                self.node_group,
-                self.free,
-                self.type_flat,
-                self.type_off,
-                self.s_i,
-                self.s_nodes,
-                self.s_counts,
-                ctr,
-            )
-            if status == RESERVE_DONE:
-                return
-            j, nd = int(cand[0, i]), int(cand[2, i])
+    def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
+        return reserve_and_start(  # type: ignore[no-any-return]
+            cand,
+            m,
+            i,
+            greedy,
+            self.blocking,
+            self.placing,
+            self.now,
+            self.rate,
+            self.marks,
+            self._mark,
+            self.jf,
+            self.ji,
+            self.jb,
+            self.nodes_i,
+            self.nodes_f,
+            self.oversub,
+            self.busy,
+            self.types_i,
+            self.type_off,
+            self.slots,
+            self.s_i,
+            self.s_nc,
+            self.s_f,
+            self.rc_i,
+            self.rc_f,
+            self.run_order,
+            self.heap_t,
+            self.heap_je,
+            self.ctr,
+        )
+
+    def _finish(self, cand: IntArray, m: int, status: Status, greedy: bool) -> None:
+        """Finish a decision the kernels left to Python: placements only the strategy can
+        choose, rates only the performance model knows (see :func:`reserve_and_start`)."""
+        code, a, b = status
+        while code == STATUS_PLACE:
+            j, nd, t = int(cand[0, a]), int(cand[2, a]), b
             nodes_t = self.type_nodes[t]
             got = self.placement.place(
                 self.cluster, self.node_free, nodes_t[self.node_free[nodes_t] > 0], nd
@@ -536,82 +557,52 @@ class _Run:
                         f"placement {self.placement.name!r} gave an invalid placement"
                     )
                 self.free[t] -= nd
-                record_start(j, t, nd, nodes, counts, self.s_i, self.s_nodes, self.s_counts, ctr)
+                record_start(j, t, nd, nodes, counts, self.s_i, self.s_nc, self.ctr)
                 if greedy:
                     self._mark[j] = 1
-            elif greedy and blocking:
-                m = i  # the decision ends here
-            i += 1
-
-    def _start(self) -> None:
-        """Start the reserved starts of this decision (:func:`start_jobs`)."""
-        ns = int(self.ctr[CTR_STARTS])
-        if not ns:
-            return
-        s_i, s_f = self.s_i, self.s_f
-        misses = start_rates(
-            self.ji[JI_GANG],
-            self.rate,
-            self.ji[JI_RC_HEAD],
-            self.rc_i,
-            self.rc_f,
-            *self.links,
-            s_i,
-            self.s_nodes,
-            s_f,
-            self.ctr,
-        )
-        if misses:  # placement rates are pure: a restart on a like placement reuses them
+            elif greedy and self.blocking:
+                m = a  # the decision ends here
+            code, a, b = self._reserve_and_start(cand, m, a + 1, greedy)
+        if code == STATUS_RATES:
+            # placement rates are pure: a restart on a like placement reuses them
+            ns, s_i, s_f = int(self.ctr[CTR_STARTS]), self.s_i, self.s_f
             miss = np.flatnonzero(np.isnan(s_f[1, :ns]))
-            got = self.rates.placement_rate(
-                s_i[0, miss].copy(), s_i[1, miss].copy(), s_i[2, miss].copy(), s_f[0, miss].copy()
+            s_f[1, miss] = self.rates.placement_rate(
+                s_i[0, miss], s_i[1, miss], s_i[2, miss], s_f[0, miss]
             )
-            s_f[1, miss] = got
             self._cache_rates(miss)
-        bad = np.flatnonzero(~(s_f[1, :ns] > 0))
-        if len(bad):
-            j = int(s_i[0, bad[0]])
-            raise SimulationError(f"job {self.jobs.job_id[j]!r} got a zero rate on its placement")
-        need = ns + 1
-        if self.ctr[CTR_HEAP] + need > len(self.heap_t):
-            self.heap_t, self.heap_je = self._grow_heap(self.heap_t, self.heap_je, need)
-        if len(self.marks) and self.ctr[CTR_MARKS] + need > len(self.mark_t):
-            self.mark_t, self.mark_je = self._grow_heap(self.mark_t, self.mark_je, need)
-        start_jobs(
-            self.now,
-            self.marks,
-            self.jf,
-            self.ji,
-            self.jb,
-            self.slot_nodes,
-            self.slot_counts,
-            s_i,
-            self.s_nodes,
-            self.s_counts,
-            s_f,
-            self.run_order,
-            self.heap_t,
-            self.heap_je,
-            self.mark_t,
-            self.mark_je,
-            self.ctr,
-        )
-        self._run_arr = None
-        limit = 4 * self.n_running + 1024
-        if self.ctr[CTR_HEAP] > limit:
-            self._compact(CTR_HEAP)
-        if self.ctr[CTR_MARKS] > limit:
-            self._compact(CTR_MARKS)
+            a = start_jobs(
+                self.now,
+                self.marks,
+                self.jf,
+                self.ji,
+                self.jb,
+                self.slots,
+                s_i,
+                self.s_nc,
+                s_f,
+                self.run_order,
+                self.heap_t,
+                self.heap_je,
+                self.ctr,
+            )
+        if a >= 0:
+            raise SimulationError(f"job {self.jobs.job_id[a]!r} got a zero rate on its placement")
 
-    def _compact(self, which: int) -> None:
-        """Drop the stale entries of the completion (``CTR_HEAP``) or mark (``CTR_MARKS``)
+    def _after_starts(self) -> None:
+        self._run_arr = None
+        limit = 4 * int(self.ctr[CTR_RUN]) + 1024
+        if self.ctr[CTR_HEAP] > limit:
+            self._compact(HEAP_FINISH)
+        if self.ctr[CTR_MARKS] > limit:
+            self._compact(HEAP_MARK)
+
+    def _compact(self, h: int) -> None:
+        """Drop the stale entries of the completion (``HEAP_FINISH``) or mark (``HEAP_MARK``)
         heap, which preemptions pile up; the current entries and so the order of events stay
         the same. Called when stale entries far outnumber running jobs, so its cost is
         amortised."""
-        if which == CTR_HEAP:
-            heap_compact(self.heap_t, self.heap_je, self.ctr, which, self.epoch)
-        else:
-            heap_compact(self.mark_t, self.mark_je, self.ctr, which, self.epoch)
+        heap_compact(self.heap_t, self.heap_je, self.ctr, h, self.epoch)
 
     def _cache_rates(self, miss: IntArray) -> None:
         """Add the placement rates of starts ``miss`` to the rate cache."""
@@ -629,11 +620,6 @@ class _Run:
         self.rc_f[:, e] = self.s_f[:, miss]
         head[j] = e  # a job starts at most once per decision: no repeated index
         self.ctr[CTR_RC] = k + len(miss)
-
-    @staticmethod
-    def _grow_heap(ht: FloatArray, hje: IntArray, need: int) -> tuple[FloatArray, IntArray]:
-        size = 2 * (len(ht) + need)
-        return _grown(ht, size), _grown(hje, size)
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
@@ -680,26 +666,31 @@ class _Run:
         cand[0] = run
         cand[1] = -1 if types is None else types
         cand[2] = nds
-        self._reserve(cand, m, greedy=True)
-        self._start()
+        self._make_room()
+        status = self._reserve_and_start(cand, m, 0, True)
+        if status[0] != STATUS_DONE or status[1] >= 0:
+            self._finish(cand, m, status, True)
+        self._after_starts()
 
     def _apply_preemptive(
         self, run: IntArray, types: IntArray | None, ndev: IntArray | None
     ) -> None:
-        # 1. which jobs fit, by device count per type, in priority order; which of the
-        #    running jobs keep their devices; suspend the others (one compiled pass)
-        m, nr = len(run), self.n_running
+        """Plan which jobs run (by device count per type, in priority order), suspend the
+        running jobs that are not kept where they are, reserve and start the others: one
+        compiled call unless Python must place a gang or rate a placement."""
+        m, nr = len(run), int(self.ctr[CTR_RUN])
         if self._plan.shape[1] < max(m, nr):
             self._plan = np.empty((5, max(2 * m, 2 * nr, 1024)), dtype=np.int64)
-        self._room_for_stints()
-        n_go, bad, why = plan_and_stop(
+        self._make_room()
+        status = decide_preemptive(
             _contiguous(run),
             _EMPTY_I if ndev is None else _contiguous(ndev),
             _EMPTY_I if types is None else _contiguous(types),
-            bool(self.policy.blocking),
+            self.blocking,
+            self.placing,
             self.now,
             self.rate,
-            self.capacity,
+            self.marks,
             self._mark,
             self._plan,
             self.jf,
@@ -707,27 +698,33 @@ class _Run:
             self.jb,
             self.type_time,
             self.device_time,
-            self.node_free,
+            self.nodes_i,
+            self.nodes_f,
+            self.oversub,
             self.busy,
-            self.node_group,
-            self.free,
-            self.slot_nodes,
-            self.slot_counts,
+            self.types_i,
+            self.type_off,
+            self.slots,
             self.st_i,
             self.st_f,
+            self.s_i,
+            self.s_nc,
+            self.s_f,
+            self.rc_i,
+            self.rc_f,
             self.run_order,
+            self.heap_t,
+            self.heap_je,
             self.ctr,
         )
-        self._run_arr = None
-        if bad >= 0:
-            what = " twice" if why == BAD_TWICE else ", which is not active"
+        if status[0] == STATUS_BAD:
+            what = " twice" if status[2] == BAD_TWICE else ", which is not active"
             raise SimulationError(
-                f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[bad]!r}{what}"
+                f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[status[1]]!r}{what}"
             )
-        # 2. reserve devices for the others and start them, in priority order
-        if n_go:
-            self._reserve(self._plan, int(n_go), greedy=False)
-            self._start()
+        if status[0] != STATUS_DONE or status[1] >= 0:
+            self._finish(self._plan, int(self.ctr[CTR_PLANNED]), status, False)
+        self._after_starts()
 
     def _rearm_whole_steps(self, round_len: float) -> float:
         """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
@@ -759,10 +756,9 @@ class _Run:
         self.tt_synced_at[j] = self.now
         self.capped = True
         self.epoch[j] += 1  # the jobs' heap entries go stale
-        if self.ctr[CTR_HEAP] + len(j) + 1 > len(self.heap_t):
-            self.heap_t, self.heap_je = self._grow_heap(self.heap_t, self.heap_je, len(j) + 1)
+        self._make_room()  # no more entries than running jobs, so than devices
         for jj, f in zip(j[done_now].tolist(), fin[done_now].tolist(), strict=True):
-            heap_push(self.heap_t, self.heap_je, self.ctr, CTR_HEAP, f, jj, int(self.epoch[jj]))
+            heap_push(self.heap_t, self.heap_je, self.ctr, HEAP_FINISH, f, jj, int(self.epoch[jj]))
         return float(cap.max())
 
     def _abandon(self, js: IntArray) -> None:
@@ -783,7 +779,7 @@ class _Run:
         """Pop the running jobs whose next mark is due by ``t`` into ``_due``; how many."""
         if self._due.shape[1] < self.ctr[CTR_MARKS]:
             self._due = np.zeros((2, 2 * int(self.ctr[CTR_MARKS])), dtype=np.int64)
-        return int(pop_marks(t, self.mark_t, self.mark_je, self.ctr, self.epoch, self._due))
+        return int(pop_marks(t, self.heap_t, self.heap_je, self.ctr, self.epoch, self._due))
 
     def _rearm_marks(self, k: int) -> None:
         """After a decision: jobs woken by a mark that still run in the same stint wait for
@@ -791,15 +787,14 @@ class _Run:
         restart pushed its own entry). Crossing times assume service grows without pause, so
         they are never late; a job capped by a whole-step round may be woken early, which only
         costs a policy call."""
-        if self.ctr[CTR_MARKS] + k + 1 > len(self.mark_t):
-            self.mark_t, self.mark_je = self._grow_heap(self.mark_t, self.mark_je, k + 1)
+        self._make_room()  # no more entries than running jobs, so than devices
         rearm_marks(
             self._due,
             k,
             self.now,
             self.marks,
-            self.mark_t,
-            self.mark_je,
+            self.heap_t,
+            self.heap_je,
             self.ctr,
             self.jf,
             self.ji,
@@ -840,11 +835,11 @@ class _Run:
         ctr, epoch = self.ctr, self.epoch
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
-            t_fin = heap_peek(self.heap_t, self.heap_je, ctr, CTR_HEAP, epoch)
+            t_fin = heap_peek(self.heap_t, self.heap_je, ctr, HEAP_FINISH, epoch)
             has_active = self.n_active > 0
             t_round = next_round if (has_active or t_arr <= next_round) else np.inf
             t_mark = (
-                heap_peek(self.mark_t, self.mark_je, ctr, CTR_MARKS, epoch)
+                heap_peek(self.heap_t, self.heap_je, ctr, HEAP_MARK, epoch)
                 if ctr[CTR_MARKS]
                 else np.inf
             )
@@ -935,9 +930,7 @@ class _Run:
         st_i, st_f = [self.st_i[:, :n_st]], [self.st_f[:, :n_st]]
         for jj in np.sort(self.running_jobs()).tolist():  # stints still open at the end
             o, k = int(self.ji[JI_SLOT, jj]), int(self.ji[JI_PLACED, jj])
-            st_i.append(
-                np.stack([np.full(k, jj), self.slot_nodes[o : o + k], self.slot_counts[o : o + k]])
-            )
+            st_i.append(np.stack([np.full(k, jj), *self.slots[:, o : o + k]]))
             st_f.append(np.stack([np.full(k, self.last_start[jj]), np.full(k, end)]))
         stints_i, stints_f = np.concatenate(st_i, axis=1), np.concatenate(st_f, axis=1)
         unfinished = self.active
@@ -1003,6 +996,32 @@ def warm_up() -> None:
         ("tiresias", "topology"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
+    # paths those runs may not take: a policy dropping running jobs, heap compaction,
+    # pushes of whole-step rounds (a stale entry, then compacted away)
+    run = _Run(
+        jobs, cluster, make_policy("fifo"), make_placement("consolidate"), rates, EngineOptions()
+    )
+    run._make_room()
+    stop_jobs(
+        np.zeros(0, dtype=np.int64),
+        False,
+        0.0,
+        run.jf,
+        run.ji,
+        run.jb,
+        run.type_time,
+        run.device_time,
+        run.nodes_i,
+        run.busy,
+        run.types_i,
+        run.slots,
+        run.st_i,
+        run.st_f,
+        run.run_order,
+        run.ctr,
+    )
+    heap_push(run.heap_t, run.heap_je, run.ctr, HEAP_FINISH, 0.0, 0, -1)
+    run._compact(HEAP_FINISH)
 
 
 def _grown(a: npt.NDArray[np.generic], size: int) -> npt.NDArray[np.generic]:

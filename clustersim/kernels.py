@@ -395,24 +395,42 @@ def link_gbs(
     return nic / worst
 
 
-@_compiled
-def release_nodes(
-    node_free: IntArray, busy: FloatArray, node_group: IntArray, nodes: IntArray, counts: IntArray
-) -> None:
-    """Give back ``counts`` devices on ``nodes`` (the reverse of :func:`take_nodes`)."""
-    for i in range(len(nodes)):
-        n = nodes[i]
-        node_free[n] += counts[i]
-        busy[node_group[n]] -= counts[i]
-
-
 # ---------------------------------------------------------------------------------------------
 # The engine's per-job bookkeeping: start, stop, reserve, event heaps
 #
-# The engine packs its per-job state into a few arrays so that a kernel call passes a handful
-# of arguments (each costs numba's dispatcher about 0.1 µs): ``jf`` (N_JF, n) float64 and
-# ``ji`` (N_JI, n) int64 hold one row per field below, ``jb`` (2, n) bool the running and
-# active flags. Counters the kernels advance live in ``ctr`` (N_CTR,) int64.
+# A preemptive decision is one call of :func:`decide_preemptive` (plan, suspend, reserve,
+# start), a greedy one one call of :func:`reserve_and_start`, whatever the number of jobs they
+# start or stop; the engine's Python takes over only for what needs Python objects (a placement
+# strategy the kernels do not know, the performance model on a placement not seen before).
+# The engine packs its state into a few arrays so that a call passes a few dozen arguments
+# (each costs numba's dispatcher about 0.1 µs):
+#
+# * ``jf`` (N_JF, n) float64, ``ji`` (N_JI, n) int64: one row per per-job field below;
+#   ``jb`` (2, n) bool: the running and active flags;
+# * ``nodes_i`` (5, n_nodes) int64: rows NODE_*; ``nodes_f`` (2, n_nodes) float64: the
+#   intra-node link (GB/s) and the NIC (Gb/s) of each node; ``oversub`` (n_racks,) float64;
+#   ``busy`` (n_groups,) float64: busy devices per node group (type × region);
+# * ``types_i`` (2, n_types) int64: free and total devices per type; ``type_off``
+#   (n_types + 1,) int64: type ``t``'s nodes are ``nodes_i[NODE_BY_TYPE, type_off[t]:
+#   type_off[t + 1]]``;
+# * ``slots`` (2, s) int64: placement slots: job ``j`` holds ``slots[1, o:o+k]`` devices on
+#   nodes ``slots[0, o:o+k]``, ``o = ji[JI_SLOT, j]``, ``k = ji[JI_PLACED, j]``;
+# * ``heap_t`` (2, cap) float64, ``heap_je`` (2, 2, cap) int64: two binary min-heaps of
+#   ``(time, job, epoch)`` entries, completions (``HEAP_FINISH``) and service marks
+#   (``HEAP_MARK``), sizes in ``ctr``; an entry whose epoch is not the job's is stale;
+# * ``st_i`` (3, cap) int64, ``st_f`` (2, cap) float64: stints (job, node, devices; start,
+#   end), one row per node each time a job's devices are released;
+# * ``s_i`` (5, cap) int64, ``s_nc`` (2, cap) int64, ``s_f`` (2, cap) float64: the starts of
+#   the current decision (job, type, devices, offset and number of its nodes in ``s_nc``;
+#   nodes and devices there; link GB/s and rate);
+# * ``rc_i`` (3, cap) int64, ``rc_f`` (2, cap) float64: the rate cache, placement rates by
+#   (job, type, devices, link), one chain per job from ``ji[JI_RC_HEAD, j]``: next entry
+#   (-1: end), type, devices; link, rate;
+# * ``run_order`` (n,) int64: the running jobs in the order policies see them;
+# * ``ctr`` (N_CTR,) int64: the counters the kernels advance.
+#
+# Room in the growable arrays is the caller's business: one decision adds at most one stint
+# row and one heap entry of each kind per device of the cluster.
 
 JF_REMAINING = 0  # work left (lazy while running)
 JF_FIRST_START = 1
@@ -440,13 +458,25 @@ JI_MIGRATIONS = 3
 JI_MAX_NODES = 4
 JI_EPOCH = 5  # bumped at each stop: heap entries of older epochs are stale
 JI_GANG = 6  # num_gpus
-JI_SLOT = 7  # offset of the job's slot in the placement arrays
+JI_SLOT = 7  # offset of the job's slot in ``slots``
 JI_PLACED = 8  # nodes of the job's latest placement (0: never placed)
 JI_RC_HEAD = 9  # first entry of the job's chain in the rate cache, -1 for none
 N_JI = 10
 
 JB_RUNNING = 0
 JB_ACTIVE = 1
+
+NODE_FREE = 0  # free devices
+NODE_GROUP = 1  # node group (type × region) of each node
+NODE_TYPE = 2
+NODE_RACK = 3
+NODE_BY_TYPE = 4  # node indices grouped by type (see type_off)
+
+TYPE_FREE = 0
+TYPE_CAPACITY = 1
+
+HEAP_FINISH = 0
+HEAP_MARK = 1
 
 CTR_STINTS = 0  # stint rows written
 CTR_HEAP = 1  # entries in the completion heap
@@ -455,16 +485,19 @@ CTR_RUN = 3  # running jobs (the first entries of ``run_order``)
 CTR_RC = 4  # entries of the rate cache
 CTR_STARTS = 5  # starts reserved by the current decision
 CTR_START_NODES = 6  # node entries of those starts
-N_CTR = 7
+CTR_PLANNED = 7  # starts planned by the current preemptive decision
+N_CTR = 8
 
 MARK_EPS = 1e-6  # scheduling.base.SERVICE_EPS (the kernels import no policy code)
 
-PLACE_STRATEGY = 0  # how reserve_starts places gangs (see _reserve_one_node)
+PLACE_STRATEGY = 0  # how gangs are placed (see _reserve_one)
 PLACE_BEST_FIT = 1
 PLACE_CONSOLIDATE = 2
 
-RESERVE_DONE = 0
-RESERVE_PLACE = 1  # the job at the returned position needs the placement strategy
+STATUS_DONE = 0  # the decision is applied (a: a job with a zero rate, or -1)
+STATUS_PLACE = 1  # candidate a needs the placement strategy, on type b
+STATUS_RATES = 2  # a starts need the performance model (rate nan in s_f)
+STATUS_BAD = 3  # job a makes the decision invalid (b: BAD_INACTIVE or BAD_TWICE)
 
 
 @_compiled
@@ -501,21 +534,15 @@ def _sift_down(ht: FloatArray, hje: IntArray, size: int, i: int) -> None:
 
 @_compiled
 def heap_push(
-    ht: FloatArray, hje: IntArray, ctr: IntArray, which: int, t: float, j: int, e: int
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, t: float, j: int, e: int
 ) -> None:
-    """Push ``(t, j, e)`` on the binary min-heap ``ht``/``hje`` of ``ctr[which]`` entries.
-
-    Parameters
-    ----------
-    ht : (cap,) float64
-        Entry times.
-    hje : (2, cap) int64
-        Entry jobs and epochs. ``cap`` must exceed ``ctr[which]``.
-    ctr : (N_CTR,) int64
-        Counters; ``ctr[which]`` is the heap's size, incremented.
-    """
-    i = ctr[which]
-    ctr[which] = i + 1
+    """Push ``(t, j, e)`` on heap ``h`` (``HEAP_FINISH`` or ``HEAP_MARK``) of ``heap_t``
+    (2, cap) / ``heap_je`` (2, 2, cap), whose size is ``ctr[CTR_HEAP + h]`` (< cap)."""
+    ht = heap_t[h]
+    hje = heap_je[h]
+    c = CTR_HEAP + h
+    i = ctr[c]
+    ctr[c] = i + 1
     while i > 0:
         p = (i - 1) >> 1
         if not _entry_less(t, j, e, ht[p], hje[0, p], hje[1, p]):
@@ -530,11 +557,16 @@ def heap_push(
 
 
 @_compiled
-def heap_pop(ht: FloatArray, hje: IntArray, ctr: IntArray, which: int) -> tuple[float, int, int]:
-    """Remove and return the smallest entry ``(t, j, e)`` of a non-empty heap."""
+def heap_pop(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int
+) -> tuple[float, int, int]:
+    """Remove and return the smallest entry ``(t, j, e)`` of the non-empty heap ``h``."""
+    ht = heap_t[h]
+    hje = heap_je[h]
+    c = CTR_HEAP + h
     t, j, e = ht[0], hje[0, 0], hje[1, 0]
-    size = ctr[which] - 1
-    ctr[which] = size
+    size = ctr[c] - 1
+    ctr[c] = size
     if size > 0:
         ht[0] = ht[size]
         hje[0, 0] = hje[0, size]
@@ -544,26 +576,35 @@ def heap_pop(ht: FloatArray, hje: IntArray, ctr: IntArray, which: int) -> tuple[
 
 
 @_compiled
-def heap_peek(ht: FloatArray, hje: IntArray, ctr: IntArray, which: int, epoch: IntArray) -> float:
-    """Time of the first current entry (``e == epoch[j]``) of a heap, ``inf`` when there is
-    none; stale entries met on the way are dropped."""
-    while ctr[which] > 0 and hje[1, 0] != epoch[hje[0, 0]]:
-        heap_pop(ht, hje, ctr, which)
-    return ht[0] if ctr[which] > 0 else np.inf
+def heap_peek(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, epoch: IntArray
+) -> float:
+    """Time of the first current entry (``e == epoch[j]``) of heap ``h``, ``inf`` when there
+    is none; stale entries met on the way are dropped."""
+    hje = heap_je[h]
+    c = CTR_HEAP + h
+    while ctr[c] > 0 and hje[1, 0] != epoch[hje[0, 0]]:
+        heap_pop(heap_t, heap_je, ctr, h)
+    return heap_t[h, 0] if ctr[c] > 0 else np.inf
 
 
 @_compiled
-def heap_compact(ht: FloatArray, hje: IntArray, ctr: IntArray, which: int, epoch: IntArray) -> None:
-    """Drop every stale entry of a heap (jobs stopped since the entry was pushed), in
+def heap_compact(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, epoch: IntArray
+) -> None:
+    """Drop every stale entry of heap ``h`` (jobs stopped since the entry was pushed), in
     O(size); the current entries, and so the order of events, stay the same."""
+    ht = heap_t[h]
+    hje = heap_je[h]
+    c = CTR_HEAP + h
     m = 0
-    for i in range(ctr[which]):
+    for i in range(ctr[c]):
         if hje[1, i] == epoch[hje[0, i]]:
             ht[m] = ht[i]
             hje[0, m] = hje[0, i]
             hje[1, m] = hje[1, i]
             m += 1
-    ctr[which] = m
+    ctr[c] = m
     for i in range(m // 2 - 1, -1, -1):
         _sift_down(ht, hje, m, i)
 
@@ -578,55 +619,28 @@ def stop_jobs(
     jb: BoolArray,
     type_time: FloatArray,
     device_time: FloatArray,
-    node_free: IntArray,
+    nodes_i: IntArray,
     busy: FloatArray,
-    node_group: IntArray,
-    free: IntArray,
-    slot_nodes: IntArray,
-    slot_counts: IntArray,
+    types_i: IntArray,
+    slots: IntArray,
     st_i: IntArray,
     st_f: FloatArray,
     run_order: IntArray,
     ctr: IntArray,
 ) -> None:
-    """Stop running jobs ``js`` in that order (completion or suspension).
+    """Stop running jobs ``js`` (k,) int64 in that order (completion or suspension).
 
     Each job's counters are brought to ``now`` (progress stops at its whole-step ``cap``):
-    ``executed``, ``attained``, ``type_time``, ``device_time`` and ``remaining`` (0 and
-    ``finish = now`` when ``completed``); its devices go back to ``node_free``, ``busy`` and
-    ``free``; one stint row per node is appended; its epoch is bumped (its heap entries go
-    stale) and it leaves ``run_order``, whose other entries keep their order.
-
-    Parameters
-    ----------
-    js : (k,) int64
-        Running jobs to stop.
-    jf, ji, jb : (N_JF, n) float64, (N_JI, n) int64, (2, n) bool
-        Per-job state (rows ``JF_*``, ``JI_*``, ``JB_*``).
-    type_time, device_time : (n, n_types) float64
-        Seconds and device-seconds held per type.
-    node_free : (n_nodes,) int64
-        Free devices per node.
-    busy : (n_groups,) float64
-        Busy devices per node group (type × region).
-    node_group : (n_nodes,) int64
-        Group of each node.
-    free : (n_types,) int64
-        Free devices per type.
-    slot_nodes, slot_counts : (s,) int64
-        Placement slots: job ``j`` holds ``slot_counts[o:o+k]`` devices on
-        ``slot_nodes[o:o+k]``, ``o = ji[JI_SLOT, j]``, ``k = ji[JI_PLACED, j]``.
-    st_i : (3, cap) int64
-        Out: stint job, node, devices (rows from ``ctr[CTR_STINTS]`` on; room for one row per
-        device held by ``js`` is the caller's business).
-    st_f : (2, cap) float64
-        Out: stint start and end.
-    run_order : (n,) int64
-        Running jobs in the engine's order, ``ctr[CTR_RUN]`` of them.
-    ctr : (N_CTR,) int64
-        Counters.
+    ``executed``, ``attained``, ``type_time`` and ``device_time`` (n, n_types), and
+    ``remaining`` (0 and ``finish = now`` when ``completed``); its devices go back to the
+    nodes, ``busy`` and the free devices of its type; one stint row per node is appended; its
+    epoch is bumped (its heap entries go stale) and it leaves ``run_order``, whose other
+    entries keep their order. The other arguments are the engine's packed state (see above).
     """
     n_st = ctr[CTR_STINTS]
+    node_free = nodes_i[NODE_FREE]
+    node_group = nodes_i[NODE_GROUP]
+    free = types_i[TYPE_FREE]
     for jj in js:
         n = ji[JI_ALLOC_N, jj]
         t = ji[JI_ALLOC_TYPE, jj]
@@ -656,8 +670,8 @@ def stop_jobs(
         began = jf[JF_LAST_START, jj]
         o = ji[JI_SLOT, jj]
         for i in range(o, o + ji[JI_PLACED, jj]):
-            node = slot_nodes[i]
-            c = slot_counts[i]
+            node = slots[0, i]
+            c = slots[1, i]
             node_free[node] += c
             busy[node_group[node]] -= c
             st_i[0, n_st] = jj
@@ -682,19 +696,17 @@ def stop_jobs(
 def complete_due(
     t: float,
     out: IntArray,
-    ht: FloatArray,
-    hje: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
     jf: FloatArray,
     ji: IntArray,
     jb: BoolArray,
     type_time: FloatArray,
     device_time: FloatArray,
-    node_free: IntArray,
+    nodes_i: IntArray,
     busy: FloatArray,
-    node_group: IntArray,
-    free: IntArray,
-    slot_nodes: IntArray,
-    slot_counts: IntArray,
+    types_i: IntArray,
+    slots: IntArray,
     st_i: IntArray,
     st_f: FloatArray,
     run_order: IntArray,
@@ -702,15 +714,15 @@ def complete_due(
 ) -> int:
     """Complete the running jobs predicted to finish by ``t`` (within ``1e-9 + 1e-12 |t|``).
 
-    Pops their entries from the completion heap ``ht``/``hje`` (skipping stale ones), writes
-    them ascending to ``out`` (room for every running job), stops them in that order as
-    :func:`stop_jobs` does with ``completed`` and clears their active flag. Returns how many.
+    Pops their entries from the completion heap (skipping stale ones), writes them ascending
+    to ``out`` (n,) int64, stops them in that order as :func:`stop_jobs` does with
+    ``completed`` and clears their active flag. Returns how many.
     """
     tol = t + 1e-9 + 1e-12 * abs(t)
     epoch = ji[JI_EPOCH]
     k = 0
-    while ctr[CTR_HEAP] > 0 and ht[0] <= tol:
-        _, j, e = heap_pop(ht, hje, ctr, CTR_HEAP)
+    while ctr[CTR_HEAP] > 0 and heap_t[HEAP_FINISH, 0] <= tol:
+        _, j, e = heap_pop(heap_t, heap_je, ctr, HEAP_FINISH)
         if e == epoch[j]:
             out[k] = j
             k += 1
@@ -725,12 +737,10 @@ def complete_due(
         jb,
         type_time,
         device_time,
-        node_free,
+        nodes_i,
         busy,
-        node_group,
-        free,
-        slot_nodes,
-        slot_counts,
+        types_i,
+        slots,
         st_i,
         st_f,
         run_order,
@@ -759,8 +769,8 @@ def _next_mark(marks: FloatArray, att: float) -> int:
 @_compiled
 def push_mark(
     marks: FloatArray,
-    mt: FloatArray,
-    mje: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
     ctr: IntArray,
     j: int,
     t: float,
@@ -770,21 +780,21 @@ def push_mark(
 ) -> None:
     """Schedule the moment running job ``j`` (``att`` device-seconds at ``t`` on ``nd``
     devices, epoch ``e``) reaches the next of the service ``marks`` (ascending) above it, on
-    the mark heap ``mt``/``mje``; nothing when it is above them all."""
+    the mark heap; nothing when it is above them all."""
     q = _next_mark(marks, att)
     if q < len(marks):
-        heap_push(mt, mje, ctr, CTR_MARKS, t + (marks[q] - att) / nd, j, e)
+        heap_push(heap_t, heap_je, ctr, HEAP_MARK, t + (marks[q] - att) / nd, j, e)
 
 
 @_compiled
 def pop_marks(
-    t: float, mt: FloatArray, mje: IntArray, ctr: IntArray, epoch: IntArray, out: IntArray
+    t: float, heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, epoch: IntArray, out: IntArray
 ) -> int:
     """Pop the mark-heap entries due by ``t``; the current ones go to ``out`` (2, >= size)
     as (job, epoch) columns, in pop order. Returns how many."""
     k = 0
-    while ctr[CTR_MARKS] > 0 and mt[0] <= t:
-        _, j, e = heap_pop(mt, mje, ctr, CTR_MARKS)
+    while ctr[CTR_MARKS] > 0 and heap_t[HEAP_MARK, 0] <= t:
+        _, j, e = heap_pop(heap_t, heap_je, ctr, HEAP_MARK)
         if e == epoch[j]:
             out[0, k] = j
             out[1, k] = e
@@ -798,8 +808,8 @@ def rearm_marks(
     k: int,
     now: float,
     marks: FloatArray,
-    mt: FloatArray,
-    mje: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
     ctr: IntArray,
     jf: FloatArray,
     ji: IntArray,
@@ -816,7 +826,7 @@ def rearm_marks(
             c = jf[JF_CAP, j]
             upto = now if now < c else c
             att = jf[JF_ATT0, j] + (upto - jf[JF_BASE_T, j]) * n
-            push_mark(marks, mt, mje, ctr, j, now, att, n, e)
+            push_mark(marks, heap_t, heap_je, ctr, j, now, att, n, e)
 
 
 @_compiled
@@ -827,13 +837,11 @@ def record_start(
     nodes: IntArray,
     counts: IntArray,
     s_i: IntArray,
-    s_nodes: IntArray,
-    s_counts: IntArray,
+    s_nc: IntArray,
     ctr: IntArray,
 ) -> None:
     """Append a reserved start (job ``j`` on ``nd`` devices of type ``t``: ``counts`` on
-    ``nodes``) to the decision's start list ``s_i`` (5, cap): job, type, devices, offset and
-    length of its nodes in ``s_nodes``/``s_counts``."""
+    ``nodes``) to the decision's starts ``s_i``/``s_nc``."""
     s = ctr[CTR_STARTS]
     o = ctr[CTR_START_NODES]
     s_i[0, s] = j
@@ -842,27 +850,24 @@ def record_start(
     s_i[3, s] = o
     s_i[4, s] = len(nodes)
     for i in range(len(nodes)):
-        s_nodes[o + i] = nodes[i]
-        s_counts[o + i] = counts[i]
+        s_nc[0, o + i] = nodes[i]
+        s_nc[1, o + i] = counts[i]
     ctr[CTR_STARTS] = s + 1
     ctr[CTR_START_NODES] = o + len(nodes)
 
 
 @_compiled
-def _reserve_one_node(
+def _reserve_one(
     j: int,
     t: int,
     nd: int,
     placing: int,
-    node_free: IntArray,
+    nodes_i: IntArray,
     busy: FloatArray,
-    node_group: IntArray,
-    free: IntArray,
-    type_nodes: IntArray,
+    types_i: IntArray,
     type_off: IntArray,
     s_i: IntArray,
-    s_nodes: IntArray,
-    s_counts: IntArray,
+    s_nc: IntArray,
     ctr: IntArray,
 ) -> int:
     """Reserve ``nd`` devices of type ``t`` for job ``j``: 1 when done, 0 when fewer than
@@ -872,11 +877,14 @@ def _reserve_one_node(
     fits one node goes to the best-fitting one, the strategy places the others) or
     ``PLACE_CONSOLIDATE`` (the others take the freest nodes first, :func:`take_largest_first`).
     """
+    free = types_i[TYPE_FREE]
     if free[t] < nd:
         return 0
     if placing == PLACE_STRATEGY:
         return -1
-    nodes_t = type_nodes[type_off[t] : type_off[t + 1]]
+    node_free = nodes_i[NODE_FREE]
+    node_group = nodes_i[NODE_GROUP]
+    nodes_t = nodes_i[NODE_BY_TYPE, type_off[t] : type_off[t + 1]]
     # one type on every node: no gather (the first smallest fitting node either way)
     every = len(type_off) == 2
     i = best_fit_node(node_free, nodes_t[:0] if every else nodes_t, nd)
@@ -887,7 +895,7 @@ def _reserve_one_node(
         free[t] -= nd
         counts = np.empty(1, dtype=np.int64)
         counts[0] = nd
-        record_start(j, t, nd, nodes_t[i : i + 1], counts, s_i, s_nodes, s_counts, ctr)
+        record_start(j, t, nd, nodes_t[i : i + 1], counts, s_i, s_nc, ctr)
         return 1
     if placing != PLACE_CONSOLIDATE:
         return -1
@@ -902,175 +910,47 @@ def _reserve_one_node(
         node_free[nodes[i]] -= counts[i]
         busy[node_group[nodes[i]]] += counts[i]
     free[t] -= nd
-    record_start(j, t, nd, nodes, counts, s_i, s_nodes, s_counts, ctr)
+    record_start(j, t, nd, nodes, counts, s_i, s_nc, ctr)
     return 1
 
 
 @_compiled
-def reserve_starts(
-    cand: IntArray,
-    m: int,
-    i0: int,
-    greedy: bool,
-    blocking: bool,
-    placing: int,
-    rate: FloatArray,
-    ji: IntArray,
-    jb: BoolArray,
-    mark: Int8Array,
-    node_free: IntArray,
-    busy: FloatArray,
-    node_group: IntArray,
-    free: IntArray,
-    type_nodes: IntArray,
-    type_off: IntArray,
-    s_i: IntArray,
-    s_nodes: IntArray,
-    s_counts: IntArray,
-    ctr: IntArray,
-) -> tuple[int, int, int]:
-    """Reserve devices for the candidates ``cand[:, i0:m]`` in order, appending each reserved
-    start to the start list (see :func:`record_start`).
-
-    Gangs are placed as ``placing`` says (:func:`_reserve_one_node`); for one the placement
-    strategy must place the kernel returns ``(RESERVE_PLACE, i, t)`` and
-    the caller asks the placement strategy for candidate ``i`` on type ``t``, records the
-    outcome and calls again from ``i + 1`` (a greedy caller first applies the rules below).
-
-    Preemptive decisions (not ``greedy``): the candidates are the planned starts
-    (:func:`plan_preemptive`): rows job, type, devices; one that cannot be reserved is
-    skipped. Greedy decisions: rows job, wanted type (-1: the engine's choice), devices;
-    running jobs and jobs already reserved by this decision are skipped; a job is tried only
-    when some type has ``devices`` free, on the wanted type, else its current type, else the
-    type with room on which it is fastest (one type: that type, if the job can run there);
-    the first failure ends the decision when ``blocking``, and so does a full cluster.
-    ``mark`` (n,) int8 is scratch, all zero on entry and on return.
-
-    Returns
-    -------
-    (status, i, t)
-        ``(RESERVE_DONE, m, -1)``, or ``(RESERVE_PLACE, i, t)``.
-    """
-    n_types = len(free)
-    max_free = 0
-    for k in range(n_types):
-        max_free = max(max_free, free[k])
-    status = RESERVE_DONE
-    at = m
-    t_out = -1
-    for i in range(i0, m):
-        j = cand[0, i]
-        nd = cand[2, i]
-        t = cand[1, i]
-        if greedy:
-            if jb[JB_RUNNING, j] or mark[j] != 0:
-                continue
-            if max_free == 0:
-                break
-            got = 0
-            if nd <= max_free:
-                if t < 0:
-                    if n_types == 1:
-                        t = 0 if free[0] >= nd and rate[j, 0] > 0 else -1
-                    elif ji[JI_ALLOC_TYPE, j] >= 0:
-                        t = ji[JI_ALLOC_TYPE, j]
-                    else:
-                        t = fastest_type(rate, j, free, nd)
-                if t >= 0:
-                    got = _reserve_one_node(
-                        j,
-                        t,
-                        nd,
-                        placing,
-                        node_free,
-                        busy,
-                        node_group,
-                        free,
-                        type_nodes,
-                        type_off,
-                        s_i,
-                        s_nodes,
-                        s_counts,
-                        ctr,
-                    )
-        else:
-            got = _reserve_one_node(
-                j,
-                t,
-                nd,
-                placing,
-                node_free,
-                busy,
-                node_group,
-                free,
-                type_nodes,
-                type_off,
-                s_i,
-                s_nodes,
-                s_counts,
-                ctr,
-            )
-        if got < 0:
-            status = RESERVE_PLACE
-            at = i
-            t_out = t
-            break
-        if greedy:
-            if got == 0:
-                if blocking:
-                    break
-                continue
-            mark[j] = 1
-            max_free = 0
-            for k in range(n_types):
-                max_free = max(max_free, free[k])
-    if status == RESERVE_DONE:
-        for s in range(ctr[CTR_STARTS]):
-            mark[s_i[0, s]] = 0
-    return status, at, t_out
-
-
-@_compiled
 def start_rates(
-    gang: IntArray,
+    ji: IntArray,
     rate: FloatArray,
-    head: IntArray,
     rc_i: IntArray,
     rc_f: FloatArray,
-    intra_gbs: FloatArray,
-    nic_gbps: FloatArray,
-    rack: IntArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
     oversub: FloatArray,
     s_i: IntArray,
-    s_nodes: IntArray,
+    s_nc: IntArray,
     s_f: FloatArray,
     ctr: IntArray,
 ) -> int:
-    """Rate of each reserved start, from what is known without the performance model.
+    """Rate of each start of the decision, from what is known without the performance model.
 
-    A one-device job on one device runs at its consolidated ``rate``; any other start runs at
-    the rate of its (job, type, devices, slowest link) key in the rate cache. Writes the link
-    (GB/s, :func:`link_gbs`) and the rate, or ``nan`` for a cache miss, to ``s_f`` (2, cap)
-    and returns the number of misses.
-
-    The rate cache holds placement rates by key, one chain per job: ``head[j]`` is the job's
-    first entry (-1: none), ``rc_i`` (3, cap) int64 holds each entry's next entry (-1: end),
-    type and devices, ``rc_f`` (2, cap) float64 its link and rate.
+    A one-device job on one device runs at its consolidated ``rate`` (n, n_types); any other
+    start at the rate of its (job, type, devices, slowest link) key in the rate cache. Writes
+    the link (GB/s, :func:`link_gbs`) and the rate, ``nan`` for a cache miss, to ``s_f`` and
+    returns the number of misses.
     """
     misses = 0
     for s in range(ctr[CTR_STARTS]):
         j = s_i[0, s]
         t = s_i[1, s]
         nd = s_i[2, s]
-        if nd == 1 and gang[j] == 1:
+        if nd == 1 and ji[JI_GANG, j] == 1:
             s_f[0, s] = np.inf
             s_f[1, s] = rate[j, t]
             continue
         o = s_i[3, s]
-        link = link_gbs(s_nodes[o : o + s_i[4, s]], nd, intra_gbs, nic_gbps, rack, oversub)
+        link = link_gbs(
+            s_nc[0, o : o + s_i[4, s]], nd, nodes_f[0], nodes_f[1], nodes_i[NODE_RACK], oversub
+        )
         s_f[0, s] = link
         r = np.nan
-        e = head[j]
+        e = ji[JI_RC_HEAD, j]
         while e >= 0:
             if rc_i[1, e] == t and rc_i[2, e] == nd and rc_f[0, e] == link:
                 r = rc_f[1, e]
@@ -1089,35 +969,41 @@ def start_jobs(
     jf: FloatArray,
     ji: IntArray,
     jb: BoolArray,
-    slot_nodes: IntArray,
-    slot_counts: IntArray,
+    slots: IntArray,
     s_i: IntArray,
-    s_nodes: IntArray,
-    s_counts: IntArray,
+    s_nc: IntArray,
     s_f: FloatArray,
     run_order: IntArray,
-    ht: FloatArray,
-    hje: IntArray,
-    mt: FloatArray,
-    mje: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
     ctr: IntArray,
-) -> None:
-    """Start the reserved starts (devices already taken) at rate ``s_f[1]``, in order.
+) -> int:
+    """Start the decision's starts (devices reserved) at their rates ``s_f[1]``, in order, and
+    clear the list.
 
     A resumed job stalls for its restore delay and counts a migration when its nodes differ
-    from its previous placement's; each job's predicted finish goes on the completion heap
-    ``ht``/``hje`` (room for one more entry per start is the caller's business), and on the
-    mark heap ``mt``/``mje`` the moment it reaches its next service mark. The started jobs
-    join ``run_order`` at its end.
+    from its previous placement's; each job's predicted finish goes on the completion heap,
+    and on the mark heap the moment it reaches its next service mark (``marks`` ascending,
+    may be empty). The started jobs join ``run_order`` at its end.
+
+    Returns
+    -------
+    int
+        -1, or the first job whose rate is not positive (which is not started; the starts
+        after it neither).
     """
     n_run = ctr[CTR_RUN]
+    bad = -1
     for s in range(ctr[CTR_STARTS]):
         j = s_i[0, s]
+        r = s_f[1, s]
+        if not r > 0.0:
+            bad = j
+            break
         t = s_i[1, s]
         nd = s_i[2, s]
         o = s_i[3, s]
         k = s_i[4, s]
-        r = s_f[1, s]
         first = jf[JF_FIRST_START, j]
         resumed = first == first
         slot = ji[JI_SLOT, j]
@@ -1126,7 +1012,7 @@ def start_jobs(
             moved = k != ji[JI_PLACED, j]
             if not moved:
                 for i in range(k):
-                    if s_nodes[o + i] != slot_nodes[slot + i]:
+                    if s_nc[0, o + i] != slots[0, slot + i]:
                         moved = True
                         break
             if moved:
@@ -1135,8 +1021,8 @@ def start_jobs(
             stall = now
             jf[JF_FIRST_START, j] = now
         for i in range(k):
-            slot_nodes[slot + i] = s_nodes[o + i]
-            slot_counts[slot + i] = s_counts[o + i]
+            slots[0, slot + i] = s_nc[0, o + i]
+            slots[1, slot + i] = s_nc[1, o + i]
         ji[JI_PLACED, j] = k
         if k > ji[JI_MAX_NODES, j]:
             ji[JI_MAX_NODES, j] = k
@@ -1156,23 +1042,132 @@ def start_jobs(
         run_order[n_run] = j
         n_run += 1
         e = ji[JI_EPOCH, j]
-        heap_push(ht, hje, ctr, CTR_HEAP, fin, j, e)
+        heap_push(heap_t, heap_je, ctr, HEAP_FINISH, fin, j, e)
         if len(marks):
-            push_mark(marks, mt, mje, ctr, j, now, jf[JF_ATTAINED, j], nd, e)
+            push_mark(marks, heap_t, heap_je, ctr, j, now, jf[JF_ATTAINED, j], nd, e)
     ctr[CTR_RUN] = n_run
     ctr[CTR_STARTS] = 0
     ctr[CTR_START_NODES] = 0
+    return bad
 
 
 @_compiled
-def plan_and_stop(
+def reserve_and_start(
+    cand: IntArray,
+    m: int,
+    i0: int,
+    greedy: bool,
+    blocking: bool,
+    placing: int,
+    now: float,
+    rate: FloatArray,
+    marks: FloatArray,
+    mark: Int8Array,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
+    oversub: FloatArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    type_off: IntArray,
+    slots: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    rc_i: IntArray,
+    rc_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> tuple[int, int, int]:
+    """Reserve devices for the candidates ``cand[:, i0:m]`` in order, then start them
+    (:func:`start_rates`, :func:`start_jobs`).
+
+    Gangs are placed as ``placing`` says (:func:`_reserve_one`); for one the placement
+    strategy must place, the kernel returns ``(STATUS_PLACE, i, t)``: the caller asks the
+    strategy for candidate ``i`` on type ``t``, records the outcome (:func:`record_start`;
+    ``mark`` the job when ``greedy``) and calls again from ``i + 1`` (a greedy caller ends the
+    list at ``i`` instead when the strategy fails and ``blocking``). When some starts need the
+    performance model it returns ``(STATUS_RATES, misses, 0)`` with their rates ``nan``: the
+    caller fills them in and calls :func:`start_jobs`.
+
+    Preemptive decisions (not ``greedy``): the candidates are the planned starts
+    (:func:`plan_preemptive`): rows job, type, devices; one that cannot be reserved is
+    skipped. Greedy decisions: rows job, wanted type (-1: the engine's choice), devices;
+    running jobs and jobs already reserved by this decision are skipped; a job is tried only
+    when some type has ``devices`` free, on the wanted type, else its current type, else the
+    type with room on which it is fastest (one type: that type, if the job can run there);
+    the first failure ends the decision when ``blocking``, and so does a full cluster.
+    ``mark`` (n,) int8 is scratch, all zero on entry and when the reservations are done.
+
+    Returns
+    -------
+    (status, a, b)
+        ``STATUS_*`` and its details (``STATUS_DONE``: ``a`` is as :func:`start_jobs`
+        returns).
+    """
+    free = types_i[TYPE_FREE]
+    n_types = len(free)
+    max_free = 0
+    for k in range(n_types):
+        max_free = max(max_free, free[k])
+    for i in range(i0, m):
+        j = cand[0, i]
+        nd = cand[2, i]
+        t = cand[1, i]
+        if greedy:
+            if jb[JB_RUNNING, j] or mark[j] != 0:
+                continue
+            if max_free == 0:
+                break
+            got = 0
+            if nd <= max_free:
+                if t < 0:
+                    if n_types == 1:
+                        t = 0 if free[0] >= nd and rate[j, 0] > 0 else -1
+                    elif ji[JI_ALLOC_TYPE, j] >= 0:
+                        t = ji[JI_ALLOC_TYPE, j]
+                    else:
+                        t = fastest_type(rate, j, free, nd)
+                if t >= 0:
+                    got = _reserve_one(
+                        j, t, nd, placing, nodes_i, busy, types_i, type_off, s_i, s_nc, ctr
+                    )
+        else:
+            got = _reserve_one(j, t, nd, placing, nodes_i, busy, types_i, type_off, s_i, s_nc, ctr)
+        if got < 0:
+            return STATUS_PLACE, i, t
+        if greedy:
+            if got == 0:
+                if blocking:
+                    break
+                continue
+            mark[j] = 1
+            max_free = 0
+            for k in range(n_types):
+                max_free = max(max_free, free[k])
+    for s in range(ctr[CTR_STARTS]):
+        mark[s_i[0, s]] = 0
+    misses = start_rates(ji, rate, rc_i, rc_f, nodes_i, nodes_f, oversub, s_i, s_nc, s_f, ctr)
+    if misses:
+        return STATUS_RATES, misses, 0
+    bad = start_jobs(now, marks, jf, ji, jb, slots, s_i, s_nc, s_f, run_order, heap_t, heap_je, ctr)
+    return STATUS_DONE, bad, 0
+
+
+@_compiled
+def decide_preemptive(
     run: IntArray,
     nds: IntArray,
     types: IntArray,
     blocking: bool,
+    placing: int,
     now: float,
     rate: FloatArray,
-    capacity: IntArray,
+    marks: FloatArray,
     mark: Int8Array,
     plan: IntArray,
     jf: FloatArray,
@@ -1180,39 +1175,46 @@ def plan_and_stop(
     jb: BoolArray,
     type_time: FloatArray,
     device_time: FloatArray,
-    node_free: IntArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
+    oversub: FloatArray,
     busy: FloatArray,
-    node_group: IntArray,
-    free: IntArray,
-    slot_nodes: IntArray,
-    slot_counts: IntArray,
+    types_i: IntArray,
+    type_off: IntArray,
+    slots: IntArray,
     st_i: IntArray,
     st_f: FloatArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    rc_i: IntArray,
+    rc_f: FloatArray,
     run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
     ctr: IntArray,
 ) -> tuple[int, int, int]:
-    """The first half of a preemptive decision: :func:`plan_preemptive`, then suspend the
-    running jobs it does not keep (one more preemption each, :func:`stop_jobs` in ascending
-    order); ``run_order`` becomes the kept jobs in priority order.
+    """Apply a preemptive decision: :func:`plan_preemptive`, then suspend the running jobs it
+    does not keep (one more preemption each, :func:`stop_jobs` in ascending order), then
+    :func:`reserve_and_start` the planned starts in priority order. ``run_order`` becomes the
+    kept jobs in priority order, then the started ones.
 
     Parameters
     ----------
     run, nds, types, blocking
         The decision, as :func:`plan_preemptive` takes it.
-    capacity : (n_types,) int64
-        Devices of each type.
     plan : (5, >= max(m, running)) int64
         Out: rows ``go_job``, ``go_type``, ``go_n``, ``kept``, ``stop`` of
-        :func:`plan_preemptive`; the first three are the candidates of
-        :func:`reserve_starts`.
+        :func:`plan_preemptive`; the first three are the candidates to resume
+        :func:`reserve_and_start` with.
     Others
-        As :func:`stop_jobs`.
+        The engine's packed state (see above).
 
     Returns
     -------
-    (n_go, bad_job, why)
-        Planned starts, and as :func:`plan_preemptive` (nothing is stopped when ``bad_job``
-        is not -1).
+    (status, a, b)
+        ``(STATUS_BAD, job, why)`` when the plan finds the decision invalid (nothing
+        changed), else as :func:`reserve_and_start` returns.
     """
     n_run = ctr[CTR_RUN]
     n_go, n_kept, n_stop, bad, why = plan_preemptive(
@@ -1221,7 +1223,7 @@ def plan_and_stop(
         types,
         ji[JI_GANG],
         rate,
-        capacity.copy(),
+        types_i[TYPE_CAPACITY].copy(),
         blocking,
         jb[JB_RUNNING],
         ji[JI_ALLOC_N],
@@ -1236,7 +1238,8 @@ def plan_and_stop(
         plan[4],
     )
     if bad >= 0:
-        return 0, bad, why
+        return STATUS_BAD, bad, why
+    ctr[CTR_PLANNED] = n_go
     stop = plan[4, :n_stop]
     for j in stop:
         ji[JI_PREEMPTIONS, j] += 1
@@ -1249,12 +1252,10 @@ def plan_and_stop(
         jb,
         type_time,
         device_time,
-        node_free,
+        nodes_i,
         busy,
-        node_group,
-        free,
-        slot_nodes,
-        slot_counts,
+        types_i,
+        slots,
         st_i,
         st_f,
         run_order,
@@ -1263,4 +1264,36 @@ def plan_and_stop(
     for i in range(n_kept):
         run_order[i] = plan[3, i]
     ctr[CTR_RUN] = n_kept
-    return n_go, -1, 0
+    if n_go == 0:
+        return STATUS_DONE, -1, 0
+    return reserve_and_start(
+        plan,
+        n_go,
+        0,
+        False,
+        blocking,
+        placing,
+        now,
+        rate,
+        marks,
+        mark,
+        jf,
+        ji,
+        jb,
+        nodes_i,
+        nodes_f,
+        oversub,
+        busy,
+        types_i,
+        type_off,
+        slots,
+        s_i,
+        s_nc,
+        s_f,
+        rc_i,
+        rc_f,
+        run_order,
+        heap_t,
+        heap_je,
+        ctr,
+    )
