@@ -20,6 +20,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -506,7 +507,7 @@ class _Run:
         return int(k)
 
     def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
-        return reserve_and_start(  # type: ignore[no-any-return]
+        return reserve_and_start(
             cand,
             m,
             i,
@@ -1024,11 +1025,14 @@ def warm_up() -> None:
     run._compact(HEAP_FINISH)
 
 
-def _grown(a: npt.NDArray[np.generic], size: int) -> npt.NDArray[np.generic]:
+_A = TypeVar("_A", bound="np.ndarray[Any, Any]")
+
+
+def _grown(a: _A, size: int) -> _A:
     """``a`` with its last axis grown to ``size`` (zeros after the old entries)."""
     out = np.zeros((*a.shape[:-1], size), dtype=a.dtype)
     out[..., : a.shape[-1]] = a
-    return out
+    return out  # type: ignore[return-value]
 
 
 def _contiguous(a: IntArray) -> IntArray:
