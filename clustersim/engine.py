@@ -99,7 +99,7 @@ from clustersim.kernels import (
     reserve_and_start,
     start_jobs,
     stop_jobs,
-    sync_running,
+    sync_packed,
     take_nodes,
 )
 from clustersim.perf import JobRates, PerformanceModel
@@ -295,7 +295,7 @@ class _Run:
         self.capped = False  # some running job has a finite cap (whole-step rounds)
         self.drop = np.full(n, "", dtype=object)
         self._mark = np.zeros(n, dtype=np.int8)  # kernel scratch, always left all zero
-        self._plan = np.empty((5, 0), dtype=np.int64)  # plan_and_stop's outputs, grown
+        self._plan = np.empty((5, 0), dtype=np.int64)  # decide_preemptive's plan, grown
         self.ctr = np.zeros(N_CTR, dtype=np.int64)
         # running jobs, in the order policies see them (ctr[CTR_RUN] of them)
         self.run_order = np.zeros(n, dtype=np.int64)
@@ -326,10 +326,11 @@ class _Run:
         self.round_index = 0
         self.events = 0
         self.seg_t: list[float] = []
-        self.seg_busy: list[FloatArray] = []
+        self.seg_busy = np.zeros((1024, len(self.busy)))  # busy devices per segment
         self.seg_queued: list[int] = []
         self.seg_running: list[int] = []
         self.n_active = 0
+        self._bind()
 
     # ------------------------------------------------------------------ views
     @property
@@ -373,12 +374,12 @@ class _Run:
 
     def sync(self, field: str | None = None) -> None:
         """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
-        if not self.ctr[CTR_RUN]:
-            return
         what = _SYNC_FIELDS.get(field)
         if what is None:
             raise ValueError(f"unknown field {field!r}")
-        self._sync(self.run_order[: self.ctr[CTR_RUN]], what)
+        k = int(self.ctr[CTR_RUN])
+        if k:
+            sync_packed(self.run_order, k, what, self.now, self.capped, self.jf, self.ji)
 
     def sync_types(self) -> None:
         """Bring ``type_time``/``device_time`` of running jobs up to ``now``."""
@@ -392,28 +393,6 @@ class _Run:
         self.type_time[j, t] += dt
         self.device_time[j, t] += dt * self.alloc_n[j]
         self.tt_synced_at[j] = upto
-
-    def _sync(self, j: IntArray, what: int = SYNC_ALL) -> None:
-        """Bring fields ``what`` (a :mod:`clustersim.kernels` ``SYNC_*`` mask) of running
-        jobs ``j`` up to ``now``."""
-        sync_running(
-            j,
-            what,
-            self.now,
-            self.capped,
-            self.cap,
-            self.base_t,
-            self.stall,
-            self.alloc_n,
-            self.exe0,
-            self.att0,
-            self.round_rem,
-            self.crate,
-            self.share,
-            self.executed,
-            self.attained,
-            self.remaining,
-        )
 
     def _state(self) -> State:
         return State(
@@ -445,26 +424,25 @@ class _Run:
     def _make_room(self) -> None:
         """Make sure one decision (or batch of completions) fits in the growable arrays: it
         adds at most one stint row and one entry to each heap per device of the cluster."""
-        ctr, need = self.ctr, self.total_devices + 1
-        if ctr[CTR_STINTS] + need > self.st_i.shape[1]:
-            size = 2 * (int(ctr[CTR_STINTS]) + need)
-            self.st_i = _grown(self.st_i, size)
-            self.st_f = _grown(self.st_f, size)
-        if max(ctr[CTR_HEAP], ctr[CTR_MARKS]) + need > self.heap_t.shape[1]:
-            size = 2 * (int(max(ctr[CTR_HEAP], ctr[CTR_MARKS])) + need)
-            self.heap_t = _grown(self.heap_t, size)
-            self.heap_je = _grown(self.heap_je, size)
+        n_st, n_heap, n_marks = self.ctr[:3].tolist()
+        if n_st > self._st_room or max(n_heap, n_marks) > self._heap_room:
+            self._grow(n_st, max(n_heap, n_marks))
 
-    def _stop(self, js: IntArray, completed: bool) -> None:
-        """Stop running jobs ``js`` (completion or suspension), in that order, and free their
-        devices."""
-        if not len(js):
-            return
-        self._make_room()
-        stop_jobs(
-            _contiguous(js),
-            completed,
-            self.now,
+    def _grow(self, n_st: int, n_heap: int) -> None:
+        need = self.total_devices + 1
+        if n_st + need > self.st_i.shape[1]:
+            self.st_i = _grown(self.st_i, 2 * (n_st + need))
+            self.st_f = _grown(self.st_f, self.st_i.shape[1])
+        if n_heap + need > self.heap_t.shape[1]:
+            self.heap_t = _grown(self.heap_t, 2 * (n_heap + need))
+            self.heap_je = _grown(self.heap_je, self.heap_t.shape[1])
+        self._bind()
+
+    def _bind(self) -> None:
+        """Pack the kernels' arguments anew (after an array was replaced by a larger one)."""
+        self._st_room = self.st_i.shape[1] - self.total_devices - 1
+        self._heap_room = self.heap_t.shape[1] - self.total_devices - 1
+        self._stop_args = (
             self.jf,
             self.ji,
             self.jb,
@@ -479,45 +457,7 @@ class _Run:
             self.run_order,
             self.ctr,
         )
-        self._run_arr = None
-
-    def _complete_due(self, t: float) -> int:
-        """Complete the running jobs whose predicted finish is due by ``t``."""
-        self._make_room()
-        k = complete_due(
-            t,
-            self._done,
-            self.heap_t,
-            self.heap_je,
-            self.jf,
-            self.ji,
-            self.jb,
-            self.type_time,
-            self.device_time,
-            self.nodes_i,
-            self.busy,
-            self.types_i,
-            self.slots,
-            self.st_i,
-            self.st_f,
-            self.run_order,
-            self.ctr,
-        )
-        self._run_arr = None
-        return int(k)
-
-    def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
-        return reserve_and_start(
-            cand,
-            m,
-            i,
-            greedy,
-            self.blocking,
-            self.placing,
-            self.now,
-            self.rate,
-            self.marks,
-            self._mark,
+        self._start_args = (
             self.jf,
             self.ji,
             self.jb,
@@ -537,6 +477,66 @@ class _Run:
             self.heap_t,
             self.heap_je,
             self.ctr,
+        )
+        self._decide_args = (
+            self.rate,
+            self.marks,
+            self._mark,
+            self._plan,
+            self.jf,
+            self.ji,
+            self.jb,
+            self.type_time,
+            self.device_time,
+            self.nodes_i,
+            self.nodes_f,
+            self.oversub,
+            self.busy,
+            self.types_i,
+            self.type_off,
+            self.slots,
+            self.st_i,
+            self.st_f,
+            self.s_i,
+            self.s_nc,
+            self.s_f,
+            self.rc_i,
+            self.rc_f,
+            self.run_order,
+            self.heap_t,
+            self.heap_je,
+            self.ctr,
+        )
+
+    def _stop(self, js: IntArray, completed: bool) -> None:
+        """Stop running jobs ``js`` (completion or suspension), in that order, and free their
+        devices."""
+        if not len(js):
+            return
+        self._make_room()
+        stop_jobs(_contiguous(js), completed, self.now, *self._stop_args)
+        self._run_arr = None
+
+    def _complete_due(self, t: float) -> int:
+        """Complete the running jobs whose predicted finish is due by ``t``."""
+        self._make_room()
+        k = complete_due(t, self._done, self.heap_t, self.heap_je, *self._stop_args)
+        self._run_arr = None
+        return int(k)
+
+    def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
+        return reserve_and_start(
+            cand,
+            m,
+            i,
+            greedy,
+            self.blocking,
+            self.placing,
+            self.now,
+            self.rate,
+            self.marks,
+            self._mark,
+            *self._start_args,
         )
 
     def _finish(self, cand: IntArray, m: int, status: Status, greedy: bool) -> None:
@@ -612,6 +612,7 @@ class _Run:
             size = 2 * (k + len(miss))
             self.rc_i = _grown(self.rc_i, size)
             self.rc_f = _grown(self.rc_f, size)
+            self._bind()
         e = np.arange(k, k + len(miss))
         j = self.s_i[0, miss]
         head = self.ji[JI_RC_HEAD]
@@ -682,6 +683,7 @@ class _Run:
         m, nr = len(run), int(self.ctr[CTR_RUN])
         if self._plan.shape[1] < max(m, nr):
             self._plan = np.empty((5, max(2 * m, 2 * nr, 1024)), dtype=np.int64)
+            self._bind()
         self._make_room()
         status = decide_preemptive(
             _contiguous(run),
@@ -690,33 +692,7 @@ class _Run:
             self.blocking,
             self.placing,
             self.now,
-            self.rate,
-            self.marks,
-            self._mark,
-            self._plan,
-            self.jf,
-            self.ji,
-            self.jb,
-            self.type_time,
-            self.device_time,
-            self.nodes_i,
-            self.nodes_f,
-            self.oversub,
-            self.busy,
-            self.types_i,
-            self.type_off,
-            self.slots,
-            self.st_i,
-            self.st_f,
-            self.s_i,
-            self.s_nc,
-            self.s_f,
-            self.rc_i,
-            self.rc_f,
-            self.run_order,
-            self.heap_t,
-            self.heap_je,
-            self.ctr,
+            *self._decide_args,
         )
         if status[0] == STATUS_BAD:
             what = " twice" if status[2] == BAD_TWICE else ", which is not active"
@@ -915,7 +891,9 @@ class _Run:
                     next_round = t_next + round_len
             # record the segment that starts now
             self.seg_t.append(t_next)
-            self.seg_busy.append(self.busy.copy())
+            if self.events > len(self.seg_busy):
+                self.seg_busy = np.concatenate([self.seg_busy, np.zeros_like(self.seg_busy)])
+            self.seg_busy[self.events - 1] = self.busy
             nr = int(ctr[CTR_RUN])
             self.seg_running.append(nr)
             self.seg_queued.append(self.n_active - nr)
@@ -941,11 +919,7 @@ class _Run:
             self.drop[order[ai:]] = DROP_UNFINISHED
         seg_t = np.array([*self.seg_t, end], dtype=np.float64)
         n_types, n_regions = self.cluster.n_types, self.n_regions
-        seg_busy = (
-            np.array(self.seg_busy).reshape(-1, n_types, n_regions)
-            if self.seg_busy
-            else np.zeros((0, n_types, n_regions))
-        )
+        seg_busy = self.seg_busy[: self.events].reshape(-1, n_types, n_regions).copy()
         return RunResult(
             jobs=jobs,
             cluster=self.cluster,

@@ -1297,3 +1297,29 @@ def decide_preemptive(
         heap_je,
         ctr,
     )
+
+
+@_compiled
+def sync_packed(
+    jobs: IntArray, k: int, what: int, now: float, capped: bool, jf: FloatArray, ji: IntArray
+) -> None:
+    """:func:`sync_running` of running jobs ``jobs[:k]`` on the engine's packed state (see
+    above): fewer arguments to pass at every policy call."""
+    sync_running(
+        jobs[:k],
+        what,
+        now,
+        capped,
+        jf[JF_CAP],
+        jf[JF_BASE_T],
+        jf[JF_STALL],
+        ji[JI_ALLOC_N],
+        jf[JF_EXE0],
+        jf[JF_ATT0],
+        jf[JF_ROUND_REM],
+        jf[JF_CRATE],
+        jf[JF_SHARE],
+        jf[JF_EXECUTED],
+        jf[JF_ATTAINED],
+        jf[JF_REMAINING],
+    )
