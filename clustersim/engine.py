@@ -330,6 +330,7 @@ class _Run:
         self.seg_queued: list[int] = []
         self.seg_running: list[int] = []
         self.n_active = 0
+        self._fits = 0  # decisions known to fit in the growable arrays (see _make_room)
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -423,13 +424,25 @@ class _Run:
     # ------------------------------------------------------------------ start / stop
     def _make_room(self) -> None:
         """Make sure one decision (or batch of completions) fits in the growable arrays: it
-        adds at most one stint row and one entry to each heap per device of the cluster."""
-        n_st, n_heap, n_marks = self.ctr[:3].tolist()
-        if n_st > self._st_room or max(n_heap, n_marks) > self._heap_room:
-            self._grow(n_st, max(n_heap, n_marks))
+        adds at most one stint row and one entry to each heap per device of the cluster.
 
-    def _grow(self, n_st: int, n_heap: int) -> None:
-        need = self.total_devices + 1
+        The arrays are checked only when the decisions known to fit have been used up; stale
+        heap entries are then dropped if they far outnumber the running jobs (so their cost is
+        amortised), and the arrays grown if still needed.
+        """
+        self._fits -= 1
+        if self._fits <= 0:
+            self._check_room()
+
+    def _check_room(self) -> None:
+        ctr, need = self.ctr, self.total_devices + 1
+        limit = 4 * int(ctr[CTR_RUN]) + 1024
+        if ctr[CTR_HEAP] > limit:
+            self._compact(HEAP_FINISH)
+        if ctr[CTR_MARKS] > limit:
+            self._compact(HEAP_MARK)
+        n_st, n_heap, n_marks = ctr[:3].tolist()
+        n_heap = max(n_heap, n_marks)
         if n_st + need > self.st_i.shape[1]:
             self.st_i = _grown(self.st_i, 2 * (n_st + need))
             self.st_f = _grown(self.st_f, self.st_i.shape[1])
@@ -437,11 +450,11 @@ class _Run:
             self.heap_t = _grown(self.heap_t, 2 * (n_heap + need))
             self.heap_je = _grown(self.heap_je, self.heap_t.shape[1])
         self._bind()
+        room = min(self.st_i.shape[1] - n_st, self.heap_t.shape[1] - n_heap)
+        self._fits = room // need
 
     def _bind(self) -> None:
         """Pack the kernels' arguments anew (after an array was replaced by a larger one)."""
-        self._st_room = self.st_i.shape[1] - self.total_devices - 1
-        self._heap_room = self.heap_t.shape[1] - self.total_devices - 1
         self._stop_args = (
             self.jf,
             self.ji,
@@ -590,14 +603,6 @@ class _Run:
         if a >= 0:
             raise SimulationError(f"job {self.jobs.job_id[a]!r} got a zero rate on its placement")
 
-    def _after_starts(self) -> None:
-        self._run_arr = None
-        limit = 4 * int(self.ctr[CTR_RUN]) + 1024
-        if self.ctr[CTR_HEAP] > limit:
-            self._compact(HEAP_FINISH)
-        if self.ctr[CTR_MARKS] > limit:
-            self._compact(HEAP_MARK)
-
     def _compact(self, h: int) -> None:
         """Drop the stale entries of the completion (``HEAP_FINISH``) or mark (``HEAP_MARK``)
         heap, which preemptions pile up; the current entries and so the order of events stay
@@ -672,7 +677,7 @@ class _Run:
         status = self._reserve_and_start(cand, m, 0, True)
         if status[0] != STATUS_DONE or status[1] >= 0:
             self._finish(cand, m, status, True)
-        self._after_starts()
+        self._run_arr = None
 
     def _apply_preemptive(
         self, run: IntArray, types: IntArray | None, ndev: IntArray | None
@@ -701,7 +706,7 @@ class _Run:
             )
         if status[0] != STATUS_DONE or status[1] >= 0:
             self._finish(self._plan, int(self.ctr[CTR_PLANNED]), status, False)
-        self._after_starts()
+        self._run_arr = None
 
     def _rearm_whole_steps(self, round_len: float) -> float:
         """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
