@@ -91,8 +91,8 @@ from clustersim.kernels import (
     complete_due,
     decide_preemptive,
     heap_compact,
-    heap_peek,
     heap_push,
+    next_times,
     pop_marks,
     rearm_marks,
     record_start,
@@ -817,14 +817,9 @@ class _Run:
         ctr, epoch = self.ctr, self.epoch
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
-            t_fin = heap_peek(self.heap_t, self.heap_je, ctr, HEAP_FINISH, epoch)
+            t_fin, t_mark = next_times(self.heap_t, self.heap_je, ctr, epoch)
             has_active = self.n_active > 0
             t_round = next_round if (has_active or t_arr <= next_round) else np.inf
-            t_mark = (
-                heap_peek(self.heap_t, self.heap_je, ctr, HEAP_MARK, epoch)
-                if ctr[CTR_MARKS]
-                else np.inf
-            )
             t_next = min(t_arr, t_fin, t_round, min(wake, t_mark) if has_active else np.inf)
             if t_next == np.inf or t_next > until:
                 break

@@ -589,6 +589,18 @@ def heap_peek(
 
 
 @_compiled
+def next_times(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, epoch: IntArray
+) -> tuple[float, float]:
+    """:func:`heap_peek` of the completion heap and of the mark heap, in one call (the engine
+    asks for both at every event)."""
+    return (
+        heap_peek(heap_t, heap_je, ctr, HEAP_FINISH, epoch),
+        heap_peek(heap_t, heap_je, ctr, HEAP_MARK, epoch),
+    )
+
+
+@_compiled
 def heap_compact(
     heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, epoch: IntArray
 ) -> None:

@@ -56,6 +56,8 @@ def run_heap(ops: list[tuple[str, float, int]], plain: bool) -> list[object]:
             seen.append(tuple(pop(heap_t, heap_je, ctr, HEAP_MARK)))
         elif op == "peek":
             seen.append(peek(heap_t, heap_je, ctr, HEAP_MARK, epoch))
+            both = (k.next_times.py_func if plain else k.next_times)(heap_t, heap_je, ctr, epoch)
+            assert both == (math.inf, seen[-1])  # the completion heap stays empty
         elif op == "compact":
             compact(heap_t, heap_je, ctr, HEAP_MARK, epoch)
     assert ctr[CTR_HEAP] == 0 and not heap_t[HEAP_FINISH].any()
