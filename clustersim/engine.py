@@ -245,6 +245,7 @@ class _Run:
             else PLACE_BEST_FIT
         )
         self.blocking = bool(policy.blocking)
+        self.preemptive = bool(policy.preemptive)
         self.total_devices = int(self.capacity.sum())
 
         # per-job state, packed (kernels.JF_*, JI_*, JB_* rows); policies see row views
@@ -295,7 +296,8 @@ class _Run:
         self.capped = False  # some running job has a finite cap (whole-step rounds)
         self.drop = np.full(n, "", dtype=object)
         self._mark = np.zeros(n, dtype=np.int8)  # kernel scratch, always left all zero
-        self._plan = np.empty((5, 0), dtype=np.int64)  # decide_preemptive's plan, grown
+        # decide_preemptive's plan: at most n jobs start, stay or stop
+        self._plan = np.empty((5, n + 1), dtype=np.int64)
         self.ctr = np.zeros(N_CTR, dtype=np.int64)
         # running jobs, in the order policies see them (ctr[CTR_RUN] of them)
         self.run_order = np.zeros(n, dtype=np.int64)
@@ -643,7 +645,7 @@ class _Run:
         if m:
             # preemptive decisions list every active job: only the jobs chosen to run are
             # checked (by the fill), the rest cannot matter
-            if not self.policy.preemptive:
+            if not self.preemptive:
                 self._check_active(run)
             if ndev is not None and (
                 np.any(ndev < self.jobs.min_gpus[run]) or np.any(ndev > self.jobs.max_gpus[run])
@@ -651,7 +653,7 @@ class _Run:
                 raise SimulationError(f"policy {self.policy.name!r}: device count out of range")
             if types is not None and np.any(types >= self.cluster.n_types):
                 raise SimulationError(f"policy {self.policy.name!r}: unknown accelerator type")
-        if self.policy.preemptive:
+        if self.preemptive:
             self._apply_preemptive(run, types, ndev)
         elif m:
             nds = self.jobs.num_gpus[run] if ndev is None else ndev
@@ -685,10 +687,6 @@ class _Run:
         """Plan which jobs run (by device count per type, in priority order), suspend the
         running jobs that are not kept where they are, reserve and start the others: one
         compiled call unless Python must place a gang or rate a placement."""
-        m, nr = len(run), int(self.ctr[CTR_RUN])
-        if self._plan.shape[1] < max(m, nr):
-            self._plan = np.empty((5, max(2 * m, 2 * nr, 1024)), dtype=np.int64)
-            self._bind()
         self._make_room()
         status = decide_preemptive(
             _contiguous(run),
