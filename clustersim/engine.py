@@ -8,6 +8,14 @@ bookkeeping of running jobs is brought up to date lazily — when a job stops, o
 reads the dynamic arrays of its :class:`~scheduling.base.State`. Events at the same instant are
 handled as one batch: completions, then arrivals, then one policy call.
 
+The loop and the clock are Python; what a decision does to the state (which jobs fit, suspend,
+reserve devices, start, push their events) is one call of a compiled kernel of
+:mod:`clustersim.kernels`, whatever the number of jobs it moves. For that the per-job arrays are
+rows of a few packed arrays (``jf``, ``ji``, ``jb``: the ``kernels.JF_*``, ``JI_*``, ``JB_*``
+rows; policies see the rows as plain arrays), the heaps are arrays, and each job's placement
+has a fixed slot. Python takes over only for what needs Python objects: a placement strategy
+the kernels do not reproduce, and the performance model on a placement not rated before.
+
 Everything is ordered (ties broken by job index, heap entries carry the job index), and
 randomness comes only from ``numpy.random.SeedSequence(seed)``, so the same inputs and seed give
 identical results in any process.

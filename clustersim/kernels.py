@@ -3,10 +3,14 @@
 At every event of a full-trace run the engine does a few small things many times: walk a
 preemptive policy's priority list to see which jobs fit (:func:`plan_preemptive`), bring the
 progress of running jobs up to date (:func:`sync_running`), find nodes for a gang
-(:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`).
-Done with numpy, each is a handful of small array operations whose fixed cost dominates;
-compiled by numba, each is one call. Tiresias's two-queue order (:func:`stable_partition`) is
-the one policy-side loop here.
+(:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`),
+and keep the books of every start and stop: counters, devices, stints, the event heaps
+(:func:`decide_preemptive`, :func:`reserve_and_start`, :func:`complete_due`, :func:`stop_jobs`,
+:func:`start_jobs`, :func:`heap_push` and their helpers). Done with numpy or Python objects,
+each is a handful of small operations whose fixed cost dominates, once per job started or
+stopped; compiled by numba, a whole decision is one call, so a run costs in proportion to
+the jobs it moves, not to Python per start, stop or event. Tiresias's two-queue order
+(:func:`stable_partition`) is the one policy-side loop here.
 
 The kernels are plain Python over numpy arrays. numba compiles them when it is installed (it is
 a pinned dependency of the product; compiled code is cached next to this module or in
