@@ -574,8 +574,21 @@ class _Run:
             )
             if got is not None:
                 nodes, counts = _contiguous(got[0]), _contiguous(got[1])
-                if len(nodes) != len(counts) or not take_nodes(
-                    self.node_free, self.busy, self.node_group, self.node_type, nodes, counts, t, nd
+                # more nodes than devices (a node listed twice, or with none taken) would
+                # not fit the job's placement slot
+                if (
+                    len(nodes) != len(counts)
+                    or len(nodes) > nd
+                    or not take_nodes(
+                        self.node_free,
+                        self.busy,
+                        self.node_group,
+                        self.node_type,
+                        nodes,
+                        counts,
+                        t,
+                        nd,
+                    )
                 ):
                     raise SimulationError(
                         f"placement {self.placement.name!r} gave an invalid placement"

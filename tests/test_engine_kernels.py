@@ -9,13 +9,15 @@ from bisect import bisect_right
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clustersim import kernels
-from clustersim.engine import EngineOptions, _Run
+from clustersim.engine import EngineOptions, _Run, simulate
+from clustersim.errors import SimulationError
 from clustersim.kernels import CTR_HEAP, CTR_MARKS, CTR_RUN, CTR_STINTS, HEAP_FINISH, HEAP_MARK
-from scheduling.base import SERVICE_EPS
+from scheduling.base import SERVICE_EPS, Placement
 from scheduling.placement import Spread
 from scheduling.registry import make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs
@@ -505,3 +507,17 @@ def test_run_order_is_kept_in_priority_order_then_the_started_jobs() -> None:
     assert run.running_jobs().tolist() == [0, 3, 4, 2]
     assert run.preemptions.tolist() == [0, 1, 0, 0, 0]
     assert run.ctr[CTR_RUN] == 4
+
+
+def test_a_placement_listing_more_nodes_than_devices_is_refused() -> None:
+    class Padded(Placement):
+        name = "padded"
+
+        def choose(self, cluster, free, candidates, f, ndev):  # type: ignore[no-untyped-def]
+            nodes = np.array([candidates[0], candidates[0]], dtype=np.int64)
+            return nodes, np.array([ndev, 0], dtype=np.int64)
+
+    t = jobs([(0.0, 1, 10.0)])
+    cl = cluster([("A", 2)])
+    with pytest.raises(SimulationError, match="invalid placement"):
+        simulate(t, cl, make_policy("fifo"), Padded(), rates=fixed_rates(t, cl))
