@@ -346,6 +346,7 @@ class _Run:
     # ------------------------------------------------------------------ views
     @property
     def n_running(self) -> int:
+        """Number of running jobs."""
         return int(self.ctr[CTR_RUN])
 
     @property
@@ -445,6 +446,8 @@ class _Run:
             self._check_room()
 
     def _check_room(self) -> None:
+        """Compact the heaps if stale entries pile up, grow the arrays if needed, and count
+        the decisions that fit again."""
         ctr, need = self.ctr, self.total_devices + 1
         limit = 4 * int(ctr[CTR_RUN]) + 1024
         if ctr[CTR_HEAP] > limit:
@@ -548,6 +551,7 @@ class _Run:
         return int(k)
 
     def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
+        """:func:`reserve_and_start` on this run's state, from candidate ``i`` on."""
         return reserve_and_start(
             cand,
             m,

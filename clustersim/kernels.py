@@ -516,6 +516,8 @@ def _entry_less(t1: float, j1: int, e1: int, t2: float, j2: int, e2: int) -> boo
 
 @_compiled
 def _sift_down(ht: FloatArray, hje: IntArray, size: int, i: int) -> None:
+    """Move entry ``i`` of the heap ``ht`` (cap,) / ``hje`` (2, cap) of ``size`` entries
+    down to its place."""
     t, j, e = ht[i], hje[0, i], hje[1, i]
     while True:
         c = 2 * i + 1
