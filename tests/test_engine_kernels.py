@@ -521,3 +521,81 @@ def test_a_placement_listing_more_nodes_than_devices_is_refused() -> None:
     cl = cluster([("A", 2)])
     with pytest.raises(SimulationError, match="invalid placement"):
         simulate(t, cl, make_policy("fifo"), Padded(), rates=fixed_rates(t, cl))
+
+
+@settings(max_examples=100, deadline=None)
+@given(sc=bookkeeping(), dt=st.integers(0, 20))
+def test_due_marks_wake_their_jobs_which_then_wait_for_the_next_mark(
+    sc: dict[str, Any], dt: int
+) -> None:
+    sc["preemptive"] = True
+    sc["marks"] = (2.0, 9.0, 50.0)
+    got = []
+    for plain in (False, True):
+        if plain and not kernels.COMPILED:
+            continue
+        run, _ = replay(sc)
+        model = Model(run, sc)
+        now = 0.0
+        for step, order in sc["steps"]:
+            now += step
+            model.preemptive(order, now)
+        t = now + dt
+        due_want = sorted((x, j) for j, x in model.mark_due.items() if x <= t)
+        if plain:
+            with plain_kernels():
+                k = run._pop_marks(t)
+        else:
+            k = run._pop_marks(t)
+        due = run._due[:, :k].tolist()
+        assert due[0] == [j for _, j in due_want]  # in pop order: by time, then job
+        assert due[1] == [int(run.epoch[j]) for _, j in due_want]
+        run.now = t
+        if plain:
+            with plain_kernels():
+                run._rearm_marks(k)
+        else:
+            run._rearm_marks(k)
+        # the woken jobs wait for their next mark; the others keep theirs
+        nxt = {j: x for j, x in model.mark_due.items() if x > t}
+        f = model.f
+        for _, j in due_want:
+            nd = model.placed[j][1]
+            att = f["att0"][j] + (t - f["last"][j]) * nd
+            q = bisect_right(model.marks, att + SERVICE_EPS)
+            if q < len(model.marks):
+                nxt[j] = t + (model.marks[q] - att) / nd
+        t_mark = kernels.heap_peek(run.heap_t, run.heap_je, run.ctr, HEAP_MARK, run.epoch)
+        assert t_mark == min(nxt.values(), default=math.inf)
+        got.append((due, t_mark))
+    assert len(set(map(repr, got))) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(1, 12), k=st.integers(0, 12), what=st.integers(0, 7), seed=st.integers(0, 99))
+def test_the_packed_sync_is_the_sync_of_the_rows(n: int, k: int, what: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    jf = rng.uniform(0, 100, (kernels.N_JF, n))
+    jf[kernels.JF_CAP] = np.where(rng.random(n) < 0.5, jf[kernels.JF_CAP], np.inf)
+    ji = rng.integers(1, 8, (kernels.N_JI, n))
+    jobs_ = rng.permutation(n).astype(np.int64)
+    k = min(k, n)
+    want = jf.copy()
+    rows = [kernels.JF_CAP, kernels.JF_BASE_T, kernels.JF_STALL]
+    rest = [kernels.JF_EXE0, kernels.JF_ATT0, kernels.JF_ROUND_REM, kernels.JF_CRATE]
+    outs = [kernels.JF_SHARE, kernels.JF_EXECUTED, kernels.JF_ATTAINED, kernels.JF_REMAINING]
+    kernels.sync_running(
+        jobs_[:k],
+        what,
+        60.0,
+        True,
+        *[want[r] for r in rows],
+        ji[kernels.JI_ALLOC_N],
+        *[want[r] for r in rest + outs],
+    )
+    for fn in (kernels.sync_packed, getattr(kernels.sync_packed, "py_func", None)):
+        if fn is None:
+            continue
+        got = jf.copy()
+        fn(jobs_, k, what, 60.0, True, got, ji)
+        assert got.tobytes() == want.tobytes()
