@@ -3,8 +3,10 @@
 Each simulator measurement runs in a fresh process, so the peak memory reported is that run's
 own. Targets (issue "Simulation core"): each full-Philly run ≤ 10 s wall time on one core and
 ≤ 1 GB peak memory; cost close to linear in the number of jobs; Gavel's baselines within 5 % of
-Gavel's simulator (our port of it, ``tests/gavel_reference.py``). Parse throughput (issue
-"Workloads") comes from :mod:`bench.parse`.
+Gavel's simulator (our port of it, ``tests/gavel_reference.py``). Issue "Core, second pass":
+LAS ≤ 5 s and Tiresias ≤ 3 s on full Philly, and at load ×2 (submit times halved) LAS and
+Tiresias cost at most 3× their load ×1 time. Parse throughput (issue "Workloads") comes from
+:mod:`bench.parse`.
 
 The start-up time of ``python -m clustersim run`` on a small trace (target ≤ 0.4 s wall, issue
 "Core, second pass") comes from :mod:`bench.startup`.
@@ -72,6 +74,18 @@ def bench_sim() -> None:
             rows.append(row)
     cols = [*SIM_COLS[:4], SIM_COLS[4], ("us_per_job", "cpu µs/job", ".1f"), SIM_COLS[6]]
     print(table(rows, cols))
+    print()
+    print("## Load ×2: full Philly with submit times halved, against load ×1")
+    print("target: LAS and Tiresias at ×2 cost ≤ 3× their ×1 cpu time (gavel-las: no target)\n")
+    rows = []
+    for p in ("las", "tiresias", "gavel-las"):
+        one = _in_process(philly_run, (p, None, "philly", 1.0))
+        two = _in_process(philly_run, (p, None, "philly", 2.0))
+        two["ratio"] = two["cpu_s"] / one["cpu_s"]
+        one["ratio"] = 1.0
+        rows += [one, two]
+    cols = [SIM_COLS[0], ("load", "load", ".0f"), *SIM_COLS[2:5], SIM_COLS[6], SIM_COLS[9]]
+    print(table(rows, [*cols, ("ratio", "×2/×1 cpu", ".2f")]))
     print()
 
 

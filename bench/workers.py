@@ -12,8 +12,13 @@ SHARED = ROOT.parent / "shared" / "data"
 PHILLY = SHARED / "traces" / "philly" / "philly.csv"
 
 
-def philly_run(args: tuple[str, int | None, str]) -> dict[str, Any]:
-    policy_name, n_jobs, preset_name = args
+def philly_run(
+    args: tuple[str, int | None, str] | tuple[str, int | None, str, float],
+) -> dict[str, Any]:
+    """Simulate the Philly trace (its first ``n_jobs`` jobs, at a load factor if given:
+    submit times divided by it) under one policy on one preset."""
+    policy_name, n_jobs, preset_name = args[:3]
+    load = float(args[3]) if len(args) > 3 else 1.0
     import numpy as np
 
     from bench.parse import _peak_mb
@@ -23,6 +28,7 @@ def philly_run(args: tuple[str, int | None, str]) -> dict[str, Any]:
     from clustersim.perf import PerformanceModel
     from clustersim.presets import preset
     from clustersim.traces import read_trace
+    from clustersim.transform import scale_load
     from scheduling.registry import make_policy
 
     t0 = time.perf_counter()
@@ -30,6 +36,8 @@ def philly_run(args: tuple[str, int | None, str]) -> dict[str, Any]:
     t_parse = time.perf_counter() - t0
     if n_jobs is not None:
         jobs = jobs.take(np.arange(min(n_jobs, len(jobs))))
+    if load != 1.0:
+        jobs = scale_load(jobs, load).jobs
     cluster = preset(preset_name)
     use_compiled()  # import numba before the clock starts, as before it was imported lazily
     t1 = time.perf_counter()
@@ -41,6 +49,7 @@ def philly_run(args: tuple[str, int | None, str]) -> dict[str, Any]:
     s = summary(result)
     return {
         "policy": policy_name,
+        "load": load,
         "jobs": len(jobs),
         "parse_s": t_parse,
         "wall_s": wall,

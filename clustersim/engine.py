@@ -8,6 +8,14 @@ bookkeeping of running jobs is brought up to date lazily — when a job stops, o
 reads the dynamic arrays of its :class:`~scheduling.base.State`. Events at the same instant are
 handled as one batch: completions, then arrivals, then one policy call.
 
+The loop and the clock are Python; what a decision does to the state (which jobs fit, suspend,
+reserve devices, start, push their events) is one call of a compiled kernel of
+:mod:`clustersim.kernels`, whatever the number of jobs it moves. For that the per-job arrays are
+rows of a few packed arrays (``jf``, ``ji``, ``jb``: the ``kernels.JF_*``, ``JI_*``, ``JB_*``
+rows; policies see the rows as plain arrays), the heaps are arrays, and each job's placement
+has a fixed slot. Python takes over only for what needs Python objects: a placement strategy
+the kernels do not reproduce, and the performance model on a placement not rated before.
+
 Everything is ordered (ties broken by job index, heap entries carry the job index), and
 randomness comes only from ``numpy.random.SeedSequence(seed)``, so the same inputs and seed give
 identical results in any process.
@@ -17,10 +25,10 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,17 +39,78 @@ from clustersim.errors import SimulationError
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
     BAD_TWICE,
+    CTR_HEAP,
+    CTR_MARKS,
+    CTR_PLANNED,
+    CTR_RC,
+    CTR_RUN,
+    CTR_STARTS,
+    CTR_STINTS,
+    HEAP_FINISH,
+    HEAP_MARK,
+    JB_ACTIVE,
+    JB_RUNNING,
+    JF_ATT0,
+    JF_ATTAINED,
+    JF_BASE_T,
+    JF_CAP,
+    JF_CRATE,
+    JF_EXE0,
+    JF_EXECUTED,
+    JF_FIN,
+    JF_FINISH,
+    JF_FIRST_START,
+    JF_LAST_START,
+    JF_REMAINING,
+    JF_RESTORE,
+    JF_ROUND_REM,
+    JF_SHARE,
+    JF_STALL,
+    JF_TT_SYNCED,
+    JI_ALLOC_N,
+    JI_ALLOC_TYPE,
+    JI_EPOCH,
+    JI_GANG,
+    JI_MAX_NODES,
+    JI_MIGRATIONS,
+    JI_PLACED,
+    JI_PREEMPTIONS,
+    JI_RC_HEAD,
+    JI_SLOT,
+    N_CTR,
+    N_JF,
+    N_JI,
+    NODE_BY_TYPE,
+    NODE_FREE,
+    NODE_GROUP,
+    NODE_RACK,
+    NODE_TYPE,
+    PLACE_BEST_FIT,
+    PLACE_CONSOLIDATE,
+    PLACE_STRATEGY,
+    STATUS_BAD,
+    STATUS_DONE,
+    STATUS_PLACE,
+    STATUS_RATES,
     SYNC_ATTAINED,
     SYNC_EXECUTED,
     SYNC_REMAINING,
-    best_fit_node,
+    TYPE_CAPACITY,
+    TYPE_FREE,
     choose,
     compiled_in_use,
-    fastest_type,
-    link_gbs,
-    plan_preemptive,
-    release_nodes,
-    sync_running,
+    complete_due,
+    decide_preemptive,
+    heap_compact,
+    heap_push,
+    next_times,
+    pop_marks,
+    rearm_marks,
+    record_start,
+    reserve_and_start,
+    start_jobs,
+    stop_jobs,
+    sync_packed,
     take_nodes,
     use_compiled,
 )
@@ -56,12 +125,13 @@ from clustersim.result import (
     Stints,
 )
 from clustersim.rounds import realise_fractions
-from scheduling.base import SERVICE_EPS, Decision, Placement, Policy, State
+from scheduling.base import Decision, Placement, Policy, State
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+Status = tuple[int, int, int]  # what the decision kernels return (kernels.STATUS_*)
 SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
 _SYNC_FIELDS = {
     None: SYNC_ALL,
@@ -69,7 +139,6 @@ _SYNC_FIELDS = {
     "attained": SYNC_ATTAINED,
     "executed": SYNC_EXECUTED,
 }
-_Start = tuple[int, int, int, IntArray, IntArray]  # job, type, devices, nodes, counts
 
 
 @dataclass(frozen=True)
@@ -157,86 +226,133 @@ class _Run:
         self.best_rate = self.rate.max(axis=1) if n_types else np.zeros(n)
         if self.rate.shape != (n, n_types):
             raise SimulationError(f"rate matrix has shape {self.rate.shape}, want {(n, n_types)}")
-        self.restore = rates.restore_s.tolist()
-        self.gang = jobs.num_gpus.tolist()
-        self.gang_arr = np.ascontiguousarray(jobs.num_gpus, dtype=np.int64)
-        self.capacity = cluster.devices_per_type()
-        self.free = self.capacity.copy()
-        self.node_free = cluster.node_devices.astype(np.int64).copy()
+        # cluster state, packed (kernels.TYPE_*, NODE_* rows)
+        self.types_i = np.zeros((2, n_types), dtype=np.int64)
+        self.types_i[TYPE_CAPACITY] = cluster.devices_per_type()
+        self.types_i[TYPE_FREE] = self.types_i[TYPE_CAPACITY]
+        self.capacity = self.types_i[TYPE_CAPACITY]
+        self.free = self.types_i[TYPE_FREE]
         n_regions = len(cluster.regions)
         self.n_regions = n_regions
-        self.node_group = cluster.node_type * n_regions + cluster.node_region
-        self.group_list = self.node_group.tolist()
-        self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
         self.type_nodes = [np.flatnonzero(cluster.node_type == t) for t in range(n_types)]
-        self.best_fit = placement.best_fit_one_node
-        self._one_type = n_types == 1
-        self._one: dict[int, IntArray] = {}
-        self._rate_cache: dict[tuple[int, int, int, float], float] = {}
+        self.type_off = np.zeros(n_types + 1, dtype=np.int64)
+        self.type_off[1:] = np.cumsum([len(x) for x in self.type_nodes])
+        self.nodes_i = np.zeros((5, len(cluster.node_type)), dtype=np.int64)
+        self.nodes_i[NODE_FREE] = cluster.node_devices
+        self.nodes_i[NODE_GROUP] = cluster.node_type * n_regions + cluster.node_region
+        self.nodes_i[NODE_TYPE] = cluster.node_type
+        self.nodes_i[NODE_RACK] = cluster.node_rack
+        self.nodes_i[NODE_BY_TYPE] = np.concatenate([*self.type_nodes, _EMPTY_I])
+        self.node_free = self.nodes_i[NODE_FREE]
+        self.node_group = self.nodes_i[NODE_GROUP]
+        self.node_type = self.nodes_i[NODE_TYPE]
+        self.nodes_f = np.stack([cluster.node_intra_gbs, cluster.node_nic_gbps]).astype(np.float64)
+        self.oversub = np.ascontiguousarray(cluster.rack_oversub, dtype=np.float64)
+        self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
+        self.placing = (
+            PLACE_STRATEGY
+            if not placement.best_fit_one_node
+            else PLACE_CONSOLIDATE
+            if placement.largest_first_across_nodes
+            else PLACE_BEST_FIT
+        )
+        self.blocking = bool(policy.blocking)
+        self.preemptive = bool(policy.preemptive)
+        self.total_devices = int(self.capacity.sum())
 
-        # per-job state (arrays: what policies see)
-        self.remaining = jobs.work.astype(np.float64).copy()
-        self.running = np.zeros(n, dtype=bool)
-        self.alloc_type = np.full(n, -1, dtype=np.int64)
-        self.alloc_n = np.zeros(n, dtype=np.int64)
-        self.first_start = np.full(n, np.nan)
-        self.last_start = np.full(n, np.nan)
-        self.finish = np.full(n, np.nan)
-        self.attained = np.zeros(n)
-        self.executed = np.zeros(n)
+        # per-job state, packed (kernels.JF_*, JI_*, JB_* rows); policies see row views
+        self.jf = np.zeros((N_JF, n), dtype=np.float64)
+        self.ji = np.zeros((N_JI, n), dtype=np.int64)
+        self.jb = np.zeros((2, n), dtype=bool)
+        jf, ji = self.jf, self.ji
+        jf[JF_REMAINING] = jobs.work
+        jf[JF_FIRST_START] = np.nan
+        jf[JF_LAST_START] = np.nan
+        jf[JF_FINISH] = np.nan
+        jf[JF_FIN] = np.inf
+        jf[JF_CAP] = np.inf  # no progress after this time (whole-step rounds)
+        jf[JF_RESTORE] = rates.restore_s
+        ji[JI_ALLOC_TYPE] = -1
+        ji[JI_GANG] = jobs.num_gpus
+        ji[JI_RC_HEAD] = -1
+        # each job's placement slot: room for its largest gang, one node per device at most
+        width = np.minimum(np.maximum(jobs.num_gpus, jobs.max_gpus), max(len(cluster.node_type), 1))
+        ji[JI_SLOT, 1:] = np.cumsum(width)[:-1]
+        self.slots = np.zeros((2, int(width.sum())), dtype=np.int64)
+        self.remaining = jf[JF_REMAINING]
+        self.first_start = jf[JF_FIRST_START]
+        self.last_start = jf[JF_LAST_START]
+        self.finish = jf[JF_FINISH]
+        self.attained = jf[JF_ATTAINED]
+        self.executed = jf[JF_EXECUTED]
+        self.base_t = jf[JF_BASE_T]
+        self.exe0 = jf[JF_EXE0]
+        self.att0 = jf[JF_ATT0]
+        self.tt_synced_at = jf[JF_TT_SYNCED]  # type_time/device_time are exact up to here
+        self.fin = jf[JF_FIN]  # running jobs: predicted finish
+        self.stall = jf[JF_STALL]  # running jobs: end of restore stall
+        self.crate = jf[JF_CRATE]  # running jobs: current rate (work units/s)
+        self.cap = jf[JF_CAP]
+        self.round_rem = jf[JF_ROUND_REM]  # remaining work when the stint (or round) began
+        self.share = jf[JF_SHARE]  # whole-step rounds: work allowed this round
+        self.alloc_type = ji[JI_ALLOC_TYPE]
+        self.alloc_n = ji[JI_ALLOC_N]
+        self.preemptions = ji[JI_PREEMPTIONS]
+        self.migrations = ji[JI_MIGRATIONS]
+        self.max_nodes = ji[JI_MAX_NODES]
+        self.epoch = ji[JI_EPOCH]
+        self.running = self.jb[JB_RUNNING]
+        self.is_active = self.jb[JB_ACTIVE]
         self.type_time = np.zeros((n, n_types))
         self.device_time = np.zeros((n, n_types))
-        # running jobs: executed/attained were exe0/att0 at base_t (set at each start)
-        self.base_t = np.zeros(n)
-        self.exe0 = np.zeros(n)
-        self.att0 = np.zeros(n)
         self.capped = False  # some running job has a finite cap (whole-step rounds)
-        self.tt_synced_at = np.zeros(n)  # type_time/device_time are exact up to here
-        self.preemptions = np.zeros(n, dtype=np.int64)
-        self.migrations = np.zeros(n, dtype=np.int64)
-        self.max_nodes = np.zeros(n, dtype=np.int64)
         self.drop = np.full(n, "", dtype=object)
-        self.is_active = np.zeros(n, dtype=bool)
         self._mark = np.zeros(n, dtype=np.int8)  # kernel scratch, always left all zero
-        self._plan_out: tuple[IntArray, ...] = ()  # kernel outputs, grown as needed
-        # running jobs: predicted finish, end of restore stall, current rate (work units/s)
-        self.fin = np.full(n, np.inf)
-        self.stall = np.zeros(n)
-        self.crate = np.zeros(n)
-        self.cap = np.full(n, np.inf)  # no progress after this time (whole-step rounds)
-        self.round_rem = np.zeros(n)  # remaining work when the current stint (or round) began
-        self.share = np.zeros(n)  # whole-step rounds: work allowed this round
-        self.epoch = [0] * n
-        self.heap: list[tuple[float, int, int]] = []
-        # service marks (Policy.service_marks): when each running job reaches its next one
-        self.mark_list = [float(x) for x in policy.service_marks]
-        self.mark_heap: list[tuple[float, int, int]] = []
-        self.run_set: dict[int, None] = {}  # insertion-ordered set of running jobs
-        self._run_arr: IntArray | None = None  # run_set as an array, rebuilt when it changes
-        self._run_filter = False  # _run_arr may still hold jobs stopped since it was built
-        self.placed: dict[int, tuple[IntArray, IntArray]] = {}
-        self.last_key: dict[int, bytes] = {}
+        # decide_preemptive's plan: at most n jobs start, stay or stop
+        self._plan = np.empty((5, n + 1), dtype=np.int64)
+        self.ctr = np.zeros(N_CTR, dtype=np.int64)
+        # running jobs, in the order policies see them (ctr[CTR_RUN] of them)
+        self.run_order = np.zeros(n, dtype=np.int64)
+        self._run_arr: IntArray | None = None  # a copy handed out, until the set changes
+        # event heaps: completions (finish, job, epoch) and service marks
+        cap0 = 2 * self.total_devices + 1024
+        self.heap_t = np.zeros((2, cap0))
+        self.heap_je = np.zeros((2, 2, cap0), dtype=np.int64)
+        self.marks = np.asarray(policy.service_marks, dtype=np.float64).copy()
+        self._due = np.zeros((2, 1024), dtype=np.int64)
+        self._done = np.zeros(n, dtype=np.int64)
+        # the starts of one decision (kernels.record_start), with their links and rates
+        self.s_i = np.zeros((5, n + 1), dtype=np.int64)
+        self.s_f = np.zeros((2, n + 1))
+        self.s_nc = np.zeros((2, self.total_devices + 1), dtype=np.int64)
+        # placement rates by (job, type, devices, link) (kernels.start_rates)
+        self.rc_i = np.zeros((3, 1024), dtype=np.int64)
+        self.rc_f = np.zeros((2, 1024))
+        # stints: one row per (job, node) each time a job's devices are released
+        self.st_i = np.zeros((3, 4 * self.total_devices + 1024), dtype=np.int64)
+        self.st_f = np.zeros((2, self.st_i.shape[1]))
 
         self._active = _EMPTY_I
         self._added: list[IntArray] = []
-        self._removed: list[int] = []
+        self._removed = 0  # jobs no longer active still in _active
         self.pending = 0
         self.now = 0.0
         self.round_index = 0
         self.events = 0
         self.seg_t: list[float] = []
-        self.seg_busy: list[FloatArray] = []
+        self.seg_busy = np.zeros((1024, len(self.busy)))  # busy devices per segment
         self.seg_queued: list[int] = []
         self.seg_running: list[int] = []
         self.n_active = 0
-        # stints: one row per (job, node) each time a job's devices are released
-        self.st_job: list[int] = []
-        self.st_node: list[int] = []
-        self.st_dev: list[int] = []
-        self.st_start: list[float] = []
-        self.st_end: list[float] = []
+        self._fits = 0  # decisions known to fit in the growable arrays (see _make_room)
+        self._bind()
 
     # ------------------------------------------------------------------ views
+    @property
+    def n_running(self) -> int:
+        """Number of running jobs."""
+        return int(self.ctr[CTR_RUN])
+
     @property
     def active(self) -> IntArray:
         """Active jobs, ascending; additions and removals are applied lazily."""
@@ -245,7 +361,7 @@ class _Run:
             self._added = []
         if self._removed:  # removed jobs are no longer flagged active
             self._active = self._active[self.is_active[self._active]]
-            self._removed = []
+            self._removed = 0
         return self._active
 
     def active_jobs(self) -> IntArray:
@@ -255,38 +371,36 @@ class _Run:
         """First ``limit`` queued jobs without applying pending removals to the whole set.
 
         Removed jobs not yet dropped from ``_active`` and running jobs are at most
-        ``len(_removed) + running`` entries, so that many more than ``limit`` suffice; arrivals
+        ``_removed + running`` entries, so that many more than ``limit`` suffice; arrivals
         not yet appended all come after every job in ``_active``.
         """
-        if len(self._removed) > 256 or len(self._added) > 64:
+        if self._removed > 256 or len(self._added) > 64:
             self.active  # noqa: B018 - compact now and then, so this stays cheap
-        width = len(self.run_set) + limit + len(self._removed)
+        width = self.n_running + limit + self._removed
         a = self._active[:width]
         if len(a) < width and self._added:
             a = np.concatenate([a, *self._added])[:width]
         return a[self.is_active[a] & ~self.running[a]][:limit]
 
     def running_jobs(self) -> IntArray:
+        """The running jobs in the engine's order (a copy, valid until the set changes)."""
         if self._run_arr is None:
-            self._run_arr = np.fromiter(self.run_set, dtype=np.int64, count=len(self.run_set))
-        elif self._run_filter:  # only stops since it was built: drop them
-            self._run_arr = self._run_arr[self.running[self._run_arr]]
-        self._run_filter = False
+            self._run_arr = self.run_order[: self.ctr[CTR_RUN]].copy()
         return self._run_arr
 
     def sync(self, field: str | None = None) -> None:
         """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
-        if not self.run_set:
-            return
         what = _SYNC_FIELDS.get(field)
         if what is None:
             raise ValueError(f"unknown field {field!r}")
-        self._sync(self.running_jobs(), what)
+        k = int(self.ctr[CTR_RUN])
+        if k:
+            sync_packed(self.run_order, k, what, self.now, self.capped, self.jf, self.ji)
 
     def sync_types(self) -> None:
         """Bring ``type_time``/``device_time`` of running jobs up to ``now``."""
-        if self.run_set:
-            self._sync_types(self.running_jobs())
+        if self.ctr[CTR_RUN]:
+            self._sync_types(self.run_order[: self.ctr[CTR_RUN]])
 
     def _sync_types(self, j: IntArray) -> None:
         upto = np.minimum(self.now, self.cap[j])
@@ -295,28 +409,6 @@ class _Run:
         self.type_time[j, t] += dt
         self.device_time[j, t] += dt * self.alloc_n[j]
         self.tt_synced_at[j] = upto
-
-    def _sync(self, j: IntArray, what: int = SYNC_ALL) -> None:
-        """Bring fields ``what`` (a :mod:`clustersim.kernels` ``SYNC_*`` mask) of running
-        jobs ``j`` up to ``now``."""
-        sync_running(
-            j,
-            what,
-            self.now,
-            self.capped,
-            self.cap,
-            self.base_t,
-            self.stall,
-            self.alloc_n,
-            self.exe0,
-            self.att0,
-            self.round_rem,
-            self.crate,
-            self.share,
-            self.executed,
-            self.attained,
-            self.remaining,
-        )
 
     def _state(self) -> State:
         return State(
@@ -338,229 +430,234 @@ class _Run:
             executed=self.executed,
             type_time=self.type_time,
             round_index=self.round_index,
-            n_running=len(self.run_set),
+            n_running=self.n_running,
             pending=self.pending,
             best_rate=self.best_rate,
             source=self,
         )
 
     # ------------------------------------------------------------------ start / stop
-    def _stop(self, js: list[int], completed: bool) -> None:
-        """Stop running jobs ``js`` (completion or suspension) and free their devices."""
-        if not js:
-            return
-        now = self.now
-        small = len(js) <= 4  # the common case: scalar updates beat fancy indexing
-        if not small:
-            j = np.array(js, dtype=np.int64)
-            self._sync(j)
-            self._sync_types(j)
-            if completed:
-                self.remaining[j] = 0.0
-                self.finish[j] = now
-        free, node_free, busy, group = self.free, self.node_free, self.busy, self.group_list
-        alloc_n, alloc_type, running, fin, cap = (
-            self.alloc_n,
-            self.alloc_type,
-            self.running,
-            self.fin,
-            self.cap,
-        )
-        run_set, placed, epoch, last_start = self.run_set, self.placed, self.epoch, self.last_start
-        st_job, st_node, st_dev, st_start, st_end = (
-            self.st_job,
-            self.st_node,
-            self.st_dev,
-            self.st_start,
-            self.st_end,
-        )
-        for jj in js:
-            n, t = int(alloc_n[jj]), int(alloc_type[jj])
-            if small:
-                c_j = float(cap[jj])
-                upto = now if now < c_j else c_j
-                dt = upto - float(self.base_t[jj])
-                self.executed[jj] = self.exe0[jj] + dt
-                self.attained[jj] = self.att0[jj] + dt * n
-                dt = upto - float(self.tt_synced_at[jj])
-                self.type_time[jj, t] += dt
-                self.device_time[jj, t] += dt * n
-                if completed:
-                    self.remaining[jj] = 0.0
-                    self.finish[jj] = now
-                elif upto >= c_j:  # a whole-step share is done: count it exactly
-                    self.remaining[jj] = self.round_rem[jj] - self.share[jj]
-                else:
-                    stalled = upto - float(self.stall[jj])
-                    self.remaining[jj] = float(self.round_rem[jj]) - float(self.crate[jj]) * (
-                        stalled if stalled > 0.0 else 0.0
-                    )
-                running[jj] = False
-                alloc_type[jj] = -1
-                alloc_n[jj] = 0
-                fin[jj] = np.inf
-                cap[jj] = np.inf
-            nodes, counts = placed.pop(jj)
-            began = float(last_start[jj])
-            if len(nodes) == 1:
-                node, c = int(nodes[0]), int(counts[0])
-                node_free[node] += c
-                busy[group[node]] -= c
-                st_job.append(jj)
-                st_node.append(node)
-                st_dev.append(c)
-                st_start.append(began)
-                st_end.append(now)
-            else:
-                release_nodes(node_free, busy, self.node_group, nodes, counts)
-                k = len(nodes)
-                st_job.extend([jj] * k)
-                st_node.extend(nodes.tolist())
-                st_dev.extend(counts.tolist())
-                st_start.extend([began] * k)
-                st_end.extend([now] * k)
-            free[t] += n
-            del run_set[jj]
-            epoch[jj] += 1
-        self._run_filter = True
-        if not small:
-            running[j] = False
-            alloc_type[j] = -1
-            alloc_n[j] = 0
-            fin[j] = np.inf
-            cap[j] = np.inf
+    def _make_room(self) -> None:
+        """Make sure one decision (or batch of completions) fits in the growable arrays: it
+        adds at most one stint row and one entry to each heap per device of the cluster.
 
-    def _link_gbs(self, nodes: IntArray, ndev: int) -> float:
-        """Bandwidth of the slowest link a placement crosses, GB/s (``inf`` for one device)."""
-        c = self.cluster
-        return float(
-            link_gbs(
-                _contiguous(nodes),
-                ndev,
-                c.node_intra_gbs,
-                c.node_nic_gbps,
-                c.node_rack,
-                c.rack_oversub,
+        The arrays are checked only when the decisions known to fit have been used up; stale
+        heap entries are then dropped if they far outnumber the running jobs (so their cost is
+        amortised), and the arrays grown if still needed.
+        """
+        self._fits -= 1
+        if self._fits <= 0:
+            self._check_room()
+
+    def _check_room(self) -> None:
+        """Compact the heaps if stale entries pile up, grow the arrays if needed, and count
+        the decisions that fit again."""
+        ctr, need = self.ctr, self.total_devices + 1
+        limit = 4 * int(ctr[CTR_RUN]) + 1024
+        if ctr[CTR_HEAP] > limit:
+            self._compact(HEAP_FINISH)
+        if ctr[CTR_MARKS] > limit:
+            self._compact(HEAP_MARK)
+        n_st, n_heap, n_marks = ctr[:3].tolist()
+        n_heap = max(n_heap, n_marks)
+        if n_st + need > self.st_i.shape[1]:
+            self.st_i = _grown(self.st_i, 2 * (n_st + need))
+            self.st_f = _grown(self.st_f, self.st_i.shape[1])
+        if n_heap + need > self.heap_t.shape[1]:
+            self.heap_t = _grown(self.heap_t, 2 * (n_heap + need))
+            self.heap_je = _grown(self.heap_je, self.heap_t.shape[1])
+        self._bind()
+        room = min(self.st_i.shape[1] - n_st, self.heap_t.shape[1] - n_heap)
+        self._fits = room // need
+
+    def _bind(self) -> None:
+        """Pack the kernels' arguments anew (after an array was replaced by a larger one)."""
+        self._stop_args = (
+            self.jf,
+            self.ji,
+            self.jb,
+            self.type_time,
+            self.device_time,
+            self.nodes_i,
+            self.busy,
+            self.types_i,
+            self.slots,
+            self.st_i,
+            self.st_f,
+            self.run_order,
+            self.ctr,
+        )
+        self._start_args = (
+            self.jf,
+            self.ji,
+            self.jb,
+            self.nodes_i,
+            self.nodes_f,
+            self.oversub,
+            self.busy,
+            self.types_i,
+            self.type_off,
+            self.slots,
+            self.s_i,
+            self.s_nc,
+            self.s_f,
+            self.rc_i,
+            self.rc_f,
+            self.run_order,
+            self.heap_t,
+            self.heap_je,
+            self.ctr,
+        )
+        self._decide_args = (
+            self.rate,
+            self.marks,
+            self._mark,
+            self._plan,
+            self.jf,
+            self.ji,
+            self.jb,
+            self.type_time,
+            self.device_time,
+            self.nodes_i,
+            self.nodes_f,
+            self.oversub,
+            self.busy,
+            self.types_i,
+            self.type_off,
+            self.slots,
+            self.st_i,
+            self.st_f,
+            self.s_i,
+            self.s_nc,
+            self.s_f,
+            self.rc_i,
+            self.rc_f,
+            self.run_order,
+            self.heap_t,
+            self.heap_je,
+            self.ctr,
+        )
+
+    def _stop(self, js: IntArray, completed: bool) -> None:
+        """Stop running jobs ``js`` (completion or suspension), in that order, and free their
+        devices."""
+        if not len(js):
+            return
+        self._make_room()
+        stop_jobs(_contiguous(js), completed, self.now, *self._stop_args)
+        self._run_arr = None
+
+    def _complete_due(self, t: float) -> int:
+        """Complete the running jobs whose predicted finish is due by ``t``."""
+        self._make_room()
+        k = complete_due(t, self._done, self.heap_t, self.heap_je, *self._stop_args)
+        self._run_arr = None
+        return int(k)
+
+    def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
+        """:func:`reserve_and_start` on this run's state, from candidate ``i`` on."""
+        return reserve_and_start(
+            cand,
+            m,
+            i,
+            greedy,
+            self.blocking,
+            self.placing,
+            self.now,
+            self.rate,
+            self.marks,
+            self._mark,
+            *self._start_args,
+        )
+
+    def _finish(self, cand: IntArray, m: int, status: Status, greedy: bool) -> None:
+        """Finish a decision the kernels left to Python: placements only the strategy can
+        choose, rates only the performance model knows (see :func:`reserve_and_start`)."""
+        code, a, b = status
+        while code == STATUS_PLACE:
+            j, nd, t = int(cand[0, a]), int(cand[2, a]), b
+            nodes_t = self.type_nodes[t]
+            got = self.placement.place(
+                self.cluster, self.node_free, nodes_t[self.node_free[nodes_t] > 0], nd
             )
-        )
-
-    def _start(self, starts: list[_Start]) -> None:
-        """Start jobs whose devices are already reserved."""
-        if not starts:
-            return
-        now = self.now
-        rates: list[float] = [0.0] * len(starts)
-        multi: list[int] = []
-        keys: list[tuple[int, int, int, float]] = []  # (job, type, devices, link GB/s)
-        cache = self._rate_cache
-        for i, s in enumerate(starts):
-            if s[2] == 1 and self.gang[s[0]] == 1:
-                rates[i] = float(self.rate[s[0], s[1]])  # one device: the consolidated rate
-                continue
-            key = (s[0], s[1], s[2], self._link_gbs(s[3], s[2]))
-            hit = cache.get(key)
-            if hit is None:  # placement rates are pure: a restart on a like placement reuses it
-                multi.append(i)
-                keys.append(key)
-            else:
-                rates[i] = hit
-        if multi:
-            got = self.rates.placement_rate(
-                np.array([k[0] for k in keys], dtype=np.int64),
-                np.array([k[1] for k in keys], dtype=np.int64),
-                np.array([k[2] for k in keys], dtype=np.int64),
-                np.array([k[3] for k in keys]),
-            ).tolist()
-            for i, key, r in zip(multi, keys, got, strict=True):
-                rates[i] = cache[key] = r
-        for (j, t, nd, nodes, _), r in zip(starts, rates, strict=True):
-            if not r > 0:
-                raise SimulationError(
-                    f"job {self.jobs.job_id[j]!r} got a zero rate on its placement"
-                )
-            resumed = self.first_start[j] == self.first_start[j]
-            stall = now + self.restore[j] if resumed else now
-            if resumed:
-                where = nodes.tobytes()
-                if self.last_key.get(j) != where:
-                    self.migrations[j] += 1
-                self.last_key[j] = where
-            else:
-                self.first_start[j] = now
-                self.last_key[j] = nodes.tobytes()
-            if len(nodes) > self.max_nodes[j]:
-                self.max_nodes[j] = len(nodes)
-            fin = stall + float(self.remaining[j]) / r
-            self.last_start[j] = now
-            self.base_t[j] = now
-            self.exe0[j] = self.executed[j]
-            self.att0[j] = self.attained[j]
-            self.tt_synced_at[j] = now
-            self.running[j] = True
-            self.alloc_type[j] = t
-            self.alloc_n[j] = nd
-            self.stall[j] = stall
-            self.round_rem[j] = self.remaining[j]
-            self.crate[j] = r
-            self.fin[j] = fin
-            self.run_set[j] = None
-            self._run_arr = None
-            heapq.heappush(self.heap, (fin, j, self.epoch[j]))
-            if self.mark_list:
-                self._push_mark(j, now, float(self.attained[j]), nd)
-        limit = 4 * len(self.run_set) + 1024
-        if len(self.heap) > limit:
-            self._compact(self.heap)
-        if len(self.mark_heap) > limit:
-            self._compact(self.mark_heap)
-
-    def _reserve(self, j: int, t: int, nd: int) -> tuple[IntArray, IntArray] | None:
-        """Find and reserve ``nd`` devices of type ``t`` for job ``j``."""
-        if self.free[t] < nd:
-            return None
-        nodes_t = self.type_nodes[t]
-        if self.best_fit:  # the placement puts a gang that fits one node on the best fit
-            # (one type on every node: no gather; the first smallest fitting node either way)
-            i = best_fit_node(self.node_free, _EMPTY_I if self._one_type else nodes_t, nd)
-            if i >= 0:
-                node = int(nodes_t[i])
-                self.node_free[node] -= nd
-                self.busy[self.group_list[node]] += nd
+            if got is not None:
+                nodes, counts = _contiguous(got[0]), _contiguous(got[1])
+                # more nodes than devices (a node listed twice, or with none taken) would
+                # not fit the job's placement slot
+                if (
+                    len(nodes) != len(counts)
+                    or len(nodes) > nd
+                    or not take_nodes(
+                        self.node_free,
+                        self.busy,
+                        self.node_group,
+                        self.node_type,
+                        nodes,
+                        counts,
+                        t,
+                        nd,
+                    )
+                ):
+                    raise SimulationError(
+                        f"placement {self.placement.name!r} gave an invalid placement"
+                    )
                 self.free[t] -= nd
-                one: tuple[IntArray, IntArray] = (nodes_t[i : i + 1], self._counts(nd))
-                self.placed[j] = one
-                return one
-        cand = nodes_t[self.node_free[nodes_t] > 0]
-        got = self.placement.place(self.cluster, self.node_free, cand, nd)
-        if got is None:
-            return None
-        nodes, counts = _contiguous(got[0]), _contiguous(got[1])
-        if len(nodes) != len(counts) or not take_nodes(
-            self.node_free, self.busy, self.node_group, self.cluster.node_type, nodes, counts, t, nd
-        ):
-            raise SimulationError(f"placement {self.placement.name!r} gave an invalid placement")
-        self.free[t] -= nd
-        self.placed[j] = (nodes, counts)
-        return nodes, counts
+                record_start(j, t, nd, nodes, counts, self.s_i, self.s_nc, self.ctr)
+                if greedy:
+                    self._mark[j] = 1
+            elif greedy and self.blocking:
+                m = a  # the decision ends here
+            code, a, b = self._reserve_and_start(cand, m, a + 1, greedy)
+        if code == STATUS_RATES:
+            # placement rates are pure: a restart on a like placement reuses them
+            ns, s_i, s_f = int(self.ctr[CTR_STARTS]), self.s_i, self.s_f
+            miss = np.flatnonzero(np.isnan(s_f[1, :ns]))
+            s_f[1, miss] = self.rates.placement_rate(
+                s_i[0, miss], s_i[1, miss], s_i[2, miss], s_f[0, miss]
+            )
+            self._cache_rates(miss)
+            a = start_jobs(
+                self.now,
+                self.marks,
+                self.jf,
+                self.ji,
+                self.jb,
+                self.slots,
+                s_i,
+                self.s_nc,
+                s_f,
+                self.run_order,
+                self.heap_t,
+                self.heap_je,
+                self.ctr,
+            )
+        if a >= 0:
+            raise SimulationError(f"job {self.jobs.job_id[a]!r} got a zero rate on its placement")
 
-    def _counts(self, nd: int) -> IntArray:
-        """A shared read-only ``[nd]`` array (placements on one node)."""
-        c = self._one.get(nd)
-        if c is None:
-            c = self._one[nd] = np.array([nd], dtype=np.int64)
-            c.flags.writeable = False
-        return c
+    def _compact(self, h: int) -> None:
+        """Drop the stale entries of the completion (``HEAP_FINISH``) or mark (``HEAP_MARK``)
+        heap, which preemptions pile up; the current entries and so the order of events stay
+        the same. Called when stale entries far outnumber running jobs, so its cost is
+        amortised."""
+        heap_compact(self.heap_t, self.heap_je, self.ctr, h, self.epoch)
 
-    def _choose_type(self, j: int, want: int, nd: int, free: IntArray) -> int:
-        """Type for job ``j``: ``want`` if given, else current, else the fastest with room."""
-        if want >= 0:
-            return want
-        if len(free) == 1:
-            return 0 if free[0] >= nd and self.rate[j, 0] > 0 else -1
-        cur = int(self.alloc_type[j])
-        if cur >= 0:
-            return cur
-        return int(fastest_type(self.rate, j, free, nd))
+    def _cache_rates(self, miss: IntArray) -> None:
+        """Add the placement rates of starts ``miss`` to the rate cache."""
+        k = int(self.ctr[CTR_RC])
+        if k + len(miss) > self.rc_i.shape[1]:
+            size = 2 * (k + len(miss))
+            self.rc_i = _grown(self.rc_i, size)
+            self.rc_f = _grown(self.rc_f, size)
+            self._bind()
+        e = np.arange(k, k + len(miss))
+        j = self.s_i[0, miss]
+        head = self.ji[JI_RC_HEAD]
+        self.rc_i[0, e] = head[j]
+        self.rc_i[1, e] = self.s_i[1, miss]
+        self.rc_i[2, e] = self.s_i[2, miss]
+        self.rc_f[:, e] = self.s_f[:, miss]
+        head[j] = e  # a job starts at most once per decision: no repeated index
+        self.ctr[CTR_RC] = k + len(miss)
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
@@ -577,7 +674,7 @@ class _Run:
         if m:
             # preemptive decisions list every active job: only the jobs chosen to run are
             # checked (by the fill), the rest cannot matter
-            if not self.policy.preemptive:
+            if not self.preemptive:
                 self._check_active(run)
             if ndev is not None and (
                 np.any(ndev < self.jobs.min_gpus[run]) or np.any(ndev > self.jobs.max_gpus[run])
@@ -585,7 +682,7 @@ class _Run:
                 raise SimulationError(f"policy {self.policy.name!r}: device count out of range")
             if types is not None and np.any(types >= self.cluster.n_types):
                 raise SimulationError(f"policy {self.policy.name!r}: unknown accelerator type")
-        if self.policy.preemptive:
+        if self.preemptive:
             self._apply_preemptive(run, types, ndev)
         elif m:
             nds = self.jobs.num_gpus[run] if ndev is None else ndev
@@ -602,109 +699,48 @@ class _Run:
 
     def _apply_greedy(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
         """Start listed queued jobs in order; running jobs are left alone."""
-        blocking = self.policy.blocking
-        free = self.free
-        max_free = int(free.max())
-        if not blocking:  # drop what cannot start now, in one vectorised step
-            ok = (nds <= max_free) & ~self.running[run]
-            run, nds = run[ok], nds[ok]
-            types = None if types is None else types[ok]
-        starts: list[_Start] = []
-        chunk = 64
-        for lo in range(0, len(run), chunk):
-            js = run[lo : lo + chunk].tolist()
-            ns = nds[lo : lo + chunk].tolist()
-            ts = [-1] * len(js) if types is None else types[lo : lo + chunk].tolist()
-            for j, want, nd in zip(js, ts, ns, strict=True):
-                if j in self.run_set:
-                    continue
-                got = None
-                t = -1
-                if nd <= max_free:
-                    t = self._choose_type(j, want, nd, free)
-                    got = self._reserve(j, t, nd) if t >= 0 else None
-                if got is None:
-                    if blocking:
-                        self._start(starts)
-                        return
-                    continue
-                starts.append((j, t, nd, got[0], got[1]))
-                max_free = int(free.max())
-                if max_free == 0:
-                    self._start(starts)
-                    return
-        self._start(starts)
+        m = len(run)
+        cand = np.empty((3, m), dtype=np.int64)
+        cand[0] = run
+        cand[1] = -1 if types is None else types
+        cand[2] = nds
+        self._make_room()
+        status = self._reserve_and_start(cand, m, 0, True)
+        if status[0] != STATUS_DONE or status[1] >= 0:
+            self._finish(cand, m, status, True)
+        self._run_arr = None
 
     def _apply_preemptive(
         self, run: IntArray, types: IntArray | None, ndev: IntArray | None
     ) -> None:
-        # 1. which jobs fit, by device count per type, in priority order; which of the
-        #    running jobs keep their devices and which stop (one compiled pass)
-        m = len(run)
-        rj = self.running_jobs()
-        if not self._plan_out or len(self._plan_out[0]) < max(m, len(rj)):
-            size = max(2 * m, 2 * len(rj), 1024)
-            self._plan_out = tuple(np.empty(size, dtype=np.int64) for _ in range(5))
-        go_job, go_type, go_n, kept, stop = self._plan_out
-        n_go, n_kept, n_stop, bad, why = plan_preemptive(
+        """Plan which jobs run (by device count per type, in priority order), suspend the
+        running jobs that are not kept where they are, reserve and start the others: one
+        compiled call unless Python must place a gang or rate a placement."""
+        self._make_room()
+        status = decide_preemptive(
             _contiguous(run),
             _EMPTY_I if ndev is None else _contiguous(ndev),
             _EMPTY_I if types is None else _contiguous(types),
-            self.gang_arr,
-            self.rate,
-            self.capacity.copy(),
-            bool(self.policy.blocking),
-            self.running,
-            self.alloc_n,
-            self.alloc_type,
-            self.is_active,
-            rj,
-            self._mark,
-            go_job,
-            go_type,
-            go_n,
-            kept,
-            stop,
+            self.blocking,
+            self.placing,
+            self.now,
+            *self._decide_args,
         )
-        if bad >= 0:
-            what = " twice" if why == BAD_TWICE else ", which is not active"
+        if status[0] == STATUS_BAD:
+            what = " twice" if status[2] == BAD_TWICE else ", which is not active"
             raise SimulationError(
-                f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[bad]!r}{what}"
+                f"policy {self.policy.name!r} scheduled job {self.jobs.job_id[status[1]]!r}{what}"
             )
-        # 2. suspend running jobs that are not kept where they are
-        if n_stop:
-            out = stop[:n_stop].tolist()
-            pre = self.preemptions
-            for jj in out:
-                pre[jj] += 1
-            self._stop(out, completed=False)
-        # 3. start the others in priority order; the new running set is then known, so it
-        #    need not be rebuilt from run_set
-        if not n_go:
-            self._run_arr = kept[:n_kept].copy()
-            self._run_filter = False
-            return
-        starts: list[_Start] = []
-        for j, t, nd in zip(
-            go_job[:n_go].tolist(), go_type[:n_go].tolist(), go_n[:n_go].tolist(), strict=True
-        ):
-            got = self._reserve(j, t, nd)
-            if got is not None:
-                starts.append((j, t, nd, got[0], got[1]))
-        self._start(starts)
-        if len(starts) == n_go:
-            self._run_arr = np.concatenate((kept[:n_kept], go_job[:n_go]))
-        else:
-            started = np.array([s[0] for s in starts], dtype=np.int64)
-            self._run_arr = np.concatenate((kept[:n_kept], started))
-        self._run_filter = False
+        if status[0] != STATUS_DONE or status[1] >= 0:
+            self._finish(self._plan, int(self.ctr[CTR_PLANNED]), status, False)
+        self._run_arr = None
 
     def _rearm_whole_steps(self, round_len: float) -> float:
         """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
 
         Returns the round's end: when the last job has done its share (or finished).
         """
-        if not self.run_set:
+        if not self.n_running:
             return np.inf
         j = self.running_jobs()
         self.sync()
@@ -728,11 +764,10 @@ class _Run:
         self.att0[j] = self.attained[j]
         self.tt_synced_at[j] = self.now
         self.capped = True
-        epoch = self.epoch
-        for jj, f, d in zip(j.tolist(), fin.tolist(), done_now.tolist(), strict=True):
-            epoch[jj] += 1
-            if d:
-                heapq.heappush(self.heap, (f, jj, epoch[jj]))
+        self.epoch[j] += 1  # the jobs' heap entries go stale
+        self._make_room()  # no more entries than running jobs, so than devices
+        for jj, f in zip(j[done_now].tolist(), fin[done_now].tolist(), strict=True):
+            heap_push(self.heap_t, self.heap_je, self.ctr, HEAP_FINISH, f, jj, int(self.epoch[jj]))
         return float(cap.max())
 
     def _abandon(self, js: IntArray) -> None:
@@ -742,73 +777,40 @@ class _Run:
             return
         if not self.is_active[js].all():
             raise SimulationError(f"policy {self.policy.name!r} dropped a job that is not active")
-        self._stop([j for j in js.tolist() if j in self.run_set], completed=False)
+        self._stop(js[self.running[js]], completed=False)
         self.drop[js] = DROP_ABANDONED
         self.is_active[js] = False
-        self._removed.extend(js.tolist())
+        self._removed += len(js)
         self.n_active -= len(js)
 
     # ------------------------------------------------------------------ service marks
-    def _push_mark(self, j: int, t: float, att: float, nd: int) -> None:
-        """Schedule the moment running job ``j`` (``att`` device-seconds at ``t``, on ``nd``
-        devices) reaches the next service mark above it."""
-        q = bisect.bisect_right(self.mark_list, att + SERVICE_EPS)
-        if q < len(self.mark_list):
-            left = (self.mark_list[q] - att) / nd
-            heapq.heappush(self.mark_heap, (t + left, j, self.epoch[j]))
+    def _pop_marks(self, t: float) -> int:
+        """Pop the running jobs whose next mark is due by ``t`` into ``_due``; how many."""
+        if self._due.shape[1] < self.ctr[CTR_MARKS]:
+            self._due = np.zeros((2, 2 * int(self.ctr[CTR_MARKS])), dtype=np.int64)
+        return int(pop_marks(t, self.heap_t, self.heap_je, self.ctr, self.epoch, self._due))
 
-    def _pop_marks(self, t: float) -> list[tuple[int, int]]:
-        """Running jobs whose next mark is due by ``t``, with their epochs (the entries are
-        consumed)."""
-        heap, epoch = self.mark_heap, self.epoch
-        due = []
-        while heap and heap[0][0] <= t:
-            _, j, ep = heapq.heappop(heap)
-            if ep == epoch[j]:
-                due.append((j, ep))
-        return due
-
-    def _rearm_marks(self, due: list[tuple[int, int]]) -> None:
+    def _rearm_marks(self, k: int) -> None:
         """After a decision: jobs woken by a mark that still run in the same stint wait for
         their next mark (a job the decision stopped or restarted has a new epoch, and a
         restart pushed its own entry). Crossing times assume service grows without pause, so
         they are never late; a job capped by a whole-step round may be woken early, which only
         costs a policy call."""
-        for j, ep in due:
-            if self.epoch[j] == ep and self.running[j]:
-                n = int(self.alloc_n[j])
-                upto = min(self.now, float(self.cap[j]))
-                att = float(self.att0[j]) + (upto - float(self.base_t[j])) * n
-                self._push_mark(j, self.now, att, n)
+        self._make_room()  # no more entries than running jobs, so than devices
+        rearm_marks(
+            self._due,
+            k,
+            self.now,
+            self.marks,
+            self.heap_t,
+            self.heap_je,
+            self.ctr,
+            self.jf,
+            self.ji,
+            self.jb,
+        )
 
     # ------------------------------------------------------------------ main loop
-    def _compact(self, heap: list[tuple[float, int, int]]) -> None:
-        """Drop the stale entries of ``heap`` (jobs stopped since they were pushed), which
-        preemptions pile up; the current entries and so the order of events stay the same.
-        Called when stale entries far outnumber running jobs, so its cost is amortised."""
-        epoch = self.epoch
-        heap[:] = [e for e in heap if e[2] == epoch[e[1]]]
-        heapq.heapify(heap)
-
-    def _peek(self, heap: list[tuple[float, int, int]]) -> float:
-        """Time of the first entry of ``heap`` (completions or service marks) that is still
-        current, dropping stale entries of jobs stopped since they were pushed."""
-        epoch = self.epoch
-        while heap and heap[0][2] != epoch[heap[0][1]]:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else np.inf
-
-    def _pop_finished(self, t: float) -> list[int]:
-        tol = t + 1e-9 + 1e-12 * abs(t)
-        heap, epoch = self.heap, self.epoch
-        done = []
-        while heap and heap[0][0] <= tol:
-            _, j, ep = heapq.heappop(heap)
-            if ep == epoch[j]:
-                done.append(j)
-        done.sort()
-        return done
-
     def run(self) -> RunResult:
         jobs, rate = self.jobs, self.rate
         t0 = time.perf_counter()
@@ -841,12 +843,12 @@ class _Run:
         completed = 0
         # plain-Python kernels while the run is short (clustersim.kernels.choose)
         switch_at = -1 if compiled_in_use() else kernels.COMPILE_AFTER_EVENTS
+        ctr, epoch = self.ctr, self.epoch
         while True:
             t_arr = sub[ai] if ai < n_ok else np.inf
-            t_fin = self._peek(self.heap)
+            t_fin, t_mark = next_times(self.heap_t, self.heap_je, ctr, epoch)
             has_active = self.n_active > 0
             t_round = next_round if (has_active or t_arr <= next_round) else np.inf
-            t_mark = self._peek(self.mark_heap) if self.mark_heap else np.inf
             t_next = min(t_arr, t_fin, t_round, min(wake, t_mark) if has_active else np.inf)
             if t_next == np.inf or t_next > until:
                 break
@@ -854,17 +856,14 @@ class _Run:
             self.events += 1
             if self.events == switch_at:
                 choose(len(jobs), self.events)
-            was_running = bool(self.run_set)
+            was_running = ctr[CTR_RUN] > 0
             changed = False
             # completions
             if t_fin <= t_next:
-                done = self._pop_finished(t_next)
-                self._stop(done, completed=True)
-                for jj in done:
-                    self.is_active[jj] = False
-                self._removed.extend(done)
-                self.n_active -= len(done)
-                completed += len(done)
+                k_done = self._complete_due(t_next)
+                self._removed += k_done
+                self.n_active -= k_done
+                completed += k_done
                 changed = True
             # arrivals
             if t_arr <= t_next:
@@ -883,7 +882,7 @@ class _Run:
                 self.n_active += len(arriving)
                 changed = changed or len(arriving) > 0
             at_round = bool(round_s) and t_next >= next_round
-            if relative and not self.run_set and (changed or was_running):
+            if relative and not ctr[CTR_RUN] and (changed or was_running):
                 # Gavel-style rounds: an idle cluster starts a round at once, and a round
                 # whose jobs have all finished ends there
                 at_round = True
@@ -897,15 +896,15 @@ class _Run:
             at_wake = t_next >= wake
             if at_wake:
                 wake = np.inf
-            due = self._pop_marks(t_next) if t_next >= t_mark else None
-            if due is not None:
+            due = self._pop_marks(t_next) if t_next >= t_mark else -1
+            if due >= 0:
                 at_wake = True
             call = at_round or at_wake or (changed and not relative)
             if call and self.n_active:
                 if (
                     not policy.preemptive
                     and not at_round
-                    and (not self.free.any() or len(self.run_set) == self.n_active)
+                    and (not self.free.any() or ctr[CTR_RUN] == self.n_active)
                 ):
                     pass  # nothing can start: skip the policy call
                 else:
@@ -914,17 +913,19 @@ class _Run:
                     wake = np.inf
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
-            if due:
+            if due > 0:
                 self._rearm_marks(due)
-            if relative and at_round and self.run_set:
+            if relative and at_round and ctr[CTR_RUN]:
                 if whole_steps:
                     next_round = self._rearm_whole_steps(round_len)
                 else:
                     next_round = t_next + round_len
             # record the segment that starts now
             self.seg_t.append(t_next)
-            self.seg_busy.append(self.busy.copy())
-            nr = len(self.run_set)
+            if self.events > len(self.seg_busy):
+                self.seg_busy = np.concatenate([self.seg_busy, np.zeros_like(self.seg_busy)])
+            self.seg_busy[self.events - 1] = self.busy
+            nr = int(ctr[CTR_RUN])
             self.seg_running.append(nr)
             self.seg_queued.append(self.n_active - nr)
             if progress is not None and self.events % every == 0:
@@ -935,14 +936,13 @@ class _Run:
         end = self.now
         self.sync()
         self.sync_types()
-        for jj in sorted(self.placed):  # stints still open at the end
-            nodes, counts = self.placed[jj]
-            k = len(nodes)
-            self.st_job.extend([jj] * k)
-            self.st_node.extend(nodes.tolist())
-            self.st_dev.extend(counts.tolist())
-            self.st_start.extend([float(self.last_start[jj])] * k)
-            self.st_end.extend([end] * k)
+        n_st = int(ctr[CTR_STINTS])
+        st_i, st_f = [self.st_i[:, :n_st]], [self.st_f[:, :n_st]]
+        for jj in np.sort(self.running_jobs()).tolist():  # stints still open at the end
+            o, k = int(self.ji[JI_SLOT, jj]), int(self.ji[JI_PLACED, jj])
+            st_i.append(np.stack([np.full(k, jj), *self.slots[:, o : o + k]]))
+            st_f.append(np.stack([np.full(k, self.last_start[jj]), np.full(k, end)]))
+        stints_i, stints_f = np.concatenate(st_i, axis=1), np.concatenate(st_f, axis=1)
         unfinished = self.active
         if len(unfinished):
             self.drop[unfinished] = DROP_UNFINISHED
@@ -950,36 +950,32 @@ class _Run:
             self.drop[order[ai:]] = DROP_UNFINISHED
         seg_t = np.array([*self.seg_t, end], dtype=np.float64)
         n_types, n_regions = self.cluster.n_types, self.n_regions
-        seg_busy = (
-            np.array(self.seg_busy).reshape(-1, n_types, n_regions)
-            if self.seg_busy
-            else np.zeros((0, n_types, n_regions))
-        )
+        seg_busy = self.seg_busy[: self.events].reshape(-1, n_types, n_regions).copy()
         return RunResult(
             jobs=jobs,
             cluster=self.cluster,
             policy=policy.name,
             placement=self.placement.name,
             seed=self.opt.seed,
-            first_start=self.first_start,
-            finish=self.finish,
+            first_start=self.first_start.copy(),
+            finish=self.finish.copy(),
             drop_reason=self.drop,
-            attained=self.attained,
+            attained=self.attained.copy(),
             type_time=self.type_time,
             device_time=self.device_time,
-            preemptions=self.preemptions,
-            migrations=self.migrations,
-            max_nodes=self.max_nodes,
+            preemptions=self.preemptions.copy(),
+            migrations=self.migrations.copy(),
+            max_nodes=self.max_nodes.copy(),
             seg_t=seg_t,
             seg_busy=seg_busy,
             seg_queued=np.array(self.seg_queued, dtype=np.int64),
             seg_running=np.array(self.seg_running, dtype=np.int64),
             stints=Stints(
-                job=np.array(self.st_job, dtype=np.int64),
-                node=np.array(self.st_node, dtype=np.int64),
-                devices=np.array(self.st_dev, dtype=np.int64),
-                start=np.array(self.st_start, dtype=np.float64),
-                end=np.array(self.st_end, dtype=np.float64),
+                job=stints_i[0],
+                node=stints_i[1],
+                devices=stints_i[2],
+                start=stints_f[0],
+                end=stints_f[1],
             ),
             events=self.events,
             wall_s=time.perf_counter() - t0,
@@ -1011,6 +1007,42 @@ def warm_up() -> None:
         ("gavel-las", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
+    # paths those runs may not take: a policy dropping running jobs, heap compaction,
+    # pushes of whole-step rounds (a stale entry, then compacted away)
+    run = _Run(
+        jobs, cluster, make_policy("fifo"), make_placement("consolidate"), rates, EngineOptions()
+    )
+    run._make_room()
+    stop_jobs(
+        np.zeros(0, dtype=np.int64),
+        False,
+        0.0,
+        run.jf,
+        run.ji,
+        run.jb,
+        run.type_time,
+        run.device_time,
+        run.nodes_i,
+        run.busy,
+        run.types_i,
+        run.slots,
+        run.st_i,
+        run.st_f,
+        run.run_order,
+        run.ctr,
+    )
+    heap_push(run.heap_t, run.heap_je, run.ctr, HEAP_FINISH, 0.0, 0, -1)
+    run._compact(HEAP_FINISH)
+
+
+_A = TypeVar("_A", bound="np.ndarray[Any, Any]")
+
+
+def _grown(a: _A, size: int) -> _A:
+    """``a`` with its last axis grown to ``size`` (zeros after the old entries)."""
+    out = np.zeros((*a.shape[:-1], size), dtype=a.dtype)
+    out[..., : a.shape[-1]] = a
+    return out  # type: ignore[return-value]
 
 
 def _contiguous(a: IntArray) -> IntArray:

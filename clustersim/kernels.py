@@ -3,11 +3,16 @@
 At every event of a full-trace run the engine does a few small things many times: walk a
 preemptive policy's priority list to see which jobs fit (:func:`plan_preemptive`), bring the
 progress of running jobs up to date (:func:`sync_running`), find nodes for a gang
-(:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`).
-Done with numpy, each is a handful of small array operations whose fixed cost dominates;
-compiled by numba, each is one call. Tiresias's queues (:func:`tiresias_order`, which keeps
-them as linked lists in the order its simulator does) and a pass of Gavel's rounds
-(:func:`gavel_pass`: priorities, ranking and greedy placement) are the policy-side loops here.
+(:func:`best_fit_node`, :func:`take_largest_first`, :func:`take_nodes`, :func:`link_gbs`),
+and keep the books of every start and stop: counters, devices, stints, the event heaps
+(:func:`decide_preemptive`, :func:`reserve_and_start`, :func:`complete_due`, :func:`stop_jobs`,
+:func:`start_jobs`, :func:`heap_push` and their helpers). Done with numpy or Python objects,
+each is a handful of small operations whose fixed cost dominates, once per job started or
+stopped; compiled by numba, a whole decision is one call, so a run costs in proportion to
+the jobs it moves, not to Python per start, stop or event. Tiresias's queues
+(:func:`tiresias_order`, which keeps them as linked lists in the order its simulator does)
+and a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy placement)
+are the policy-side loops here.
 
 The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
 decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source
@@ -504,15 +509,948 @@ def link_gbs(
     return nic / worst
 
 
+# ---------------------------------------------------------------------------------------------
+# The engine's per-job bookkeeping: start, stop, reserve, event heaps
+#
+# A preemptive decision is one call of :func:`decide_preemptive` (plan, suspend, reserve,
+# start), a greedy one one call of :func:`reserve_and_start`, whatever the number of jobs they
+# start or stop; the engine's Python takes over only for what needs Python objects (a placement
+# strategy the kernels do not know, the performance model on a placement not seen before).
+# The engine packs its state into a few arrays so that a call passes a few dozen arguments
+# (each costs numba's dispatcher about 0.1 µs):
+#
+# * ``jf`` (N_JF, n) float64, ``ji`` (N_JI, n) int64: one row per per-job field below;
+#   ``jb`` (2, n) bool: the running and active flags;
+# * ``nodes_i`` (5, n_nodes) int64: rows NODE_*; ``nodes_f`` (2, n_nodes) float64: the
+#   intra-node link (GB/s) and the NIC (Gb/s) of each node; ``oversub`` (n_racks,) float64;
+#   ``busy`` (n_groups,) float64: busy devices per node group (type × region);
+# * ``types_i`` (2, n_types) int64: free and total devices per type; ``type_off``
+#   (n_types + 1,) int64: type ``t``'s nodes are ``nodes_i[NODE_BY_TYPE, type_off[t]:
+#   type_off[t + 1]]``;
+# * ``slots`` (2, s) int64: placement slots: job ``j`` holds ``slots[1, o:o+k]`` devices on
+#   nodes ``slots[0, o:o+k]``, ``o = ji[JI_SLOT, j]``, ``k = ji[JI_PLACED, j]``;
+# * ``heap_t`` (2, cap) float64, ``heap_je`` (2, 2, cap) int64: two binary min-heaps of
+#   ``(time, job, epoch)`` entries, completions (``HEAP_FINISH``) and service marks
+#   (``HEAP_MARK``), sizes in ``ctr``; an entry whose epoch is not the job's is stale;
+# * ``st_i`` (3, cap) int64, ``st_f`` (2, cap) float64: stints (job, node, devices; start,
+#   end), one row per node each time a job's devices are released;
+# * ``s_i`` (5, cap) int64, ``s_nc`` (2, cap) int64, ``s_f`` (2, cap) float64: the starts of
+#   the current decision (job, type, devices, offset and number of its nodes in ``s_nc``;
+#   nodes and devices there; link GB/s and rate);
+# * ``rc_i`` (3, cap) int64, ``rc_f`` (2, cap) float64: the rate cache, placement rates by
+#   (job, type, devices, link), one chain per job from ``ji[JI_RC_HEAD, j]``: next entry
+#   (-1: end), type, devices; link, rate;
+# * ``run_order`` (n,) int64: the running jobs in the order policies see them;
+# * ``ctr`` (N_CTR,) int64: the counters the kernels advance.
+#
+# Room in the growable arrays is the caller's business: one decision adds at most one stint
+# row and one heap entry of each kind per device of the cluster.
+
+JF_REMAINING = 0  # work left (lazy while running)
+JF_FIRST_START = 1
+JF_LAST_START = 2
+JF_FINISH = 3
+JF_ATTAINED = 4  # device-seconds (lazy while running)
+JF_EXECUTED = 5  # seconds holding devices (lazy while running)
+JF_BASE_T = 6  # running: start of the stint (or whole-step round)
+JF_EXE0 = 7  # running: executed at base_t
+JF_ATT0 = 8  # running: attained at base_t
+JF_TT_SYNCED = 9  # running: type_time/device_time are exact up to here
+JF_FIN = 10  # running: predicted finish
+JF_STALL = 11  # running: end of the restore stall
+JF_CRATE = 12  # running: work units/s on the current placement
+JF_CAP = 13  # running: no progress after this time (whole-step rounds)
+JF_ROUND_REM = 14  # running: remaining when the stint (or round) began
+JF_SHARE = 15  # running, whole-step rounds: work allowed this round
+JF_RESTORE = 16  # restore delay paid on each resume, s
+N_JF = 17
+
+JI_ALLOC_TYPE = 0  # -1 when not running
+JI_ALLOC_N = 1  # 0 when not running
+JI_PREEMPTIONS = 2
+JI_MIGRATIONS = 3
+JI_MAX_NODES = 4
+JI_EPOCH = 5  # bumped at each stop: heap entries of older epochs are stale
+JI_GANG = 6  # num_gpus
+JI_SLOT = 7  # offset of the job's slot in ``slots``
+JI_PLACED = 8  # nodes of the job's latest placement (0: never placed)
+JI_RC_HEAD = 9  # first entry of the job's chain in the rate cache, -1 for none
+N_JI = 10
+
+JB_RUNNING = 0
+JB_ACTIVE = 1
+
+NODE_FREE = 0  # free devices
+NODE_GROUP = 1  # node group (type × region) of each node
+NODE_TYPE = 2
+NODE_RACK = 3
+NODE_BY_TYPE = 4  # node indices grouped by type (see type_off)
+
+TYPE_FREE = 0
+TYPE_CAPACITY = 1
+
+HEAP_FINISH = 0
+HEAP_MARK = 1
+
+CTR_STINTS = 0  # stint rows written
+CTR_HEAP = 1  # entries in the completion heap
+CTR_MARKS = 2  # entries in the service-mark heap
+CTR_RUN = 3  # running jobs (the first entries of ``run_order``)
+CTR_RC = 4  # entries of the rate cache
+CTR_STARTS = 5  # starts reserved by the current decision
+CTR_START_NODES = 6  # node entries of those starts
+CTR_PLANNED = 7  # starts planned by the current preemptive decision
+N_CTR = 8
+
+MARK_EPS = 1e-6  # scheduling.base.SERVICE_EPS (the kernels import no policy code)
+
+PLACE_STRATEGY = 0  # how gangs are placed (see _reserve_one)
+PLACE_BEST_FIT = 1
+PLACE_CONSOLIDATE = 2
+
+STATUS_DONE = 0  # the decision is applied (a: a job with a zero rate, or -1)
+STATUS_PLACE = 1  # candidate a needs the placement strategy, on type b
+STATUS_RATES = 2  # a starts need the performance model (rate nan in s_f)
+STATUS_BAD = 3  # job a makes the decision invalid (b: BAD_INACTIVE or BAD_TWICE)
+
+
 @_compiled
-def release_nodes(
-    node_free: IntArray, busy: FloatArray, node_group: IntArray, nodes: IntArray, counts: IntArray
+def _entry_less(t1: float, j1: int, e1: int, t2: float, j2: int, e2: int) -> bool:
+    """``(t1, j1, e1) < (t2, j2, e2)`` as tuples."""
+    if t1 != t2:
+        return t1 < t2
+    if j1 != j2:
+        return j1 < j2
+    return e1 < e2
+
+
+@_compiled
+def _sift_down(ht: FloatArray, hje: IntArray, size: int, i: int) -> None:
+    """Move entry ``i`` of the heap ``ht`` (cap,) / ``hje`` (2, cap) of ``size`` entries
+    down to its place."""
+    t, j, e = ht[i], hje[0, i], hje[1, i]
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and _entry_less(
+            ht[c + 1], hje[0, c + 1], hje[1, c + 1], ht[c], hje[0, c], hje[1, c]
+        ):
+            c += 1
+        if not _entry_less(ht[c], hje[0, c], hje[1, c], t, j, e):
+            break
+        ht[i] = ht[c]
+        hje[0, i] = hje[0, c]
+        hje[1, i] = hje[1, c]
+        i = c
+    ht[i] = t
+    hje[0, i] = j
+    hje[1, i] = e
+
+
+@_compiled
+def heap_push(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, t: float, j: int, e: int
 ) -> None:
-    """Give back ``counts`` devices on ``nodes`` (the reverse of :func:`take_nodes`)."""
+    """Push ``(t, j, e)`` on heap ``h`` (``HEAP_FINISH`` or ``HEAP_MARK``) of ``heap_t``
+    (2, cap) / ``heap_je`` (2, 2, cap), whose size is ``ctr[CTR_HEAP + h]`` (< cap)."""
+    ht = heap_t[h]
+    hje = heap_je[h]
+    c = CTR_HEAP + h
+    i = ctr[c]
+    ctr[c] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _entry_less(t, j, e, ht[p], hje[0, p], hje[1, p]):
+            break
+        ht[i] = ht[p]
+        hje[0, i] = hje[0, p]
+        hje[1, i] = hje[1, p]
+        i = p
+    ht[i] = t
+    hje[0, i] = j
+    hje[1, i] = e
+
+
+@_compiled
+def heap_pop(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int
+) -> tuple[float, int, int]:
+    """Remove and return the smallest entry ``(t, j, e)`` of the non-empty heap ``h``."""
+    ht = heap_t[h]
+    hje = heap_je[h]
+    c = CTR_HEAP + h
+    t, j, e = ht[0], hje[0, 0], hje[1, 0]
+    size = ctr[c] - 1
+    ctr[c] = size
+    if size > 0:
+        ht[0] = ht[size]
+        hje[0, 0] = hje[0, size]
+        hje[1, 0] = hje[1, size]
+        _sift_down(ht, hje, size, 0)
+    return t, j, e
+
+
+@_compiled
+def heap_peek(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, epoch: IntArray
+) -> float:
+    """Time of the first current entry (``e == epoch[j]``) of heap ``h``, ``inf`` when there
+    is none; stale entries met on the way are dropped."""
+    hje = heap_je[h]
+    c = CTR_HEAP + h
+    while ctr[c] > 0 and hje[1, 0] != epoch[hje[0, 0]]:
+        heap_pop(heap_t, heap_je, ctr, h)
+    return heap_t[h, 0] if ctr[c] > 0 else np.inf
+
+
+@_compiled
+def next_times(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, epoch: IntArray
+) -> tuple[float, float]:
+    """:func:`heap_peek` of the completion heap and of the mark heap, in one call (the engine
+    asks for both at every event)."""
+    return (
+        heap_peek(heap_t, heap_je, ctr, HEAP_FINISH, epoch),
+        heap_peek(heap_t, heap_je, ctr, HEAP_MARK, epoch),
+    )
+
+
+@_compiled
+def heap_compact(
+    heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, epoch: IntArray
+) -> None:
+    """Drop every stale entry of heap ``h`` (jobs stopped since the entry was pushed), in
+    O(size); the current entries, and so the order of events, stay the same."""
+    ht = heap_t[h]
+    hje = heap_je[h]
+    c = CTR_HEAP + h
+    m = 0
+    for i in range(ctr[c]):
+        if hje[1, i] == epoch[hje[0, i]]:
+            ht[m] = ht[i]
+            hje[0, m] = hje[0, i]
+            hje[1, m] = hje[1, i]
+            m += 1
+    ctr[c] = m
+    for i in range(m // 2 - 1, -1, -1):
+        _sift_down(ht, hje, m, i)
+
+
+@_compiled
+def stop_jobs(
+    js: IntArray,
+    completed: bool,
+    now: float,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+    nodes_i: IntArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    slots: IntArray,
+    st_i: IntArray,
+    st_f: FloatArray,
+    run_order: IntArray,
+    ctr: IntArray,
+) -> None:
+    """Stop running jobs ``js`` (k,) int64 in that order (completion or suspension).
+
+    Each job's counters are brought to ``now`` (progress stops at its whole-step ``cap``):
+    ``executed``, ``attained``, ``type_time`` and ``device_time`` (n, n_types), and
+    ``remaining`` (0 and ``finish = now`` when ``completed``); its devices go back to the
+    nodes, ``busy`` and the free devices of its type; one stint row per node is appended; its
+    epoch is bumped (its heap entries go stale) and it leaves ``run_order``, whose other
+    entries keep their order. The other arguments are the engine's packed state (see above).
+    """
+    n_st = ctr[CTR_STINTS]
+    node_free = nodes_i[NODE_FREE]
+    node_group = nodes_i[NODE_GROUP]
+    free = types_i[TYPE_FREE]
+    for jj in js:
+        n = ji[JI_ALLOC_N, jj]
+        t = ji[JI_ALLOC_TYPE, jj]
+        c_j = jf[JF_CAP, jj]
+        upto = now if now < c_j else c_j
+        dt = upto - jf[JF_BASE_T, jj]
+        jf[JF_EXECUTED, jj] = jf[JF_EXE0, jj] + dt
+        jf[JF_ATTAINED, jj] = jf[JF_ATT0, jj] + dt * n
+        dt = upto - jf[JF_TT_SYNCED, jj]
+        type_time[jj, t] += dt
+        device_time[jj, t] += dt * n
+        if completed:
+            jf[JF_REMAINING, jj] = 0.0
+            jf[JF_FINISH, jj] = now
+        elif upto >= c_j:  # a whole-step share is done: count it exactly
+            jf[JF_REMAINING, jj] = jf[JF_ROUND_REM, jj] - jf[JF_SHARE, jj]
+        else:
+            stalled = upto - jf[JF_STALL, jj]
+            jf[JF_REMAINING, jj] = jf[JF_ROUND_REM, jj] - jf[JF_CRATE, jj] * (
+                stalled if stalled > 0.0 else 0.0
+            )
+        jb[JB_RUNNING, jj] = False
+        ji[JI_ALLOC_TYPE, jj] = -1
+        ji[JI_ALLOC_N, jj] = 0
+        jf[JF_FIN, jj] = np.inf
+        jf[JF_CAP, jj] = np.inf
+        began = jf[JF_LAST_START, jj]
+        o = ji[JI_SLOT, jj]
+        for i in range(o, o + ji[JI_PLACED, jj]):
+            node = slots[0, i]
+            c = slots[1, i]
+            node_free[node] += c
+            busy[node_group[node]] -= c
+            st_i[0, n_st] = jj
+            st_i[1, n_st] = node
+            st_i[2, n_st] = c
+            st_f[0, n_st] = began
+            st_f[1, n_st] = now
+            n_st += 1
+        free[t] += n
+        ji[JI_EPOCH, jj] += 1
+    ctr[CTR_STINTS] = n_st
+    m = 0
+    for i in range(ctr[CTR_RUN]):
+        j = run_order[i]
+        if jb[JB_RUNNING, j]:
+            run_order[m] = j
+            m += 1
+    ctr[CTR_RUN] = m
+
+
+@_compiled
+def complete_due(
+    t: float,
+    out: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+    nodes_i: IntArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    slots: IntArray,
+    st_i: IntArray,
+    st_f: FloatArray,
+    run_order: IntArray,
+    ctr: IntArray,
+) -> int:
+    """Complete the running jobs predicted to finish by ``t`` (within ``1e-9 + 1e-12 |t|``).
+
+    Pops their entries from the completion heap (skipping stale ones), writes them ascending
+    to ``out`` (n,) int64, stops them in that order as :func:`stop_jobs` does with
+    ``completed`` and clears their active flag. Returns how many.
+    """
+    tol = t + 1e-9 + 1e-12 * abs(t)
+    epoch = ji[JI_EPOCH]
+    k = 0
+    while ctr[CTR_HEAP] > 0 and heap_t[HEAP_FINISH, 0] <= tol:
+        _, j, e = heap_pop(heap_t, heap_je, ctr, HEAP_FINISH)
+        if e == epoch[j]:
+            out[k] = j
+            k += 1
+    done = out[:k]
+    done.sort()
+    stop_jobs(
+        done,
+        True,
+        t,
+        jf,
+        ji,
+        jb,
+        type_time,
+        device_time,
+        nodes_i,
+        busy,
+        types_i,
+        slots,
+        st_i,
+        st_f,
+        run_order,
+        ctr,
+    )
+    for j in done:
+        jb[JB_ACTIVE, j] = False
+    return k
+
+
+@_compiled
+def _next_mark(marks: FloatArray, att: float) -> int:
+    """Position of the first mark above ``att + MARK_EPS`` (``bisect_right``)."""
+    lo = 0
+    hi = len(marks)
+    x = att + MARK_EPS
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < marks[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@_compiled
+def push_mark(
+    marks: FloatArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+    j: int,
+    t: float,
+    att: float,
+    nd: int,
+    e: int,
+) -> None:
+    """Schedule the moment running job ``j`` (``att`` device-seconds at ``t`` on ``nd``
+    devices, epoch ``e``) reaches the next of the service ``marks`` (ascending) above it, on
+    the mark heap; nothing when it is above them all."""
+    q = _next_mark(marks, att)
+    if q < len(marks):
+        heap_push(heap_t, heap_je, ctr, HEAP_MARK, t + (marks[q] - att) / nd, j, e)
+
+
+@_compiled
+def pop_marks(
+    t: float, heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, epoch: IntArray, out: IntArray
+) -> int:
+    """Pop the mark-heap entries due by ``t``; the current ones go to ``out`` (2, >= size)
+    as (job, epoch) columns, in pop order. Returns how many."""
+    k = 0
+    while ctr[CTR_MARKS] > 0 and heap_t[HEAP_MARK, 0] <= t:
+        _, j, e = heap_pop(heap_t, heap_je, ctr, HEAP_MARK)
+        if e == epoch[j]:
+            out[0, k] = j
+            out[1, k] = e
+            k += 1
+    return k
+
+
+@_compiled
+def rearm_marks(
+    due: IntArray,
+    k: int,
+    now: float,
+    marks: FloatArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+) -> None:
+    """After a decision: the jobs of ``due[:, :k]`` (from :func:`pop_marks`) that still run in
+    the same stint wait for their next mark (attained service counted up to ``min(now,
+    cap)``)."""
+    for i in range(k):
+        j = due[0, i]
+        e = due[1, i]
+        if ji[JI_EPOCH, j] == e and jb[JB_RUNNING, j]:
+            n = ji[JI_ALLOC_N, j]
+            c = jf[JF_CAP, j]
+            upto = now if now < c else c
+            att = jf[JF_ATT0, j] + (upto - jf[JF_BASE_T, j]) * n
+            push_mark(marks, heap_t, heap_je, ctr, j, now, att, n, e)
+
+
+@_compiled
+def record_start(
+    j: int,
+    t: int,
+    nd: int,
+    nodes: IntArray,
+    counts: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    ctr: IntArray,
+) -> None:
+    """Append a reserved start (job ``j`` on ``nd`` devices of type ``t``: ``counts`` on
+    ``nodes``) to the decision's starts ``s_i``/``s_nc``."""
+    s = ctr[CTR_STARTS]
+    o = ctr[CTR_START_NODES]
+    s_i[0, s] = j
+    s_i[1, s] = t
+    s_i[2, s] = nd
+    s_i[3, s] = o
+    s_i[4, s] = len(nodes)
     for i in range(len(nodes)):
-        n = nodes[i]
-        node_free[n] += counts[i]
-        busy[node_group[n]] -= counts[i]
+        s_nc[0, o + i] = nodes[i]
+        s_nc[1, o + i] = counts[i]
+    ctr[CTR_STARTS] = s + 1
+    ctr[CTR_START_NODES] = o + len(nodes)
+
+
+@_compiled
+def _reserve_one(
+    j: int,
+    t: int,
+    nd: int,
+    placing: int,
+    nodes_i: IntArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    type_off: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    ctr: IntArray,
+) -> int:
+    """Reserve ``nd`` devices of type ``t`` for job ``j``: 1 when done, 0 when fewer than
+    ``nd`` are free, -1 when the placement strategy must choose.
+
+    ``placing`` is ``PLACE_STRATEGY`` (the strategy chooses), ``PLACE_BEST_FIT`` (a gang that
+    fits one node goes to the best-fitting one, the strategy places the others) or
+    ``PLACE_CONSOLIDATE`` (the others take the freest nodes first, :func:`take_largest_first`).
+    """
+    free = types_i[TYPE_FREE]
+    if free[t] < nd:
+        return 0
+    if placing == PLACE_STRATEGY:
+        return -1
+    node_free = nodes_i[NODE_FREE]
+    node_group = nodes_i[NODE_GROUP]
+    nodes_t = nodes_i[NODE_BY_TYPE, type_off[t] : type_off[t + 1]]
+    # one type on every node: no gather (the first smallest fitting node either way)
+    every = len(type_off) == 2
+    i = best_fit_node(node_free, nodes_t[:0] if every else nodes_t, nd)
+    if i >= 0:
+        node = nodes_t[i]
+        node_free[node] -= nd
+        busy[node_group[node]] += nd
+        free[t] -= nd
+        counts = np.empty(1, dtype=np.int64)
+        counts[0] = nd
+        record_start(j, t, nd, nodes_t[i : i + 1], counts, s_i, s_nc, ctr)
+        return 1
+    if placing != PLACE_CONSOLIDATE:
+        return -1
+    cand = np.empty(len(nodes_t), dtype=np.int64)  # the nodes of type t with room
+    k = 0
+    for node in nodes_t:
+        if node_free[node] > 0:
+            cand[k] = node
+            k += 1
+    nodes, counts = take_largest_first(node_free, cand[:k], nd)
+    for i in range(len(nodes)):
+        node_free[nodes[i]] -= counts[i]
+        busy[node_group[nodes[i]]] += counts[i]
+    free[t] -= nd
+    record_start(j, t, nd, nodes, counts, s_i, s_nc, ctr)
+    return 1
+
+
+@_compiled
+def start_rates(
+    ji: IntArray,
+    rate: FloatArray,
+    rc_i: IntArray,
+    rc_f: FloatArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
+    oversub: FloatArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    ctr: IntArray,
+) -> int:
+    """Rate of each start of the decision, from what is known without the performance model.
+
+    A one-device job on one device runs at its consolidated ``rate`` (n, n_types); any other
+    start at the rate of its (job, type, devices, slowest link) key in the rate cache. Writes
+    the link (GB/s, :func:`link_gbs`) and the rate, ``nan`` for a cache miss, to ``s_f`` and
+    returns the number of misses.
+    """
+    misses = 0
+    for s in range(ctr[CTR_STARTS]):
+        j = s_i[0, s]
+        t = s_i[1, s]
+        nd = s_i[2, s]
+        if nd == 1 and ji[JI_GANG, j] == 1:
+            s_f[0, s] = np.inf
+            s_f[1, s] = rate[j, t]
+            continue
+        o = s_i[3, s]
+        link = link_gbs(
+            s_nc[0, o : o + s_i[4, s]], nd, nodes_f[0], nodes_f[1], nodes_i[NODE_RACK], oversub
+        )
+        s_f[0, s] = link
+        r = np.nan
+        e = ji[JI_RC_HEAD, j]
+        while e >= 0:
+            if rc_i[1, e] == t and rc_i[2, e] == nd and rc_f[0, e] == link:
+                r = rc_f[1, e]
+                break
+            e = rc_i[0, e]
+        if r != r:
+            misses += 1
+        s_f[1, s] = r
+    return misses
+
+
+@_compiled
+def start_jobs(
+    now: float,
+    marks: FloatArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    slots: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> int:
+    """Start the decision's starts (devices reserved) at their rates ``s_f[1]``, in order, and
+    clear the list.
+
+    A resumed job stalls for its restore delay and counts a migration when its nodes differ
+    from its previous placement's; each job's predicted finish goes on the completion heap,
+    and on the mark heap the moment it reaches its next service mark (``marks`` ascending,
+    may be empty). The started jobs join ``run_order`` at its end.
+
+    Returns
+    -------
+    int
+        -1, or the first job whose rate is not positive (which is not started; the starts
+        after it neither).
+    """
+    n_run = ctr[CTR_RUN]
+    bad = -1
+    for s in range(ctr[CTR_STARTS]):
+        j = s_i[0, s]
+        r = s_f[1, s]
+        if not r > 0.0:
+            bad = j
+            break
+        t = s_i[1, s]
+        nd = s_i[2, s]
+        o = s_i[3, s]
+        k = s_i[4, s]
+        first = jf[JF_FIRST_START, j]
+        resumed = first == first
+        slot = ji[JI_SLOT, j]
+        if resumed:
+            stall = now + jf[JF_RESTORE, j]
+            moved = k != ji[JI_PLACED, j]
+            if not moved:
+                for i in range(k):
+                    if s_nc[0, o + i] != slots[0, slot + i]:
+                        moved = True
+                        break
+            if moved:
+                ji[JI_MIGRATIONS, j] += 1
+        else:
+            stall = now
+            jf[JF_FIRST_START, j] = now
+        for i in range(k):
+            slots[0, slot + i] = s_nc[0, o + i]
+            slots[1, slot + i] = s_nc[1, o + i]
+        ji[JI_PLACED, j] = k
+        if k > ji[JI_MAX_NODES, j]:
+            ji[JI_MAX_NODES, j] = k
+        fin = stall + jf[JF_REMAINING, j] / r
+        jf[JF_LAST_START, j] = now
+        jf[JF_BASE_T, j] = now
+        jf[JF_EXE0, j] = jf[JF_EXECUTED, j]
+        jf[JF_ATT0, j] = jf[JF_ATTAINED, j]
+        jf[JF_TT_SYNCED, j] = now
+        jb[JB_RUNNING, j] = True
+        ji[JI_ALLOC_TYPE, j] = t
+        ji[JI_ALLOC_N, j] = nd
+        jf[JF_STALL, j] = stall
+        jf[JF_ROUND_REM, j] = jf[JF_REMAINING, j]
+        jf[JF_CRATE, j] = r
+        jf[JF_FIN, j] = fin
+        run_order[n_run] = j
+        n_run += 1
+        e = ji[JI_EPOCH, j]
+        heap_push(heap_t, heap_je, ctr, HEAP_FINISH, fin, j, e)
+        if len(marks):
+            push_mark(marks, heap_t, heap_je, ctr, j, now, jf[JF_ATTAINED, j], nd, e)
+    ctr[CTR_RUN] = n_run
+    ctr[CTR_STARTS] = 0
+    ctr[CTR_START_NODES] = 0
+    return bad
+
+
+@_compiled
+def reserve_and_start(
+    cand: IntArray,
+    m: int,
+    i0: int,
+    greedy: bool,
+    blocking: bool,
+    placing: int,
+    now: float,
+    rate: FloatArray,
+    marks: FloatArray,
+    mark: Int8Array,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
+    oversub: FloatArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    type_off: IntArray,
+    slots: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    rc_i: IntArray,
+    rc_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> tuple[int, int, int]:
+    """Reserve devices for the candidates ``cand[:, i0:m]`` in order, then start them
+    (:func:`start_rates`, :func:`start_jobs`).
+
+    Gangs are placed as ``placing`` says (:func:`_reserve_one`); for one the placement
+    strategy must place, the kernel returns ``(STATUS_PLACE, i, t)``: the caller asks the
+    strategy for candidate ``i`` on type ``t``, records the outcome (:func:`record_start`;
+    ``mark`` the job when ``greedy``) and calls again from ``i + 1`` (a greedy caller ends the
+    list at ``i`` instead when the strategy fails and ``blocking``). When some starts need the
+    performance model it returns ``(STATUS_RATES, misses, 0)`` with their rates ``nan``: the
+    caller fills them in and calls :func:`start_jobs`.
+
+    Preemptive decisions (not ``greedy``): the candidates are the planned starts
+    (:func:`plan_preemptive`): rows job, type, devices; one that cannot be reserved is
+    skipped. Greedy decisions: rows job, wanted type (-1: the engine's choice), devices;
+    running jobs and jobs already reserved by this decision are skipped; a job is tried only
+    when some type has ``devices`` free, on the wanted type, else its current type, else the
+    type with room on which it is fastest (one type: that type, if the job can run there);
+    the first failure ends the decision when ``blocking``, and so does a full cluster.
+    ``mark`` (n,) int8 is scratch, all zero on entry and when the reservations are done.
+
+    Returns
+    -------
+    (status, a, b)
+        ``STATUS_*`` and its details (``STATUS_DONE``: ``a`` is as :func:`start_jobs`
+        returns).
+    """
+    free = types_i[TYPE_FREE]
+    n_types = len(free)
+    max_free = 0
+    for k in range(n_types):
+        max_free = max(max_free, free[k])
+    for i in range(i0, m):
+        j = cand[0, i]
+        nd = cand[2, i]
+        t = cand[1, i]
+        if greedy:
+            if jb[JB_RUNNING, j] or mark[j] != 0:
+                continue
+            if max_free == 0:
+                break
+            got = 0
+            if nd <= max_free:
+                if t < 0:
+                    if n_types == 1:
+                        t = 0 if free[0] >= nd and rate[j, 0] > 0 else -1
+                    elif ji[JI_ALLOC_TYPE, j] >= 0:
+                        t = ji[JI_ALLOC_TYPE, j]
+                    else:
+                        t = fastest_type(rate, j, free, nd)
+                if t >= 0:
+                    got = _reserve_one(
+                        j, t, nd, placing, nodes_i, busy, types_i, type_off, s_i, s_nc, ctr
+                    )
+        else:
+            got = _reserve_one(j, t, nd, placing, nodes_i, busy, types_i, type_off, s_i, s_nc, ctr)
+        if got < 0:
+            return STATUS_PLACE, i, t
+        if greedy:
+            if got == 0:
+                if blocking:
+                    break
+                continue
+            mark[j] = 1
+            max_free = 0
+            for k in range(n_types):
+                max_free = max(max_free, free[k])
+    for s in range(ctr[CTR_STARTS]):
+        mark[s_i[0, s]] = 0
+    misses = start_rates(ji, rate, rc_i, rc_f, nodes_i, nodes_f, oversub, s_i, s_nc, s_f, ctr)
+    if misses:
+        return STATUS_RATES, misses, 0
+    bad = start_jobs(now, marks, jf, ji, jb, slots, s_i, s_nc, s_f, run_order, heap_t, heap_je, ctr)
+    return STATUS_DONE, bad, 0
+
+
+@_compiled
+def decide_preemptive(
+    run: IntArray,
+    nds: IntArray,
+    types: IntArray,
+    blocking: bool,
+    placing: int,
+    now: float,
+    rate: FloatArray,
+    marks: FloatArray,
+    mark: Int8Array,
+    plan: IntArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
+    oversub: FloatArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    type_off: IntArray,
+    slots: IntArray,
+    st_i: IntArray,
+    st_f: FloatArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    rc_i: IntArray,
+    rc_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> tuple[int, int, int]:
+    """Apply a preemptive decision: :func:`plan_preemptive`, then suspend the running jobs it
+    does not keep (one more preemption each, :func:`stop_jobs` in ascending order), then
+    :func:`reserve_and_start` the planned starts in priority order. ``run_order`` becomes the
+    kept jobs in priority order, then the started ones.
+
+    Parameters
+    ----------
+    run, nds, types, blocking
+        The decision, as :func:`plan_preemptive` takes it.
+    plan : (5, >= max(m, running)) int64
+        Out: rows ``go_job``, ``go_type``, ``go_n``, ``kept``, ``stop`` of
+        :func:`plan_preemptive`; the first three are the candidates to resume
+        :func:`reserve_and_start` with.
+    Others
+        The engine's packed state (see above).
+
+    Returns
+    -------
+    (status, a, b)
+        ``(STATUS_BAD, job, why)`` when the plan finds the decision invalid (nothing
+        changed), else as :func:`reserve_and_start` returns.
+    """
+    n_run = ctr[CTR_RUN]
+    n_go, n_kept, n_stop, bad, why = plan_preemptive(
+        run,
+        nds,
+        types,
+        ji[JI_GANG],
+        rate,
+        types_i[TYPE_CAPACITY].copy(),
+        blocking,
+        jb[JB_RUNNING],
+        ji[JI_ALLOC_N],
+        ji[JI_ALLOC_TYPE],
+        jb[JB_ACTIVE],
+        run_order[:n_run],
+        mark,
+        plan[0],
+        plan[1],
+        plan[2],
+        plan[3],
+        plan[4],
+    )
+    if bad >= 0:
+        return STATUS_BAD, bad, why
+    ctr[CTR_PLANNED] = n_go
+    stop = plan[4, :n_stop]
+    for j in stop:
+        ji[JI_PREEMPTIONS, j] += 1
+    stop_jobs(
+        stop,
+        False,
+        now,
+        jf,
+        ji,
+        jb,
+        type_time,
+        device_time,
+        nodes_i,
+        busy,
+        types_i,
+        slots,
+        st_i,
+        st_f,
+        run_order,
+        ctr,
+    )
+    for i in range(n_kept):
+        run_order[i] = plan[3, i]
+    ctr[CTR_RUN] = n_kept
+    if n_go == 0:
+        return STATUS_DONE, -1, 0
+    return reserve_and_start(
+        plan,
+        n_go,
+        0,
+        False,
+        blocking,
+        placing,
+        now,
+        rate,
+        marks,
+        mark,
+        jf,
+        ji,
+        jb,
+        nodes_i,
+        nodes_f,
+        oversub,
+        busy,
+        types_i,
+        type_off,
+        slots,
+        s_i,
+        s_nc,
+        s_f,
+        rc_i,
+        rc_f,
+        run_order,
+        heap_t,
+        heap_je,
+        ctr,
+    )
+
+
+@_compiled
+def sync_packed(
+    jobs: IntArray, k: int, what: int, now: float, capped: bool, jf: FloatArray, ji: IntArray
+) -> None:
+    """:func:`sync_running` of running jobs ``jobs[:k]`` on the engine's packed state (see
+    above): fewer arguments to pass at every policy call."""
+    sync_running(
+        jobs[:k],
+        what,
+        now,
+        capped,
+        jf[JF_CAP],
+        jf[JF_BASE_T],
+        jf[JF_STALL],
+        ji[JI_ALLOC_N],
+        jf[JF_EXE0],
+        jf[JF_ATT0],
+        jf[JF_ROUND_REM],
+        jf[JF_CRATE],
+        jf[JF_SHARE],
+        jf[JF_EXECUTED],
+        jf[JF_ATTAINED],
+        jf[JF_REMAINING],
+    )
 
 
 # ---------------------------------------------------------------------- Tiresias queues

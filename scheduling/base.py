@@ -396,11 +396,17 @@ class Placement:
         The strategy places only in certain shapes (e.g. one rack) and may answer ``None``
         although the candidates hold enough free devices; the job then waits. Strategies
         without it always place a gang whose devices are free.
+    largest_first_across_nodes : bool
+        The strategy promises that a gang fitting in no single node takes the candidates with
+        the most free devices first (lowest index among ties), each wholly until the last
+        (:func:`clustersim.kernels.take_largest_first`); with ``best_fit_one_node`` the engine
+        then places every gang itself (checked by the same test).
     """
 
     name: ClassVar[str] = ""
     best_fit_one_node: ClassVar[bool] = False
     may_decline: ClassVar[bool] = False
+    largest_first_across_nodes: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""

@@ -40,6 +40,7 @@ class Consolidate(Placement):
 
     name = "consolidate"
     best_fit_one_node = True
+    largest_first_across_nodes = True
 
     def choose(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clustersim import engine
+from clustersim import engine, kernels
 from clustersim.engine import EngineOptions, simulate
 from clustersim.result import DROP_TOO_LARGE
 from scheduling.base import Decision, Policy, State
@@ -361,14 +361,16 @@ def test_dropping_stale_heap_entries_changes_no_result(monkeypatch: pytest.Monke
     compacted = []
     real = engine._Run._compact
 
-    def counting(self, heap):  # type: ignore[no-untyped-def]
-        compacted.append(len(heap))
-        real(self, heap)
+    def counting(self, h):  # type: ignore[no-untyped-def]
+        before = int(self.ctr[kernels.CTR_HEAP + h])
+        real(self, h)
+        compacted.append((before, int(self.ctr[kernels.CTR_HEAP + h])))
 
     monkeypatch.setattr(engine._Run, "_compact", counting)
     with_compaction = finish(make_policy("priority"), t)
     assert compacted, "the trace must make the heap compact"
-    monkeypatch.setattr(engine._Run, "_compact", lambda self, heap: None)
+    assert all(after < before for before, after in compacted)
+    monkeypatch.setattr(engine._Run, "_compact", lambda self, h: None)
     without = finish(make_policy("priority"), t)
     assert with_compaction.finish.tobytes() == without.finish.tobytes()
     assert with_compaction.preemptions.tolist() == without.preemptions.tolist()

@@ -214,6 +214,15 @@ def test_placements_never_overcommit_a_node(name: str) -> None:
             # the promise the engine's fast path relies on: best fit, lowest index on ties
             best = int(np.flatnonzero(free == free[free >= nd].min())[0])
             assert nodes.tolist() == [best] and counts.tolist() == [nd]
+        elif p.largest_first_across_nodes:
+            # the other promise: the freest nodes first, lowest index on ties, each wholly
+            order = np.lexsort((cand, -free[cand]))
+            take = np.minimum(
+                free[cand][order], nd - (np.cumsum(free[cand][order]) - free[cand][order])
+            )
+            used = take > 0
+            assert nodes.tolist() == cand[order][used].tolist()
+            assert counts.tolist() == take[used].tolist()
 
 
 def test_consolidate_uses_one_node_when_it_can_and_topology_one_rack() -> None:
