@@ -167,7 +167,8 @@ def bench_tiresias() -> None:
     print("## Fidelity with the Tiresias simulator (its 64-GPU cluster_spec.csv: 16 nodes × 4)")
     print("ours: `--compat tiresias` (fifo: yarn placement); reference: our restatement of its")
     print("simulator (tests/tiresias_reference.py, Python 3 semantics); target |diff| < 2 %;")
-    print("philly-N-xF: first N Philly jobs ≤ 64 GPUs, arrivals F× denser\n")
+    print("philly-N-xF: first N Philly jobs ≤ 64 GPUs, arrivals F× denser; s: wall seconds of")
+    print("the simulation (numba loaded before the clock starts)\n")
     rows = []
     for name in (
         "60_job",

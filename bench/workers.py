@@ -159,11 +159,13 @@ def tiresias_vs_reference(args: tuple[str, str]) -> dict[str, Any]:
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
+    from clustersim import kernels
     from clustersim.compat import prepare
     from clustersim.engine import EngineOptions, simulate
     from clustersim.spec import cluster_from_spec
     from tests import tiresias_reference as ref
 
+    kernels.use_compiled()  # numba's import and cache load stay outside the clock, as above
     jobs, rows = _tiresias_workload(name)
     cluster = cluster_from_spec(TIRESIAS_64)
     t0 = time.perf_counter()

@@ -87,6 +87,7 @@ from clustersim.kernels import (
     NODE_TYPE,
     PLACE_BEST_FIT,
     PLACE_CONSOLIDATE,
+    PLACE_FIRST_FIT,
     PLACE_STRATEGY,
     STATUS_BAD,
     STATUS_DONE,
@@ -250,7 +251,9 @@ class _Run:
         self.oversub = np.ascontiguousarray(cluster.rack_oversub, dtype=np.float64)
         self.busy = np.zeros(n_types * n_regions, dtype=np.float64)
         self.placing = (
-            PLACE_STRATEGY
+            PLACE_FIRST_FIT
+            if placement.fills_in_node_order
+            else PLACE_STRATEGY
             if not placement.best_fit_one_node
             else PLACE_CONSOLIDATE
             if placement.largest_first_across_nodes
@@ -1004,6 +1007,7 @@ def warm_up() -> None:
         ("srtf", "spread"),
         ("tiresias", "topology"),
         ("fifo", "yarn"),
+        ("tiresias", "first-fit"),
         ("gavel-las", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)

@@ -607,6 +607,7 @@ MARK_EPS = 1e-6  # scheduling.base.SERVICE_EPS (the kernels import no policy cod
 PLACE_STRATEGY = 0  # how gangs are placed (see _reserve_one)
 PLACE_BEST_FIT = 1
 PLACE_CONSOLIDATE = 2
+PLACE_FIRST_FIT = 3
 
 STATUS_DONE = 0  # the decision is applied (a: a job with a zero rate, or -1)
 STATUS_PLACE = 1  # candidate a needs the placement strategy, on type b
@@ -1002,8 +1003,9 @@ def _reserve_one(
     ``nd`` are free, -1 when the placement strategy must choose.
 
     ``placing`` is ``PLACE_STRATEGY`` (the strategy chooses), ``PLACE_BEST_FIT`` (a gang that
-    fits one node goes to the best-fitting one, the strategy places the others) or
-    ``PLACE_CONSOLIDATE`` (the others take the freest nodes first, :func:`take_largest_first`).
+    fits one node goes to the best-fitting one, the strategy places the others),
+    ``PLACE_CONSOLIDATE`` (the others take the freest nodes first, :func:`take_largest_first`)
+    or ``PLACE_FIRST_FIT`` (free devices node by node in index order).
     """
     free = types_i[TYPE_FREE]
     if free[t] < nd:
@@ -1013,6 +1015,26 @@ def _reserve_one(
     node_free = nodes_i[NODE_FREE]
     node_group = nodes_i[NODE_GROUP]
     nodes_t = nodes_i[NODE_BY_TYPE, type_off[t] : type_off[t + 1]]
+    if placing == PLACE_FIRST_FIT:  # free devices node by node, in index order
+        taken = np.empty(nd, dtype=np.int64)
+        counts = np.empty(nd, dtype=np.int64)
+        k = 0
+        left = nd
+        for node in nodes_t:
+            f = node_free[node]
+            if f > 0:
+                c = f if f < left else left
+                taken[k] = node
+                counts[k] = c
+                k += 1
+                node_free[node] -= c
+                busy[node_group[node]] += c
+                left -= c
+                if left == 0:
+                    break
+        free[t] -= nd
+        record_start(j, t, nd, taken[:k], counts[:k], s_i, s_nc, ctr)
+        return 1
     # one type on every node: no gather (the first smallest fitting node either way)
     every = len(type_off) == 2
     i = best_fit_node(node_free, nodes_t[:0] if every else nodes_t, nd)

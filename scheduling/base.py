@@ -392,6 +392,10 @@ class Placement:
         free devices that holds it (lowest index among ties). The engine then makes that
         choice itself without calling :meth:`place` (a fast path; the placement conformance
         test checks the promise).
+    fills_in_node_order : bool
+        The strategy promises to take free devices node by node in index order (each node
+        wholly until the last); the engine then places every gang itself (checked by the same
+        test).
     may_decline : bool
         The strategy places only in certain shapes (e.g. one rack) and may answer ``None``
         although the candidates hold enough free devices; the job then waits. Strategies
@@ -406,6 +410,7 @@ class Placement:
     name: ClassVar[str] = ""
     best_fit_one_node: ClassVar[bool] = False
     may_decline: ClassVar[bool] = False
+    fills_in_node_order: ClassVar[bool] = False
     largest_first_across_nodes: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:

@@ -135,6 +135,7 @@ class FirstFit(Placement):
     """
 
     name = "first-fit"
+    fills_in_node_order = True
 
     def choose(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int

@@ -223,6 +223,13 @@ def test_placements_never_overcommit_a_node(name: str) -> None:
             used = take > 0
             assert nodes.tolist() == cand[order][used].tolist()
             assert counts.tolist() == take[used].tolist()
+        if p.fills_in_node_order:
+            # and this one: node by node in index order, each wholly until the last
+            f = free[cand]
+            take = np.minimum(f, nd - (np.cumsum(f) - f))
+            used = take > 0
+            assert nodes.tolist() == cand[used].tolist()
+            assert counts.tolist() == take[used].tolist()
 
 
 def test_consolidate_uses_one_node_when_it_can_and_topology_one_rack() -> None:
