@@ -81,6 +81,7 @@ from clustersim.kernels import (
     N_JF,
     N_JI,
     NODE_BY_TYPE,
+    NODE_DEVICES,
     NODE_FREE,
     NODE_GROUP,
     NODE_RACK,
@@ -89,6 +90,7 @@ from clustersim.kernels import (
     PLACE_CONSOLIDATE,
     PLACE_FIRST_FIT,
     PLACE_STRATEGY,
+    PLACE_YARN,
     STATUS_BAD,
     STATUS_DONE,
     STATUS_PLACE,
@@ -238,12 +240,13 @@ class _Run:
         self.type_nodes = [np.flatnonzero(cluster.node_type == t) for t in range(n_types)]
         self.type_off = np.zeros(n_types + 1, dtype=np.int64)
         self.type_off[1:] = np.cumsum([len(x) for x in self.type_nodes])
-        self.nodes_i = np.zeros((5, len(cluster.node_type)), dtype=np.int64)
+        self.nodes_i = np.zeros((6, len(cluster.node_type)), dtype=np.int64)
         self.nodes_i[NODE_FREE] = cluster.node_devices
         self.nodes_i[NODE_GROUP] = cluster.node_type * n_regions + cluster.node_region
         self.nodes_i[NODE_TYPE] = cluster.node_type
         self.nodes_i[NODE_RACK] = cluster.node_rack
         self.nodes_i[NODE_BY_TYPE] = np.concatenate([*self.type_nodes, _EMPTY_I])
+        self.nodes_i[NODE_DEVICES] = cluster.node_devices
         self.node_free = self.nodes_i[NODE_FREE]
         self.node_group = self.nodes_i[NODE_GROUP]
         self.node_type = self.nodes_i[NODE_TYPE]
@@ -253,6 +256,8 @@ class _Run:
         self.placing = (
             PLACE_FIRST_FIT
             if placement.fills_in_node_order
+            else PLACE_YARN
+            if placement.yarn_rule
             else PLACE_STRATEGY
             if not placement.best_fit_one_node
             else PLACE_CONSOLIDATE
@@ -1011,6 +1016,9 @@ def warm_up() -> None:
         ("gavel-las", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
+    # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
+    free = cluster.node_devices.astype(np.int64)
+    make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)
     # paths those runs may not take: a policy dropping running jobs, heap compaction,
     # pushes of whole-step rounds (a stale entry, then compacted away)
     run = _Run(

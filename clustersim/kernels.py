@@ -521,7 +521,7 @@ def link_gbs(
 #
 # * ``jf`` (N_JF, n) float64, ``ji`` (N_JI, n) int64: one row per per-job field below;
 #   ``jb`` (2, n) bool: the running and active flags;
-# * ``nodes_i`` (5, n_nodes) int64: rows NODE_*; ``nodes_f`` (2, n_nodes) float64: the
+# * ``nodes_i`` (6, n_nodes) int64: rows NODE_*; ``nodes_f`` (2, n_nodes) float64: the
 #   intra-node link (GB/s) and the NIC (Gb/s) of each node; ``oversub`` (n_racks,) float64;
 #   ``busy`` (n_groups,) float64: busy devices per node group (type × region);
 # * ``types_i`` (2, n_types) int64: free and total devices per type; ``type_off``
@@ -585,6 +585,7 @@ NODE_GROUP = 1  # node group (type × region) of each node
 NODE_TYPE = 2
 NODE_RACK = 3
 NODE_BY_TYPE = 4  # node indices grouped by type (see type_off)
+NODE_DEVICES = 5  # devices of each node
 
 TYPE_FREE = 0
 TYPE_CAPACITY = 1
@@ -608,6 +609,7 @@ PLACE_STRATEGY = 0  # how gangs are placed (see _reserve_one)
 PLACE_BEST_FIT = 1
 PLACE_CONSOLIDATE = 2
 PLACE_FIRST_FIT = 3
+PLACE_YARN = 4
 
 STATUS_DONE = 0  # the decision is applied (a: a job with a zero rate, or -1)
 STATUS_PLACE = 1  # candidate a needs the placement strategy, on type b
@@ -1005,7 +1007,8 @@ def _reserve_one(
     ``placing`` is ``PLACE_STRATEGY`` (the strategy chooses), ``PLACE_BEST_FIT`` (a gang that
     fits one node goes to the best-fitting one, the strategy places the others),
     ``PLACE_CONSOLIDATE`` (the others take the freest nodes first, :func:`take_largest_first`)
-    or ``PLACE_FIRST_FIT`` (free devices node by node in index order).
+    ``PLACE_FIRST_FIT`` (free devices node by node in index order) or ``PLACE_YARN``
+    (:func:`yarn_nodes`; 0 also when no rack can hold the gang that way).
     """
     free = types_i[TYPE_FREE]
     if free[t] < nd:
@@ -1015,6 +1018,26 @@ def _reserve_one(
     node_free = nodes_i[NODE_FREE]
     node_group = nodes_i[NODE_GROUP]
     nodes_t = nodes_i[NODE_BY_TYPE, type_off[t] : type_off[t + 1]]
+    if placing == PLACE_YARN:  # one rack, as the Tiresias simulator's yarn scheme
+        cand = np.empty(len(nodes_t), dtype=np.int64)
+        kc = 0
+        for node in nodes_t:
+            if node_free[node] > 0:
+                cand[kc] = node
+                kc += 1
+        taken = np.empty(kc, dtype=np.int64)
+        counts = np.empty(kc, dtype=np.int64)
+        k = yarn_nodes(
+            node_free, cand[:kc], nodes_i[NODE_RACK], nodes_i[NODE_DEVICES], nd, taken, counts
+        )
+        if k == 0:
+            return 0
+        for i in range(k):
+            node_free[taken[i]] -= counts[i]
+            busy[node_group[taken[i]]] += counts[i]
+        free[t] -= nd
+        record_start(j, t, nd, taken[:k], counts[:k], s_i, s_nc, ctr)
+        return 1
     if placing == PLACE_FIRST_FIT:  # free devices node by node, in index order
         taken = np.empty(nd, dtype=np.int64)
         counts = np.empty(nd, dtype=np.int64)

@@ -396,6 +396,10 @@ class Placement:
         The strategy promises to take free devices node by node in index order (each node
         wholly until the last); the engine then places every gang itself (checked by the same
         test).
+    yarn_rule : bool
+        The strategy promises the Tiresias simulator's ``yarn`` scheme
+        (:func:`clustersim.kernels.yarn_nodes`); the engine then places every gang itself
+        (checked by the same test).
     may_decline : bool
         The strategy places only in certain shapes (e.g. one rack) and may answer ``None``
         although the candidates hold enough free devices; the job then waits. Strategies
@@ -411,6 +415,7 @@ class Placement:
     best_fit_one_node: ClassVar[bool] = False
     may_decline: ClassVar[bool] = False
     fills_in_node_order: ClassVar[bool] = False
+    yarn_rule: ClassVar[bool] = False
     largest_first_across_nodes: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:

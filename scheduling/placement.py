@@ -160,6 +160,7 @@ class Yarn(Placement):
 
     name = "yarn"
     may_decline = True
+    yarn_rule = True
     _out: IntArray = _EMPTY  # output buffers of the kernel, grown as needed
 
     def choose(

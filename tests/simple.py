@@ -79,3 +79,25 @@ def fixed_rates(
     sp = np.asarray(speed if speed is not None else [1.0] * cl.n_types, dtype=np.float64)
     rate = np.tile(sp, (len(table), 1))
     return FixedRates(rate=rate, restore_s=np.full(len(table), restore_s))
+
+
+def yarn_reference(free, cand, rack, cap, nd):  # type: ignore[no-untyped-def]
+    """The Tiresias simulator's yarn scheme, the obvious way (racks ascending)."""
+    for r in sorted(set(rack[cand].tolist())):
+        nodes = [int(x) for x in cand if rack[x] == r]
+        per_node = max(int(cap[x]) for x in nodes)
+        if nd <= per_node:
+            fit = [x for x in nodes if free[x] >= nd]
+            if fit:
+                return [fit[0]], [nd]
+            continue
+        full, rest = divmod(nd, per_node)
+        idle = [x for x in nodes if free[x] == cap[x]][:full]
+        if len(idle) < full:
+            continue
+        if not rest:
+            return idle, [int(cap[x]) for x in idle]
+        last = [x for x in nodes if x not in idle and free[x] >= rest]
+        if last:
+            return [*idle, last[0]], [*(int(cap[x]) for x in idle), rest]
+    return None

@@ -450,7 +450,7 @@ def test_placement_rates_are_cached_by_job_type_devices_and_link(
     rc_i = np.zeros((3, 64), dtype=np.int64)
     rc_f = np.zeros((2, 64))
     cache: dict[tuple[int, int, int, float], float] = {}
-    nodes_i = np.zeros((5, 1), dtype=np.int64)
+    nodes_i = np.zeros((6, 1), dtype=np.int64)
     nodes_f = np.zeros((2, 1))
     for step, (j, t, nd) in enumerate(starts):
         # one start per call; its link is set through a one-node placement's intra link

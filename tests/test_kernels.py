@@ -21,7 +21,7 @@ from clustersim.kernels import BAD_INACTIVE, BAD_TWICE, best_fit_node, plan_pree
 from scheduling import placement, tiresias
 from scheduling.base import SERVICE_EPS
 from scheduling.registry import make_placement, make_policy
-from tests.simple import cluster, fixed_rates, jobs
+from tests.simple import cluster, fixed_rates, jobs, yarn_reference
 from tests.test_engine_reference import PARAMS, scenarios
 
 
@@ -671,28 +671,6 @@ def test_runs_are_the_same_on_either_side_of_the_threshold(
         assert other.stints.node.tolist() == fast.stints.node.tolist(), name
 
 
-def _yarn_reference(free, cand, rack, cap, nd):  # type: ignore[no-untyped-def]
-    """The Tiresias simulator's yarn scheme, the obvious way (racks ascending)."""
-    for r in sorted(set(rack[cand].tolist())):
-        nodes = [int(x) for x in cand if rack[x] == r]
-        per_node = max(int(cap[x]) for x in nodes)
-        if nd <= per_node:
-            fit = [x for x in nodes if free[x] >= nd]
-            if fit:
-                return [fit[0]], [nd]
-            continue
-        full, rest = divmod(nd, per_node)
-        idle = [x for x in nodes if free[x] == cap[x]][:full]
-        if len(idle) < full:
-            continue
-        if not rest:
-            return idle, [int(cap[x]) for x in idle]
-        last = [x for x in nodes if x not in idle and free[x] >= rest]
-        if last:
-            return [*idle, last[0]], [*(int(cap[x]) for x in idle), rest]
-    return None
-
-
 def test_tiresias_kernel_and_policies_share_the_service_tolerance() -> None:
     assert kernels.TQ_EPS == SERVICE_EPS
 
@@ -710,7 +688,7 @@ def test_yarn_nodes_is_the_simulators_scheme(seed: int, compiled: bool) -> None:
     fn = kernels.yarn_nodes if compiled else kernels.yarn_nodes.py_func
     out_n, out_c = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     k = fn(free, cand, rack, cap, nd, out_n, out_c)
-    want = _yarn_reference(free, cand, rack, cap, nd)
+    want = yarn_reference(free, cand, rack, cap, nd)
     got = None if k == 0 else (out_n[:k].tolist(), out_c[:k].tolist())
     assert got == (None if want is None else (list(want[0]), list(want[1])))
 

@@ -10,7 +10,7 @@ import pytest
 from clustersim.engine import simulate
 from scheduling.base import Decision, Policy, State
 from scheduling.registry import PLACEMENTS, POLICIES, make_placement, make_policy
-from tests.simple import cluster, fixed_rates, jobs
+from tests.simple import cluster, fixed_rates, jobs, yarn_reference
 
 ALL = sorted(POLICIES)
 
@@ -206,6 +206,8 @@ def test_placements_never_overcommit_a_node(name: str) -> None:
             continue
         if got is None:  # only a strategy that places in certain shapes may decline
             assert p.may_decline
+            if p.yarn_rule:
+                assert yarn_reference(free, cand, cl.node_rack, cl.node_devices, nd) is None
             continue
         nodes, counts = got
         assert counts.sum() == nd and (counts > 0).all()
@@ -223,6 +225,9 @@ def test_placements_never_overcommit_a_node(name: str) -> None:
             used = take > 0
             assert nodes.tolist() == cand[order][used].tolist()
             assert counts.tolist() == take[used].tolist()
+        if p.yarn_rule:
+            want = yarn_reference(free, cand, cl.node_rack, cl.node_devices, nd)
+            assert want is not None and (nodes.tolist(), counts.tolist()) == want
         if p.fills_in_node_order:
             # and this one: node by node in index order, each wholly until the last
             f = free[cand]
