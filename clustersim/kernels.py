@@ -1558,31 +1558,6 @@ def _tq_append(
 
 
 @_compiled
-def _tq_push_front(
-    j: int,
-    q: int,
-    b: int,
-    qid: IntArray,
-    blk: IntArray,
-    nxt: IntArray,
-    prv: IntArray,
-    head: IntArray,
-    tail: IntArray,
-) -> None:
-    h = q * 2 + b
-    qid[j] = q
-    blk[j] = b
-    x = head[h]
-    nxt[j] = x
-    prv[j] = -1
-    if x >= 0:
-        prv[x] = j
-    else:
-        tail[h] = j
-    head[h] = j
-
-
-@_compiled
 def _tq_sort(buf: IntArray, m: int, key1: IntArray, key2: IntArray) -> None:
     """Sort ``buf[:m]`` by ``(key1[j], key2[j])`` (insertion sort: ``m`` is small)."""
     for i in range(1, m):
@@ -1735,7 +1710,8 @@ def tiresias_order(
             j = buf[i]
             counters[0] -= 1
             pos[j] = counters[0]
-            _tq_push_front(j, q, 1, qid, blk, nxt, prv, head, tail)
+            # at the front: appending to the list read backwards
+            _tq_append(j, q, 1, qid, blk, prv, nxt, tail, head)
     # ... started ones to the end of their running block, in list order
     ns = 0
     for j in running_jobs:
