@@ -114,6 +114,7 @@ from clustersim.kernels import (
     start_jobs,
     stop_jobs,
     sync_packed,
+    sync_types_packed,
     take_nodes,
     use_compiled,
 )
@@ -407,16 +408,11 @@ class _Run:
 
     def sync_types(self) -> None:
         """Bring ``type_time``/``device_time`` of running jobs up to ``now``."""
-        if self.ctr[CTR_RUN]:
-            self._sync_types(self.run_order[: self.ctr[CTR_RUN]])
-
-    def _sync_types(self, j: IntArray) -> None:
-        upto = np.minimum(self.now, self.cap[j])
-        dt = upto - self.tt_synced_at[j]
-        t = self.alloc_type[j]
-        self.type_time[j, t] += dt
-        self.device_time[j, t] += dt * self.alloc_n[j]
-        self.tt_synced_at[j] = upto
+        k = int(self.ctr[CTR_RUN])
+        if k:
+            sync_types_packed(
+                self.run_order, k, self.now, self.jf, self.ji, self.type_time, self.device_time
+            )
 
     def _state(self) -> State:
         return State(

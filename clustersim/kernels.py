@@ -1498,6 +1498,45 @@ def sync_packed(
     )
 
 
+@_compiled
+def sync_types_packed(
+    run_order: IntArray,
+    k: int,
+    now: float,
+    jf: FloatArray,
+    ji: IntArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+) -> None:
+    """Bring the time on each type and the device-time of the first ``k`` jobs of
+    ``run_order`` (the running jobs) up to ``now`` (to their cap in a whole-step round).
+
+    Parameters
+    ----------
+    run_order : (>= k,) int64
+        Running jobs first.
+    k
+        Running jobs.
+    now
+        Current time, s.
+    jf : (N_JF, n) float64
+        Per-job floats (rows ``JF_*``); ``JF_TT_SYNCED`` is updated.
+    ji : (N_JI, n) int64
+        Per-job integers (rows ``JI_*``).
+    type_time, device_time : (n, n_types) float64
+        Seconds, and device-seconds, each job has held devices of each type; updated.
+    """
+    for i in range(k):
+        j = run_order[i]
+        c = jf[JF_CAP, j]
+        upto = now if now < c else c
+        dt = upto - jf[JF_TT_SYNCED, j]
+        t = ji[JI_ALLOC_TYPE, j]
+        type_time[j, t] += dt
+        device_time[j, t] += dt * ji[JI_ALLOC_N, j]
+        jf[JF_TT_SYNCED, j] = upto
+
+
 # ---------------------------------------------------------------------- Tiresias queues
 TIRESIAS_UNSEEN = -1  # ``qid`` of a job the policy has not seen yet
 TIRESIAS_GONE = -2  # ``qid`` of a job that finished or was dropped

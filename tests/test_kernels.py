@@ -806,3 +806,41 @@ def test_gavel_pass_is_the_pass_over_every_job(seed: int, compiled: bool) -> Non
         assert got == (n_run, n_fail, n_touched)
         for a, b in zip(out, out2, strict=True):
             assert a.tolist() == b.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**16), compiled=st.booleans())
+def test_sync_types_packed_is_the_numpy_update(seed: int, compiled: bool) -> None:
+    """The time on each type and the device-time of running jobs, brought up to ``now`` (or
+    to a whole-step round's cap), as the engine's numpy update did, bit for bit."""
+    from clustersim.kernels import (
+        JF_CAP,
+        JF_TT_SYNCED,
+        JI_ALLOC_N,
+        JI_ALLOC_TYPE,
+        N_JF,
+        N_JI,
+    )
+
+    rng = np.random.default_rng(seed)
+    n, nt = 12, 3
+    jf, ji = np.zeros((N_JF, n)), np.zeros((N_JI, n), dtype=np.int64)
+    jf[JF_CAP] = np.where(rng.random(n) < 0.3, rng.uniform(5, 15, n), np.inf)
+    jf[JF_TT_SYNCED] = rng.uniform(0, 5, n)
+    ji[JI_ALLOC_TYPE] = rng.integers(0, nt, n)
+    ji[JI_ALLOC_N] = rng.integers(1, 9, n)
+    order = rng.permutation(n).astype(np.int64)
+    k, now = int(rng.integers(0, n + 1)), float(rng.uniform(5, 20))
+    tt, dt_ = rng.uniform(0, 9, (n, nt)), rng.uniform(0, 9, (n, nt))
+    want_tt, want_dt, want_sync = tt.copy(), dt_.copy(), jf[JF_TT_SYNCED].copy()
+    j = order[:k]
+    upto = np.minimum(now, jf[JF_CAP, j])
+    d = upto - want_sync[j]
+    t = ji[JI_ALLOC_TYPE, j]
+    want_tt[j, t] += d
+    want_dt[j, t] += d * ji[JI_ALLOC_N, j]
+    want_sync[j] = upto
+    fn = kernels.sync_types_packed if compiled else kernels.sync_types_packed.py_func
+    fn(order, k, now, jf, ji, tt, dt_)
+    assert tt.tobytes() == want_tt.tobytes() and dt_.tobytes() == want_dt.tobytes()
+    assert jf[JF_TT_SYNCED].tobytes() == want_sync.tobytes()
