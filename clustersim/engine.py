@@ -109,6 +109,7 @@ from clustersim.kernels import (
     next_times,
     pop_marks,
     rearm_marks,
+    rearm_whole_steps,
     record_start,
     reserve_and_start,
     start_jobs,
@@ -746,33 +747,22 @@ class _Run:
         """
         if not self.n_running:
             return np.inf
-        j = self.running_jobs()
         self.sync()
         self.sync_types()
-        r = self.crate[j]
-        rem = self.remaining[j]
-        begin = np.maximum(self.now, self.stall[j])
-        share = np.minimum(np.floor(r * round_len), rem)
-        fin = begin + rem / r
-        cap = begin + share / r
-        done_now = share >= rem
-        cap[done_now] = fin[done_now]
-        self.fin[j] = fin
-        self.cap[j] = cap
-        self.round_rem[j] = rem
-        self.share[j] = share
-        self.stall[j] = begin
-        # a job idles from its previous share's end to now: that time is not service
-        self.base_t[j] = self.now
-        self.exe0[j] = self.executed[j]
-        self.att0[j] = self.attained[j]
-        self.tt_synced_at[j] = self.now
+        self._make_room()  # no more heap entries than running jobs, so than devices
+        end = rearm_whole_steps(
+            self.run_order,
+            int(self.ctr[CTR_RUN]),
+            self.now,
+            round_len,
+            self.jf,
+            self.ji,
+            self.heap_t,
+            self.heap_je,
+            self.ctr,
+        )
         self.capped = True
-        self.epoch[j] += 1  # the jobs' heap entries go stale
-        self._make_room()  # no more entries than running jobs, so than devices
-        for jj, f in zip(j[done_now].tolist(), fin[done_now].tolist(), strict=True):
-            heap_push(self.heap_t, self.heap_je, self.ctr, HEAP_FINISH, f, jj, int(self.epoch[jj]))
-        return float(cap.max())
+        return float(end)
 
     def _abandon(self, js: IntArray) -> None:
         """Drop active jobs a policy gave up on (``Decision.drop``)."""
@@ -1012,6 +1002,9 @@ def warm_up() -> None:
         ("gavel-las", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
+    # Gavel's whole-step rounds (--compat gavel)
+    whole = EngineOptions(whole_steps_per_round=True)
+    simulate(jobs, cluster, make_policy("gavel-las"), rates=rates, options=whole)
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)

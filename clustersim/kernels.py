@@ -1537,6 +1537,64 @@ def sync_types_packed(
         jf[JF_TT_SYNCED, j] = upto
 
 
+@_compiled
+def rearm_whole_steps(
+    run_order: IntArray,
+    k: int,
+    now: float,
+    round_len: float,
+    jf: FloatArray,
+    ji: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> float:
+    """Start a whole-step round (Gavel's rounds): each of the first ``k`` jobs of
+    ``run_order`` (the running jobs, their progress brought up to ``now``) may do
+    ``floor(rate × round_len)`` work units this round, from the end of its restore stall.
+
+    Sets each job's predicted finish, cap (when its share is done), share and round start;
+    time idle after the previous share is not service. Bumps the jobs' epochs (their heap
+    entries go stale) and pushes a completion for each job whose share is all its work left
+    (the heap must have room for ``k`` more entries).
+
+    Returns
+    -------
+    float
+        The round's end: when the last job has done its share (or finished).
+    """
+    end = -np.inf
+    for i in range(k):
+        j = run_order[i]
+        r = jf[JF_CRATE, j]
+        rem = jf[JF_REMAINING, j]
+        st = jf[JF_STALL, j]
+        begin = now if now >= st else st
+        share = np.floor(r * round_len)
+        if rem < share:
+            share = rem
+        fin = begin + rem / r
+        cap = begin + share / r
+        done = share >= rem
+        if done:
+            cap = fin
+        jf[JF_FIN, j] = fin
+        jf[JF_CAP, j] = cap
+        jf[JF_ROUND_REM, j] = rem
+        jf[JF_SHARE, j] = share
+        jf[JF_STALL, j] = begin
+        jf[JF_BASE_T, j] = now
+        jf[JF_EXE0, j] = jf[JF_EXECUTED, j]
+        jf[JF_ATT0, j] = jf[JF_ATTAINED, j]
+        jf[JF_TT_SYNCED, j] = now
+        ji[JI_EPOCH, j] += 1
+        if done:
+            heap_push(heap_t, heap_je, ctr, HEAP_FINISH, fin, j, ji[JI_EPOCH, j])
+        if cap > end:
+            end = cap
+    return end
+
+
 # ---------------------------------------------------------------------- Tiresias queues
 TIRESIAS_UNSEEN = -1  # ``qid`` of a job the policy has not seen yet
 TIRESIAS_GONE = -2  # ``qid`` of a job that finished or was dropped

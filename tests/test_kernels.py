@@ -844,3 +844,51 @@ def test_sync_types_packed_is_the_numpy_update(seed: int, compiled: bool) -> Non
     fn(order, k, now, jf, ji, tt, dt_)
     assert tt.tobytes() == want_tt.tobytes() and dt_.tobytes() == want_dt.tobytes()
     assert jf[JF_TT_SYNCED].tobytes() == want_sync.tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**16), compiled=st.booleans())
+def test_rearm_whole_steps_is_the_numpy_round(seed: int, compiled: bool) -> None:
+    """A whole-step round as the engine's numpy code started it: shares, caps, finishes,
+    epochs and the completions pushed, bit for bit."""
+    from clustersim import kernels as K
+
+    rng = np.random.default_rng(seed)
+    n, k, now, round_len = 10, int(rng.integers(0, 11)), float(rng.uniform(0, 50)), 360.0
+    jf, ji = np.zeros((K.N_JF, n)), np.zeros((K.N_JI, n), dtype=np.int64)
+    jf[K.JF_CRATE] = rng.uniform(0.01, 3, n)
+    jf[K.JF_REMAINING] = np.where(
+        rng.random(n) < 0.3, rng.uniform(0, 50, n), rng.uniform(0, 2e3, n)
+    )
+    jf[K.JF_STALL] = rng.uniform(0, 60, n)
+    jf[K.JF_EXECUTED], jf[K.JF_ATTAINED] = rng.uniform(0, 9, n), rng.uniform(0, 9, n)
+    ji[K.JI_EPOCH] = rng.integers(0, 5, n)
+    order = rng.permutation(n).astype(np.int64)
+    want_f, want_i = jf.copy(), ji.copy()
+    j = order[:k]
+    r, rem = want_f[K.JF_CRATE, j], want_f[K.JF_REMAINING, j]
+    begin = np.maximum(now, want_f[K.JF_STALL, j])
+    share = np.minimum(np.floor(r * round_len), rem)
+    fin, cap = begin + rem / r, begin + share / r
+    done = share >= rem
+    cap[done] = fin[done]
+    for row, v in ((K.JF_FIN, fin), (K.JF_CAP, cap), (K.JF_ROUND_REM, rem), (K.JF_SHARE, share)):
+        want_f[row, j] = v
+    want_f[K.JF_STALL, j] = begin
+    want_f[K.JF_BASE_T, j] = want_f[K.JF_TT_SYNCED, j] = now
+    want_f[K.JF_EXE0, j], want_f[K.JF_ATT0, j] = want_f[K.JF_EXECUTED, j], want_f[K.JF_ATTAINED, j]
+    want_i[K.JI_EPOCH, j] += 1
+    heap_t, heap_je = np.zeros((2, 16)), np.zeros((2, 2, 16), dtype=np.int64)
+    ctr = np.zeros(K.N_CTR, dtype=np.int64)
+    fn = K.rearm_whole_steps if compiled else K.rearm_whole_steps.py_func
+    end = fn(order, k, now, round_len, jf, ji, heap_t, heap_je, ctr)
+    assert jf.tobytes() == want_f.tobytes() and ji.tobytes() == want_i.tobytes()
+    assert end == (cap.max() if k else -np.inf)
+    pushed = sorted(
+        zip(
+            heap_t[0, : ctr[K.CTR_HEAP]].tolist(),
+            heap_je[0, 0, : ctr[K.CTR_HEAP]].tolist(),
+            strict=True,
+        )
+    )
+    assert pushed == sorted(zip(fin[done].tolist(), j[done].tolist(), strict=True))
