@@ -28,7 +28,7 @@ silent fallback.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from clustersim.cluster import Cluster
 from clustersim.errors import ClustersimError
 from clustersim.jobs import JobTable
 from clustersim.perf import JobRates, PerformanceModel
+
+if TYPE_CHECKING:
+    from scheduling.base import Placement, Policy
 
 
 @dataclass(frozen=True)
@@ -152,16 +155,13 @@ class Prepared:
         Instances, hyper-parameters set.
     engine
         Keyword arguments for :class:`clustersim.engine.EngineOptions`.
-    compat
-        The mode's name, or ``None``.
     """
 
     jobs: JobTable
     rates: JobRates
-    policy: Any
-    placement: Any
+    policy: Policy
+    placement: Placement
     engine: dict[str, Any] = field(default_factory=dict)
-    compat: str | None = None
 
 
 def prepare(
@@ -235,7 +235,7 @@ def prepare(
             measured=np.zeros_like(rates.rate, dtype=bool),
             notes=(*rates.notes, f"--compat {m.name}: every job runs for its duration"),
         )
-    return Prepared(jobs, rates, pol, where, engine, None if m is None else m.name)
+    return Prepared(jobs, rates, pol, where, engine)
 
 
 def _whole_seconds(jobs: JobTable, m: CompatMode) -> JobTable:
