@@ -56,3 +56,26 @@ class TraceError(ClustersimError):
 
 class SimulationError(ClustersimError):
     """A scenario the engine cannot simulate (e.g. a policy returned an invalid decision)."""
+
+
+class TraceLimitError(TraceError):
+    """A trace file over one of the reading limits (:class:`clustersim.traces.ReadLimits`).
+
+    Parameters
+    ----------
+    path, line, field, message
+        As for :class:`TraceError`; ``message`` names the limit, its value and how to raise
+        it.
+    limit
+        Name of the :class:`~clustersim.traces.ReadLimits` attribute, e.g.
+        ``"max_line_bytes"``.
+    value
+        The limit's value.
+    """
+
+    def __init__(
+        self, path: str, line: int, field: str, message: str, limit: str, value: int
+    ) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(path, line, field, message)

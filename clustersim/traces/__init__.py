@@ -7,6 +7,11 @@
 Every reader returns the table and a :class:`ParseReport`; every failure is a
 :class:`~clustersim.errors.TraceError` naming the file, line and field (see
 :mod:`clustersim.traces.base` for which problems fail the file and which only drop a row).
+Reading is bounded by a :class:`ReadLimits` (decompressed bytes, line length, header fields;
+see :mod:`clustersim.traces.limits`):
+
+>>> limits = ReadLimits(max_line_bytes=4 << 20)
+>>> jobs, report = read_trace("big.csv.gz", limits=limits)  # doctest: +SKIP
 
 Adding a format
 ---------------
@@ -29,12 +34,13 @@ from clustersim.errors import TraceError
 from clustersim.jobs import JobTable
 from clustersim.traces.alibaba_openb import AlibabaOpenbReader
 from clustersim.traces.alibaba_pai import AlibabaPaiReader
-from clustersim.traces.base import HEAD_BYTES, ParseReport, TraceReader, load_bytes
+from clustersim.traces.base import HEAD_BYTES, ParseReport, TraceReader
 from clustersim.traces.compressed import sniff_input
 from clustersim.traces.gaia import GaiaReader
 from clustersim.traces.gavel import GavelReader
 from clustersim.traces.generic import GenericCsvReader
 from clustersim.traces.helios import HeliosReader
+from clustersim.traces.limits import ReadLimits
 from clustersim.traces.philly import PhillyReader
 from clustersim.traces.philly_raw import PhillyRawReader
 from clustersim.traces.pollux import PolluxReader
@@ -44,6 +50,7 @@ from clustersim.traces.tiresias import TiresiasReader
 __all__ = [
     "READERS",
     "ParseReport",
+    "ReadLimits",
     "TraceReader",
     "detect_format",
     "formats",
@@ -91,20 +98,26 @@ def get_reader(format: str, path: str = "") -> TraceReader:
         ) from None
 
 
-def detect_format(path: str | os.PathLike[str], member: str | None = None) -> str:
+def detect_format(
+    path: str | os.PathLike[str], member: str | None = None, limits: ReadLimits | None = None
+) -> str:
     """Name of the first registered reader whose ``sniff`` accepts the file.
 
     Compressed files and archives are sniffed on their decompressed content; ``member``
-    chooses the file inside a zip or tar archive.
+    chooses the file inside a zip or tar archive. Only a bounded head is read: leading blank
+    lines are skipped (in constant memory, up to ``limits.max_decompressed_bytes``) and
+    readers sniff the first :data:`~clustersim.traces.base.HEAD_BYTES` after them.
 
     Raises
     ------
     TraceError
-        If the file cannot be read, or no reader recognises it.
+        If the file cannot be read, is blank, or no reader recognises it.
+    TraceLimitError
+        If blank lines go on past ``limits.max_decompressed_bytes``.
     """
     name = os.fspath(path)
-    head, base = sniff_input(name, HEAD_BYTES, member)
-    if not head.strip() and not load_bytes(name, member).strip():  # reports bad compression
+    head, base = sniff_input(name, HEAD_BYTES, member, limits)
+    if not head:
         raise TraceError(name, 0, "", "empty file")
     for reader in READERS.values():
         if reader.sniff(head, base):
@@ -113,7 +126,11 @@ def detect_format(path: str | os.PathLike[str], member: str | None = None) -> st
 
 
 def read_trace(
-    path: str | os.PathLike[str], format: str | None = None, **options: Any
+    path: str | os.PathLike[str],
+    format: str | None = None,
+    *,
+    limits: ReadLimits | None = None,
+    **options: Any,
 ) -> tuple[JobTable, ParseReport]:
     """Read a trace file (plain, compressed or in a zip/tar archive) into a job table.
 
@@ -123,6 +140,9 @@ def read_trace(
         The file.
     format
         Registered reader name (see :func:`formats`); ``None`` detects it from the content.
+    limits
+        Limits of the read: decompressed bytes, line length, header fields (default
+        :class:`ReadLimits()`; see :mod:`clustersim.traces.limits`).
     **options
         Passed to the reader; every reader accepts ``member``, the file to read inside a zip
         or tar archive (default: the archive's only file).
@@ -138,13 +158,15 @@ def read_trace(
     ------
     TraceError
         If the format is unknown or cannot be detected, or the file is not valid in it.
+    TraceLimitError
+        If the file passes one of the ``limits`` (the message names it and how to raise it).
     """
     name = os.fspath(path)
     if format is not None:
         reader = get_reader(format, name)
     else:
-        reader = READERS[detect_format(name, options.get("member"))]
-    return reader.read(name, **options)
+        reader = READERS[detect_format(name, options.get("member"), limits)]
+    return reader.read(name, limits=limits, **options)
 
 
 def _known() -> str:

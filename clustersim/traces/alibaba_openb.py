@@ -93,6 +93,7 @@ from clustersim.traces.base import (
     trim,
     trimmed,
 )
+from clustersim.traces.limits import ReadLimits
 
 REQUIRED = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 TIMES = ("creation_time", "deletion_time", "scheduled_time")
@@ -118,7 +119,9 @@ class AlibabaOpenbReader(TraceReader):
         """True when the first line is a CSV header with the openb pod columns."""
         return sniff_header(head, REQUIRED)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse an openb pod list (options ``phases``, ``multi_spec``, ``nominal_duration_s``)."""
         check_options(self, path, options, {"phases", "multi_spec", "nominal_duration_s"})
         phases = name_list_option(options.get("phases"), path, "phases", "pod phases")
@@ -132,7 +135,7 @@ class AlibabaOpenbReader(TraceReader):
         )
         report = ParseReport(format=self.name, path=path)
         text = DelimitedText(data, ",")
-        names = header_names(text, path, REQUIRED)
+        names = header_names(text, path, REQUIRED, limits)
         have = [c for c in TIMES if c in names]
         if have and len(have) < len(TIMES):
             missing = [c for c in TIMES if c not in names]
@@ -307,6 +310,14 @@ class AlibabaOpenbReader(TraceReader):
         table = build_table(
             path,
             report,
+            kl,
+            {
+                "submit_time": "creation_time",
+                "num_gpus": "num_gpu",
+                "work": "deletion_time - scheduled_time",
+                "cpu": "cpu_milli",
+                "mem_gb": "memory_mib",
+            },
             job_id=trimmed(cols["name"], idx),
             submit_time=submit[idx],
             num_gpus=kept_gpus.astype(np.int64),

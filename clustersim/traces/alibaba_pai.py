@@ -88,11 +88,10 @@ from clustersim.traces.base import (
     TraceReader,
     build_table,
     check_options,
-    check_text,
     drop_rows,
     head_lines,
     is_numbers,
-    load_bytes,
+    load_text,
     name_list_option,
     no_blank,
     numbers_of,
@@ -100,6 +99,7 @@ from clustersim.traces.base import (
     string_offsets,
     trim,
 )
+from clustersim.traces.limits import ReadLimits
 
 JOB_FIELDS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 TASK_FIELDS = (
@@ -139,7 +139,9 @@ class AlibabaPaiReader(TraceReader):
         data_rows = [k for k, line in zip(kinds, lines, strict=True) if not _is_header(line)]
         return bool(data_rows) and len(set(kinds)) == 1 and None not in kinds
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a PAI table (options ``task_table``, ``job_table``, ``statuses``,
         ``gpu_constraint``; see the module docstring)."""
         known = {"task_table", "job_table", "statuses", "gpu_constraint"}
@@ -165,7 +167,7 @@ class AlibabaPaiReader(TraceReader):
                     "task_table=<pai_task_table.csv> (or read the task table alone)",
                 )
             jobs = _read_jobs(text, path)
-            tasks = _read_tasks(*_other(other, "task", "task_table", path))
+            tasks = _read_tasks(*_other(other, "task", "task_table", path, limits))
         else:
             if options.get("task_table") is not None:
                 raise TraceError(
@@ -173,7 +175,11 @@ class AlibabaPaiReader(TraceReader):
                 )
             tasks = _read_tasks(text, path)
             other = options.get("job_table")
-            jobs = None if other is None else _read_jobs(*_other(other, "job", "job_table", path))
+            jobs = (
+                None
+                if other is None
+                else _read_jobs(*_other(other, "job", "job_table", path, limits))
+            )
 
         vocab = list(STATUSES)
         agg = _aggregate(tasks, vocab)
@@ -294,6 +300,8 @@ class AlibabaPaiReader(TraceReader):
         table = build_table(
             path,
             report,
+            kl,
+            {"work": "end_time - start_time", "num_gpus": "plan_gpu"},
             job_id=view.name.take(take),
             submit_time=kept_submit - origin,
             num_gpus=gpus,
@@ -354,12 +362,14 @@ def _table_kind(text: DelimitedText, path: str) -> str:
     )
 
 
-def _other(value: Any, kind: str, option: str, path: str) -> tuple[DelimitedText, str]:
-    """Load the second table named by an option and check its kind."""
+def _other(
+    value: Any, kind: str, option: str, path: str, limits: ReadLimits | None
+) -> tuple[DelimitedText, str]:
+    """Load the second table named by an option (within ``limits``) and check its kind."""
     if not isinstance(value, str | os.PathLike):
         raise TraceError(path, 0, option, f"{option} must be a file path")
     other = os.fspath(value)
-    text = DelimitedText(check_text(load_bytes(other), other), ",")
+    text = DelimitedText(load_text(other, None, limits), ",")
     if _table_kind(text, other) != kind:
         raise TraceError(
             other, text.first_line, "", f"{option} must be a pai_{kind}_table, not this file"

@@ -28,6 +28,32 @@ numbers). The row is dropped and counted under one reason in :attr:`ParseReport.
 the rest of the file is kept. Suspicious but usable values are kept and counted in
 :attr:`ParseReport.warnings`.
 
+Limits
+------
+Readers read their input in bounded pieces, within the limits of a
+:class:`~clustersim.traces.limits.ReadLimits` (decompressed bytes, line length, header fields;
+see :mod:`clustersim.traces.limits`): input past one fails with a
+:class:`~clustersim.errors.TraceLimitError` naming the limit, its value and how to raise it.
+
+Value ranges
+------------
+Whatever a reader keeps must be a job the simulator can run and report in finite numbers.
+:func:`build_table` checks every kept row against these bounds and fails the file at the
+first row outside them (a :class:`~clustersim.errors.TraceError` naming the line and the
+trace's field); readers drop the values known to occur in real traces (non-finite numbers,
+zero-length jobs) before that, as described above:
+
+- ``submit_time``: finite, ``0 <= t <=`` :data:`MAX_TIME_S` (100 years);
+- ``work``: finite, ``0 < w <=`` :data:`MAX_WORK` (``1e12``: 31,700 years in reference
+  seconds, or 10^12 training steps);
+- ``num_gpus``, ``min_gpus``, ``max_gpus``: ``1 <= min_gpus <= num_gpus <= max_gpus <=``
+  :data:`MAX_GPUS`;
+- ``deadline``: none (``nan``) or finite with ``|deadline| <=`` :data:`MAX_TIME_S` ``+``
+  :data:`MAX_WORK`;
+- ``cpu``: unknown (``nan``) or finite in ``[0,`` :data:`MAX_CPU` ``]`` cores;
+  ``mem_gb``: unknown or finite in ``[0,`` :data:`MAX_MEM_GB` ``]``;
+- ``priority``: ``|priority| <=`` :data:`MAX_PRIORITY` (``2**53``, exact in JSON numbers).
+
 Text handling
 -------------
 Input may be compressed or archived (gzip, bzip2, xz, zip, tar, tar.gz; detected by magic
@@ -41,10 +67,12 @@ record is exactly one line and line numbers are exact.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -55,7 +83,8 @@ import numpy.typing as npt
 from clustersim.errors import ClustersimError, TraceError
 from clustersim.jobs import JobTable
 from clustersim.traces.arrow import is_arrow_array, pa, pacsv, pc
-from clustersim.traces.compressed import open_source, read_start
+from clustersim.traces.compressed import long_line, open_source, read_start, text_chunks
+from clustersim.traces.limits import ReadLimits
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -69,6 +98,16 @@ HEAD_BYTES = 64 * 1024
 #: Gang sizes above this are treated as garbage (a row-level drop), which also keeps the
 #: float-to-int64 conversion exact.
 MAX_GPUS = 1_000_000
+#: Latest submit time a job table holds, s (100 years).
+MAX_TIME_S = 100 * 365.25 * 86400
+#: Most work a job may have: reference seconds (31,700 years) or training steps.
+MAX_WORK = 1e12
+#: Most host CPU cores a job may ask for.
+MAX_CPU = 1e7
+#: Most host memory a job may ask for, GB.
+MAX_MEM_GB = 1e9
+#: Largest priority (in magnitude): integers up to this are exact in float64 and JSON.
+MAX_PRIORITY = 2**53
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -222,7 +261,9 @@ class TraceReader(ABC):
         """
 
     @abstractmethod
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a whole file.
 
         Parameters
@@ -232,6 +273,10 @@ class TraceReader(ABC):
             (no NUL bytes, no byte-order mark, ``\\n`` line ends).
         path
             Name used in errors and in the report.
+        limits
+            Limits of the read (default :class:`ReadLimits()`); :meth:`read` has checked
+            the content's size and line lengths already, ``parse`` checks the rest (header
+            fields, the Philly JSON log's job objects).
         **options
             Reader-specific options.
 
@@ -241,13 +286,17 @@ class TraceReader(ABC):
             On any input the reader cannot use (see the module docstring for the rule).
         """
 
-    def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
+    def read(
+        self, path: str | os.PathLike[str], *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Read a trace file (plain, compressed or in an archive).
 
         Parameters
         ----------
         path
             The file.
+        limits
+            Limits of the read (default :class:`ReadLimits()`).
         **options
             Reader-specific options, passed to :meth:`parse`; ``member`` (the file to read
             inside a zip or tar archive) is taken out first.
@@ -263,10 +312,13 @@ class TraceReader(ABC):
         ------
         TraceError
             If the file cannot be read or is not valid in this format.
+        TraceLimitError
+            If it passes one of the ``limits``.
         """
         name = os.fspath(path)
         member = options.pop("member", None)
-        return self.parse(check_text(load_bytes(name, member), name), name, **options)
+        data = load_text(name, member, limits)
+        return self.parse(data, name, limits=limits, **options)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -276,11 +328,65 @@ class TraceReader(ABC):
 # Loading bytes
 
 
-def load_bytes(path: str | os.PathLike[str], member: str | None = None) -> bytes:
-    """The whole decompressed content of ``path``.
+def load_text(
+    path: str | os.PathLike[str], member: str | None = None, limits: ReadLimits | None = None
+) -> bytes:
+    """The whole decompressed content of ``path`` as checked text (see :func:`check_text`),
+    read in bounded pieces within ``limits``.
 
     Compressed files and archives (gzip, bzip2, xz, zip, tar and compressed tar; see
-    :mod:`clustersim.traces.compressed`) are recognised by their magic bytes.
+    :mod:`clustersim.traces.compressed`) are recognised by their magic bytes. A plain file is
+    read in one piece once its size is known to be within the limit; compressed content is
+    checked piece by piece as it is decompressed (:func:`text_chunks`), so that a
+    decompression bomb stops at the limit, and binary data or a long line at the first piece
+    that holds it.
+
+    Parameters
+    ----------
+    path
+        The file.
+    member
+        The file to read inside a zip or tar archive (default: its only file).
+    limits
+        Limits of the read (default :class:`ReadLimits()`).
+
+    Raises
+    ------
+    TraceError
+        If the file cannot be opened, is a broken compressed stream or archive, the archive
+        member cannot be chosen, or the content is not text (see :func:`check_text`).
+    TraceLimitError
+        If the content is larger than ``limits.max_decompressed_bytes`` or has a line longer
+        than ``limits.max_line_bytes``.
+    """
+    limits = limits or ReadLimits()
+    name = os.fspath(path)
+    with open_source(name, member, limits) as source:
+        if not source.info.layers:
+            try:
+                size = os.stat(name).st_size
+            except OSError:  # pragma: no cover - the file went away since it was opened
+                size = 0
+            if size > limits.max_decompressed_bytes:
+                raise limits.exceeded(
+                    "max_decompressed_bytes", name, 0, "", "file larger than the limit"
+                )
+            whole = _read_plain(name)
+            if whole is not None and len(whole) <= limits.max_decompressed_bytes:
+                data = check_text(whole, name)
+                del whole
+                check_line_lengths(data, name, limits)
+                return data
+        out = io.BytesIO()
+        for _, piece in text_chunks(source, name, limits=limits):
+            out.write(piece)
+            del piece
+        return out.getvalue()  # the buffer itself, not a copy
+
+
+def load_bytes(path: str | os.PathLike[str], member: str | None = None) -> bytes:
+    """The whole decompressed content of ``path`` (not checked as text), within the default
+    :class:`ReadLimits`'s size.
 
     Parameters
     ----------
@@ -294,10 +400,25 @@ def load_bytes(path: str | os.PathLike[str], member: str | None = None) -> bytes
     TraceError
         If the file cannot be opened, is a broken compressed stream or archive, or the
         archive member cannot be chosen.
+    TraceLimitError
+        If the content is larger than the default ``max_decompressed_bytes``.
     """
     with open_source(path, member) as source:
-        whole = None if source.info.layers else _read_plain(path)
-        return whole if whole is not None else source.read()
+        return source.read()
+
+
+def check_line_lengths(data: bytes, path: str, limits: ReadLimits, first_line: int = 1) -> None:
+    """Raise :class:`TraceLimitError` at the first line of ``data`` (normalised text whose first
+    line is line ``first_line``) longer than ``limits.max_line_bytes``."""
+    at = long_line(data, limits.max_line_bytes)
+    if at >= 0:
+        raise limits.exceeded(
+            "max_line_bytes",
+            path,
+            first_line + data.count(b"\n", 0, at),
+            "",
+            "line longer than the limit",
+        )
 
 
 def _read_plain(path: str | os.PathLike[str]) -> bytes | None:
@@ -774,7 +895,45 @@ def sniff_header(head: bytes, required: tuple[str, ...], sep: str = ",") -> bool
     return set(required) <= names
 
 
-def header_names(text: DelimitedText, path: str, required: tuple[str, ...]) -> list[str]:
+def header_fields(text: DelimitedText, path: str, limits: ReadLimits | None = None) -> list[str]:
+    """The fields of a delimited file's header (its first non-blank line), as written.
+
+    Raises
+    ------
+    TraceError
+        If the file has no non-blank line (``"empty file"``, line 0).
+    TraceLimitError
+        At the header line when it has more than ``limits.max_header_fields`` fields
+        (counted before the line is split).
+    """
+    if not text:
+        raise TraceError(path, 0, "", "empty file")
+    return checked_header(text.line_text(0), text.sep, path, text.first_line, limits)
+
+
+def checked_header(
+    line: str, sep: str, path: str, line_number: int, limits: ReadLimits | None = None
+) -> list[str]:
+    """A header line split at ``sep``, once its field count is known to be within
+    ``limits.max_header_fields`` (else :class:`TraceLimitError` at ``line_number``)."""
+    limits = limits or ReadLimits()
+    if line.count(sep) >= limits.max_header_fields:
+        raise limits.exceeded(
+            "max_header_fields",
+            path,
+            line_number,
+            "",
+            f"header has {line.count(sep) + 1:,} fields, more than the limit",
+        )
+    return line.split(sep)
+
+
+def header_names(
+    text: DelimitedText,
+    path: str,
+    required: tuple[str, ...],
+    limits: ReadLimits | None = None,
+) -> list[str]:
     """The column names of a delimited file's header line, checked.
 
     Parameters
@@ -785,6 +944,8 @@ def header_names(text: DelimitedText, path: str, required: tuple[str, ...]) -> l
         For errors.
     required
         Lower-case columns the header must have (shown as written in the error).
+    limits
+        Limits of the read (``max_header_fields``; default :class:`ReadLimits()`).
 
     Returns
     -------
@@ -797,17 +958,24 @@ def header_names(text: DelimitedText, path: str, required: tuple[str, ...]) -> l
         If the file has no non-blank line (``"empty file"``, line 0), or at the header line
         when a required column is missing (naming the first missing one, in ``required``
         order) or a column appears twice (naming the alphabetically first such column).
+    TraceLimitError
+        At the header line when it has more than ``limits.max_header_fields`` fields.
     """
-    if not text:
-        raise TraceError(path, 0, "", "empty file")
+    names = [c.strip().lower() for c in header_fields(text, path, limits)]
     line = text.first_line
-    names = [c.strip().lower() for c in text.fields(0)]
+    present = set(names)
     for col in required:
-        if col not in names:
+        if col not in present:
             raise TraceError(path, line, col, f"missing column (header must include {required})")
-    dupes = sorted({c for c in names if c and names.count(c) > 1})
-    if dupes:
-        raise TraceError(path, line, dupes[0], "column appears twice in the header")
+    if len(present) < len(names):
+        counts = Counter(names)
+        dupes = sorted(c for c, k in counts.items() if c and k > 1)
+        if dupes:
+            shown = ", ".join(repr(c) for c in dupes[:10])
+            more = f" and {len(dupes) - 10} more" if len(dupes) > 10 else ""
+            raise TraceError(
+                path, line, dupes[0], f"column appears twice in the header ({shown}{more})"
+            )
     return names
 
 
@@ -856,6 +1024,7 @@ def read_header_table(
     report: ParseReport,
     sep: str = ",",
     numbers: Mapping[str, bool] | None = None,
+    limits: ReadLimits | None = None,
 ) -> tuple[dict[str, pa.Array], IntArray]:
     """Split a delimited file with a header line into columns named by the header.
 
@@ -875,6 +1044,8 @@ def read_header_table(
         The one-character field separator.
     numbers
         Numeric columns that may come as numbers (see :meth:`DelimitedText.columns`).
+    limits
+        Limits of the read (``max_header_fields``).
 
     Returns
     -------
@@ -890,7 +1061,7 @@ def read_header_table(
         has the wrong number of fields, or there is no data row.
     """
     text = DelimitedText(data, sep)
-    return data_columns(text, path, header_names(text, path, required), report, numbers)
+    return data_columns(text, path, header_names(text, path, required, limits), report, numbers)
 
 
 #: Files up to this size may be read by :func:`small_rows`, without pyarrow. Importing pyarrow
@@ -979,6 +1150,7 @@ def small_header_table(
     report: ParseReport,
     numbers: Collection[str] = (),
     sep: str = ",",
+    limits: ReadLimits | None = None,
 ) -> tuple[dict[str, ObjArray], dict[str, FloatArray], IntArray] | None:
     """:func:`read_header_table` and the conversions of :class:`ColumnParser` for a small,
     plain file, in pure Python (no pyarrow import).
@@ -990,9 +1162,10 @@ def small_header_table(
 
     Parameters
     ----------
-    data, path, required, report, sep
+    data, path, required, report, sep, limits
         As for :func:`read_header_table`; ``report`` receives :attr:`ParseReport.jobs_read`
-        only when the file is read.
+        only when the file is read (a header over ``limits.max_header_fields`` is left to
+        the pyarrow path, which reports it).
     numbers
         Columns to convert to float64 (as :meth:`ColumnParser.numbers` would).
 
@@ -1009,6 +1182,8 @@ def small_header_table(
     if split is None or len(split[1]) < 2:
         return None
     lines, rows = split
+    if len(rows[0]) > (limits or ReadLimits()).max_header_fields:
+        return None
     names = [c.strip().lower() for c in rows[0]]
     if any(c not in names for c in required):
         return None
@@ -1470,13 +1645,36 @@ def gpu_checks(values: FloatArray, name: str, below: str = "< 1") -> list[tuple[
     ]
 
 
-def build_table(path: str, report: ParseReport, **columns: Any) -> JobTable:
-    """Build the table, finish the report's totals and time span, and check it is non-empty.
+def build_table(
+    path: str,
+    report: ParseReport,
+    lines: npt.ArrayLike | None = None,
+    fields: Mapping[str, str] | None = None,
+    **columns: Any,
+) -> JobTable:
+    """Build the table, finish the report's totals and time span, and check it is non-empty
+    and every value is within range.
+
+    Parameters
+    ----------
+    path
+        For errors.
+    report
+        Receives the totals and the time span.
+    lines : (n,) int, optional
+        Line number of each row (in the order of the columns), for errors.
+    fields
+        Job-table column → the trace field (or expression) it comes from, for errors
+        (default: the column's name).
+    **columns
+        The job table's columns (see :meth:`JobTable.from_columns`).
 
     Raises
     ------
     TraceError
-        If no job is left, or (a reader bug) if the table rejects a column.
+        If no job is left; at the first line (the smallest line number) with a value out of
+        the ranges in the module docstring, naming the trace's field; or (a reader bug) if
+        the table rejects a column.
     """
     n = len(columns["submit_time"])
     report.jobs_kept = n
@@ -1488,12 +1686,104 @@ def build_table(path: str, report: ParseReport, **columns: Any) -> JobTable:
         raise TraceError(
             path, 0, "", f"no valid job: all {report.jobs_read} rows dropped ({reasons})"
         )
+    check_ranges(path, columns, lines, fields)
     try:
         table = JobTable.from_columns(**_submit_sorted(columns))
     except ClustersimError as exc:
         raise TraceError(path, 0, "", str(exc)) from None
     report.time_span_s = float(table.submit_time[-1] - table.submit_time[0])
     return table
+
+
+#: Per numeric job-table column: (lowest, highest, whether nan means "none", unit text).
+_RANGES: dict[str, tuple[float, float, bool, str]] = {
+    "submit_time": (0.0, MAX_TIME_S, False, "s"),
+    "work": (0.0, MAX_WORK, False, "reference s or steps"),
+    "num_gpus": (1, MAX_GPUS, False, "devices"),
+    "min_gpus": (1, MAX_GPUS, False, "devices"),
+    "max_gpus": (1, MAX_GPUS, False, "devices"),
+    "deadline": (-(MAX_TIME_S + MAX_WORK), MAX_TIME_S + MAX_WORK, True, "s"),
+    "cpu": (0.0, MAX_CPU, True, "cores"),
+    "mem_gb": (0.0, MAX_MEM_GB, True, "GB"),
+    "priority": (-MAX_PRIORITY, MAX_PRIORITY, False, ""),
+}
+
+
+def check_ranges(
+    path: str,
+    columns: Mapping[str, Any],
+    lines: npt.ArrayLike | None = None,
+    fields: Mapping[str, str] | None = None,
+) -> None:
+    """Check the numeric columns of a job table against the ranges in the module docstring.
+
+    Parameters
+    ----------
+    path
+        For errors.
+    columns
+        Job-table columns by name (those absent or ``None`` are not checked).
+    lines : (n,) int, optional
+        Line number of each row, for errors (without them, errors are at line 0 and name
+        the row).
+    fields
+        Job-table column → trace field, for errors.
+
+    Raises
+    ------
+    TraceError
+        At the earliest line holding a value out of range (the first column, in the order
+        above, on a tie), naming the trace's field.
+    """
+    at = None if lines is None else np.asarray(lines, dtype=np.int64)
+    worst: tuple[int, int, str, str] | None = None
+    for order, (name, (low, high, optional, unit)) in enumerate(_RANGES.items()):
+        values = columns.get(name)
+        if values is None:
+            continue
+        try:
+            arr = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue  # not numbers: the table reports it
+        if arr.ndim != 1 or len(arr) == 0:
+            continue
+        lowest, highest = float(arr.min()), float(arr.max())  # nan when some value is nan
+        if lowest >= low and highest <= high and (name != "work" or lowest > 0):
+            continue
+        with np.errstate(invalid="ignore"):
+            bad = ~((arr >= low) & (arr <= high))
+            if optional:
+                bad &= ~np.isnan(arr)
+            if name == "work":
+                bad |= arr == 0
+        if not bad.any():
+            continue
+        rows = np.flatnonzero(bad)
+        if at is not None and len(at) == len(arr):
+            row = int(rows[np.argmin(at[rows])])
+            key = (int(at[row]), order)
+        else:
+            row = int(rows[0])
+            key = (0, order)
+        if worst is None or key < worst[:2]:
+            worst = (*key, name, _range_text(name, arr[row], low, high, unit, row, at))
+    if worst is not None:
+        line, _, name, message = worst
+        raise TraceError(path, line, (fields or {}).get(name, name), message)
+
+
+def _range_text(
+    name: str, value: float, low: float, high: float, unit: str, row: int, at: IntArray | None
+) -> str:
+    where = "" if at is not None and len(at) > row else f"; row {row} of the kept jobs"
+    unit = f" {unit}" if unit else ""
+    if name == "work":
+        bounds = f"must be > 0 and <= {high:g}{unit}"
+    elif low == -high:
+        bounds = f"must be within ±{high:g}{unit}"
+    else:
+        bounds = f"must be within [{low:g}, {high:g}]{unit}"
+    return f"{name} = {value:g} is out of range ({bounds}{where})"
 
 
 def _submit_sorted(columns: dict[str, Any]) -> dict[str, Any]:

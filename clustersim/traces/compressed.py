@@ -22,14 +22,17 @@ candidates. An archive with several candidates is an error whose message lists t
 ``member``, the file is the one with exactly that path in the archive, or else the only one
 with that base name.
 
-Streaming
----------
+Streaming and limits
+--------------------
 :class:`Source` reads the decompressed bytes piece by piece, so a reader that consumes them in
 chunks (:func:`text_chunks`, or the raw Philly JSON reader) holds only one chunk in memory,
 however large the file. Damaged compressed data is reported as a
 :class:`~clustersim.errors.TraceError` (line 0) whenever it is met, which may be late in a
-large file. Decompressed sizes are not limited (a reader that loads whole files trusts its
-input's size, as the web app's upload limit does).
+large file. The decompressed size is limited (:class:`~clustersim.traces.limits.ReadLimits`):
+a source never produces more than ``max_decompressed_bytes`` bytes, a compressed tar archive
+is not decompressed past that size to list it, and :func:`text_chunks` stops at a line longer
+than ``max_line_bytes``; each raises :class:`~clustersim.errors.TraceLimitError`. An archive
+may hold at most :data:`~clustersim.traces.limits.MAX_ARCHIVE_MEMBERS` entries.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ from typing import IO, Any, Protocol
 
 import numpy as np
 
-from clustersim.errors import TraceError
+from clustersim.errors import TraceError, TraceLimitError
+from clustersim.traces.limits import MAX_ARCHIVE_MEMBERS, ReadLimits
 
 #: Magic bytes of the single-stream compressors, by container name.
 MAGIC: dict[str, bytes] = {
@@ -66,6 +70,9 @@ SUFFIXES = (".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".zip", ".tar")
 LIST_MEMBERS = 20
 #: Default size of the pieces :func:`text_chunks` reads, bytes.
 CHUNK_BYTES = 8 * 1024 * 1024
+#: Largest central directory of a zip archive read, bytes (about 1 kB an entry).
+MAX_ZIP_DIRECTORY_BYTES = MAX_ARCHIVE_MEMBERS * 1024
+_DECOMPRESSED = "max_decompressed_bytes"
 
 _BOM = b"\xef\xbb\xbf"
 #: What decompressors and archive readers raise on damaged data.
@@ -137,37 +144,63 @@ class Source:
     """The decompressed bytes of a trace file, read piece by piece.
 
     Use as a context manager; :meth:`read` raises :class:`TraceError` (line 0) on damaged
-    compressed data. Create with :func:`open_source`.
+    compressed data, and :class:`~clustersim.errors.TraceLimitError` once the content passes
+    ``limits.max_decompressed_bytes``. Create with :func:`open_source`.
 
     Attributes
     ----------
     info : SourceInfo
         What was opened.
+    limits : ReadLimits
+        The limits of this read.
     """
 
-    def __init__(self, stream: _Readable, info: SourceInfo, closers: list[_Closable]) -> None:
+    def __init__(
+        self,
+        stream: _Readable,
+        info: SourceInfo,
+        closers: list[_Closable],
+        limits: ReadLimits | None = None,
+    ) -> None:
         self._stream = stream
         self.info = info
         self._closers = closers
+        self.limits = limits or ReadLimits()
+        self._produced = 0
 
     def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` bytes (all the rest when negative); ``b""`` at the end."""
+        """Up to ``size`` bytes (all the rest when negative); ``b""`` at the end.
+
+        Raises
+        ------
+        TraceLimitError
+            When the content read so far passes ``limits.max_decompressed_bytes`` (no more
+            than one byte past it is ever decompressed).
+        """
+        if size < 0:
+            parts = []
+            while part := self.read(CHUNK_BYTES):
+                parts.append(part)
+            return b"".join(parts)
+        cap = self.limits.max_decompressed_bytes
+        want = min(size, cap - self._produced + 1)
         try:
-            if size < 0:
-                return self._stream.read()
-            parts: list[bytes] = []
-            want = size
+            parts = []
             while want > 0:  # some decompressors return short reads before the end
                 part = self._stream.read(want)
                 if not part:
                     break
                 parts.append(part)
                 want -= len(part)
-            return b"".join(parts)
         except TraceError:
             raise
         except _DAMAGE as exc:
             raise _damaged(self.info, exc) from None
+        out = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._produced += len(out)
+        if self._produced > cap:
+            raise too_large(self.info, self.limits)
+        return out
 
     def close(self) -> None:
         """Close every file this source opened (idempotent)."""
@@ -184,6 +217,12 @@ class Source:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def too_large(info: SourceInfo, limits: ReadLimits) -> TraceError:
+    """The error for content over ``limits.max_decompressed_bytes``."""
+    what = "decompressed content" if info.layers else "file"
+    return limits.exceeded(_DECOMPRESSED, info.path, 0, "", f"{what} larger than the limit")
 
 
 class TruncatedError(TraceError):
@@ -294,7 +333,9 @@ class _Prefixed:
         return self._stream.read(size)
 
 
-def open_source(path: str | os.PathLike[str], member: str | None = None) -> Source:
+def open_source(
+    path: str | os.PathLike[str], member: str | None = None, limits: ReadLimits | None = None
+) -> Source:
     """Open a trace file for reading its decompressed bytes.
 
     Parameters
@@ -303,6 +344,8 @@ def open_source(path: str | os.PathLike[str], member: str | None = None) -> Sour
         The file: plain, compressed or an archive (see the module docstring).
     member
         The file to read inside a zip or tar archive (default: its only file).
+    limits
+        Limits of the read (default :class:`ReadLimits()`).
 
     Returns
     -------
@@ -315,8 +358,13 @@ def open_source(path: str | os.PathLike[str], member: str | None = None) -> Sour
         If the file cannot be opened, its container is damaged, ``member`` is given for a
         file that is not an archive or is not in it, or the archive does not hold exactly one
         candidate file and no ``member`` was given.
+    TraceLimitError
+        If the archive holds more than
+        :data:`~clustersim.traces.limits.MAX_ARCHIVE_MEMBERS` entries, or a compressed tar
+        archive decompresses to more than ``limits.max_decompressed_bytes``.
     """
     name = os.fspath(path)
+    limits = limits or ReadLimits()
     try:
         raw = open(name, "rb")  # noqa: SIM115 - closed by the Source
     except OSError as exc:
@@ -324,7 +372,7 @@ def open_source(path: str | os.PathLike[str], member: str | None = None) -> Sour
     closers: list[_Closable] = [raw]
     layers: list[str] = []
     try:
-        return _open(raw, name, member, closers, layers)
+        return _open(raw, name, member, closers, layers, limits)
     except TraceError:
         _close_all(closers)
         raise
@@ -340,7 +388,12 @@ def _close_all(closers: list[_Closable]) -> None:
 
 
 def _open(
-    raw: IO[bytes], name: str, member: str | None, closers: list[_Closable], layers: list[str]
+    raw: IO[bytes],
+    name: str,
+    member: str | None,
+    closers: list[_Closable],
+    layers: list[str],
+    limits: ReadLimits,
 ) -> Source:
     """Open the containers of ``raw``, appending their names to ``layers`` as it goes."""
     head = raw.read(512)
@@ -348,6 +401,7 @@ def _open(
     stream: _Readable
     if head.startswith(_ZIP_MAGIC):
         layers.append("zip")
+        _check_zip_directory(raw, name, limits)
         try:
             archive = zipfile.ZipFile(raw)
         except _DAMAGE as exc:
@@ -379,14 +433,21 @@ def _open(
             if kind is not None:
                 layers.append(kind)
             layers.append("tar")
-            mode = {"gzip": "r:gz", "bzip2": "r:bz2", "xz": "r:xz", None: "r:"}[kind]
+            info = SourceInfo(name, tuple(layers), None, data_name(name))
+            tar_stream: Any = raw
+            if kind is not None:
+                tar_stream = _decompressor(kind, raw)
+                closers.append(tar_stream)
+            capped = _Capped(tar_stream, limits.max_decompressed_bytes, info, limits)
             try:
-                archive_t = tarfile.open(fileobj=raw, mode=mode)  # type: ignore[call-overload]  # noqa: SIM115
-                files = [m for m in archive_t.getmembers() if m.isreg()]
+                archive_t = tarfile.open(fileobj=capped, mode="r:")  # type: ignore[call-overload]  # noqa: SIM115
+                closers.append(archive_t)
+                files = _tar_files(archive_t, name)
+            except TraceError:
+                raise
             except _DAMAGE as exc:
                 what = f"{kind}-compressed tar" if kind else "tar"
                 raise TraceError(name, 0, "", f"not a valid {what} file: {exc}") from None
-            closers.append(archive_t)
             chosen = _choose(name, "tar", [m.name for m in files], member)
             extracted = archive_t.extractfile(next(m for m in files if m.name == chosen))
             assert extracted is not None  # regular files always extract
@@ -398,12 +459,15 @@ def _open(
                     name, 0, "member", "member given, but the file is not a zip or tar archive"
                 )
             if kind is None:
-                return Source(raw, SourceInfo(name, (), None, data_name(name)), closers)
+                return Source(raw, SourceInfo(name, (), None, data_name(name)), closers, limits)
             layers.append(kind)
             decompressed = _decompressor(kind, raw)
             closers.append(decompressed)
             return Source(
-                decompressed, SourceInfo(name, tuple(layers), None, data_name(name)), closers
+                decompressed,
+                SourceInfo(name, tuple(layers), None, data_name(name)),
+                closers,
+                limits,
             )
     # Inside an archive: the member may be compressed itself.
     first = stream.read(6)
@@ -413,25 +477,161 @@ def _open(
         layers.append(inner_kind)
         stream = _decompressor(inner_kind, stream)
     return Source(
-        stream, SourceInfo(name, tuple(layers), inner_name, data_name(name, inner_name)), closers
+        stream,
+        SourceInfo(name, tuple(layers), inner_name, data_name(name, inner_name)),
+        closers,
+        limits,
     )
 
 
+class _Capped:
+    """A seekable stream (a tar archive's, maybe decompressed) that may not be read or
+    sought past ``cap`` bytes: listing a compressed tar archive decompresses it, and tarfile
+    reads some headers (long names, pax records) whole."""
+
+    def __init__(self, stream: Any, cap: int, info: SourceInfo, limits: ReadLimits) -> None:
+        self._stream = stream
+        self._cap = cap
+        self._info = info
+        self._limits = limits
+
+    def read(self, size: int = -1) -> bytes:
+        room = self._cap - self._stream.tell()
+        if size < 0 or size > room:
+            out: bytes = self._stream.read(room + 1)
+            if len(out) > room:
+                raise too_large(self._info, self._limits)
+            return out
+        data: bytes = self._stream.read(size)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence == 0 and offset > self._cap:
+            raise too_large(self._info, self._limits)
+        pos: int = self._stream.seek(offset, whence)
+        return pos
+
+    def tell(self) -> int:
+        pos: int = self._stream.tell()
+        return pos
+
+
+def _tar_files(archive: tarfile.TarFile, name: str) -> list[tarfile.TarInfo]:
+    """The regular files of a tar archive, listed one header at a time.
+
+    Raises
+    ------
+    TraceLimitError
+        When the archive holds more than :data:`MAX_ARCHIVE_MEMBERS` entries.
+    """
+    files = []
+    for count, entry in enumerate(archive, 1):
+        if count > MAX_ARCHIVE_MEMBERS:
+            raise _too_many(name, "tar")
+        if entry.isreg():
+            files.append(entry)
+    return files
+
+
+def _too_many(name: str, kind: str) -> TraceLimitError:
+    return TraceLimitError(
+        name,
+        0,
+        "",
+        f"the {kind} archive holds more than {MAX_ARCHIVE_MEMBERS:,} entries "
+        "(a fixed limit: put the trace in an archive of its own)",
+        "max_archive_members",
+        MAX_ARCHIVE_MEMBERS,
+    )
+
+
+def _check_zip_directory(raw: IO[bytes], name: str, limits: ReadLimits) -> None:
+    """Refuse a zip archive whose central directory lists more than
+    :data:`MAX_ARCHIVE_MEMBERS` entries or is larger than :data:`MAX_ZIP_DIRECTORY_BYTES`
+    (``zipfile`` reads the whole directory into objects before any entry can be chosen).
+    A damaged archive is left for ``zipfile`` to report."""
+    end_record = getattr(zipfile, "_EndRecData", None)
+    if end_record is None:  # pragma: no cover - every CPython 3 has it
+        return
+    try:
+        record = end_record(raw)
+    except _DAMAGE:
+        record = None
+    raw.seek(0)
+    if not record:
+        return
+    entries = record[getattr(zipfile, "_ECD_ENTRIES_TOTAL", 4)]
+    size = record[getattr(zipfile, "_ECD_SIZE", 5)]
+    if entries > MAX_ARCHIVE_MEMBERS or size > MAX_ZIP_DIRECTORY_BYTES:
+        raise _too_many(name, "zip")
+
+
 def sniff_input(
-    path: str | os.PathLike[str], size: int, member: str | None = None
+    path: str | os.PathLike[str],
+    size: int,
+    member: str | None = None,
+    limits: ReadLimits | None = None,
 ) -> tuple[bytes, str]:
-    """The head (like :func:`read_start`) and the data's name (:attr:`SourceInfo.name`)."""
-    with open_source(path, member) as src:
-        return _head(src, size), src.info.name
+    """The head for sniffing and the data's name (:attr:`SourceInfo.name`).
+
+    The head is up to ``size`` decompressed bytes from the start of the first line that is
+    not blank (leading blank lines, and a byte-order mark, are skipped in bounded memory;
+    bytes that :meth:`bytes.strip` removes count as blank). It is ``b""`` when the whole
+    file is blank. Truncated compressed data gives what could be read before its end (the
+    full read reports it), unless nothing but blanks came before it.
+
+    Raises
+    ------
+    TraceError
+        If the file cannot be opened, its compressed data is damaged, or an archive's member
+        cannot be chosen.
+    TraceLimitError
+        If the blank lines go on past ``limits.max_decompressed_bytes``.
+    """
+    with open_source(path, member, limits) as src:
+        return _sniff_head(src, size), src.info.name
+
+
+def _sniff_head(src: Source, size: int) -> bytes:
+    out = bytearray()
+    started = False
+    first = True
+    try:
+        while len(out) < size:
+            part = src.read(max(8192, min(1 << 16, size - len(out))))
+            if not part:
+                break
+            if first:
+                part = part.removeprefix(_BOM)
+                first = False
+            if not started:
+                text = part.lstrip()
+                if not text:
+                    continue  # blank so far: keep nothing
+                begin = len(part) - len(text)
+                cut = max(part.rfind(b"\n", 0, begin), part.rfind(b"\r", 0, begin))
+                part = part[cut + 1 :]
+                started = True
+            out += part[: size - len(out)]
+    except TruncatedError:
+        if not started:
+            raise
+    return bytes(out)
 
 
 def load_all(path: str | os.PathLike[str], member: str | None = None) -> bytes:
-    """The whole decompressed content of ``path`` (or of its archive ``member``)."""
+    """The whole decompressed content of ``path`` (or of its archive ``member``), within the
+    default :class:`ReadLimits`."""
     with open_source(path, member) as src:
         return src.read()
 
 
-def read_start(path: str | os.PathLike[str], size: int, member: str | None = None) -> bytes:
+def read_start(
+    path: str | os.PathLike[str],
+    size: int,
+    member: str | None = None,
+    limits: ReadLimits | None = None,
+) -> bytes:
     """Up to the first ``size`` decompressed bytes, for sniffing.
 
     Truncated compressed data gives what could be read before its end (the full read
@@ -443,7 +643,7 @@ def read_start(path: str | os.PathLike[str], size: int, member: str | None = Non
         If the file cannot be opened, its compressed data is damaged, or an archive's member
         cannot be chosen.
     """
-    with open_source(path, member) as src:
+    with open_source(path, member, limits) as src:
         return _head(src, size)
 
 
@@ -465,14 +665,19 @@ def _head(src: Source, size: int) -> bytes:
 
 
 def text_chunks(
-    source: Source, path: str, chunk_bytes: int | None = None
+    source: Source,
+    path: str,
+    chunk_bytes: int | None = None,
+    limits: ReadLimits | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """The text of a source in pieces that end at line ends, checked and normalised.
 
     Each piece is checked and normalised like :func:`clustersim.traces.base.check_text`
     checks a whole file: a leading byte-order mark is removed from the first piece, ``\\r\\n``
     and lone ``\\r`` become ``\\n``, and NUL bytes or invalid UTF-8 raise :class:`TraceError`
-    at their line. A line longer than ``chunk_bytes`` makes its piece longer.
+    at their line. A line longer than ``chunk_bytes`` makes its piece longer; a line longer
+    than ``max_line_bytes`` raises :class:`~clustersim.errors.TraceLimitError` at its line,
+    before more than one piece past its start is read.
 
     Parameters
     ----------
@@ -482,6 +687,8 @@ def text_chunks(
         For errors.
     chunk_bytes
         Approximate size of the pieces (default :data:`CHUNK_BYTES`).
+    limits
+        The limits (default: the source's).
 
     Yields
     ------
@@ -491,14 +698,16 @@ def text_chunks(
         The piece; every piece but the last ends with ``\\n``.
     """
     size = chunk_bytes or CHUNK_BYTES
+    limits = limits or source.limits
+    longest = limits.max_line_bytes
     line = 1
-    carry = b""  # the text read after the last line end so far
+    carry: bytes | bytearray = b""  # the text read after the last line end so far
     started = False
     while True:
         block = source.read(size)
         eof = not block
         if not started:
-            block = carry + block if carry else block
+            block = bytes(carry) + block if carry else block  # a few bytes at most
             carry = b""
             if len(block) < len(_BOM) and not eof:
                 carry = block
@@ -506,6 +715,7 @@ def text_chunks(
             if block.startswith(_BOM):
                 block = block[len(_BOM) :]
             started = True
+        piece: bytes | bytearray
         if eof:
             piece, carry = carry + block, b""
         else:
@@ -521,16 +731,63 @@ def text_chunks(
                 carry = block[cut + 1 :]
             else:
                 cut = max(carry.rfind(b"\n"), carry.rfind(b"\r"))
-                if cut < 0:  # no line end yet: keep reading
-                    carry += block
+                if cut < 0:  # no line end yet: keep reading, unless the line is too long
+                    if len(carry) + len(block) > longest + 1:  # + 1: a "\r" of "\r\n"
+                        raise limits.exceeded(
+                            "max_line_bytes", path, line, "", "line longer than the limit"
+                        )
+                    if not carry:
+                        carry = block
+                    else:
+                        if isinstance(carry, bytes):
+                            carry = bytearray(carry)  # grown in place from here on
+                        carry += block
                     continue
                 piece, carry = carry[: cut + 1], carry[cut + 1 :] + block
+        if not isinstance(piece, bytes):
+            piece = bytes(piece)
         piece = normalise_text(piece, path, line)
+        long = long_line(piece, longest)
+        if long >= 0:
+            raise limits.exceeded(
+                "max_line_bytes",
+                path,
+                line + piece.count(b"\n", 0, long),
+                "",
+                "line longer than the limit",
+            )
         if piece:
             yield line, piece
             line += int(np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == ord("\n")))
         if eof:
             return
+
+
+def long_line(data: bytes, limit: int) -> int:
+    """Offset of the first line of ``data`` longer than ``limit`` bytes (its line end, a
+    ``\\n``, not counted), or -1.
+
+    Looks for a line end in consecutive windows of ``limit // 2 + 1`` bytes (a line of more
+    than ``limit`` bytes holds a whole window) and measures only the lines around windows
+    without one, so the cost is a few ``find`` calls per ``limit`` bytes.
+    """
+    n = len(data)
+    if n <= limit:
+        return -1
+    window = limit // 2 + 1
+    pos = 0
+    while pos < n:
+        end = min(pos + window, n)
+        if data.find(b"\n", pos, end) >= 0:
+            pos = end
+            continue
+        start = data.rfind(b"\n", 0, pos) + 1
+        stop = data.find(b"\n", end)
+        stop = n if stop < 0 else stop
+        if stop - start > limit:
+            return start
+        pos = stop + 1
+    return -1
 
 
 def normalise_text(data: bytes, path: str, first_line: int = 1) -> bytes:
@@ -570,6 +827,6 @@ def normalise_text(data: bytes, path: str, first_line: int = 1) -> bytes:
     return data
 
 
-def bytes_source(data: bytes, path: str) -> Source:
+def bytes_source(data: bytes, path: str, limits: ReadLimits | None = None) -> Source:
     """A :class:`Source` over bytes already in memory (for ``parse(data, ...)``)."""
-    return Source(io.BytesIO(data), SourceInfo(path, (), None, data_name(path)), [])
+    return Source(io.BytesIO(data), SourceInfo(path, (), None, data_name(path)), [], limits)

@@ -50,6 +50,7 @@ from clustersim.traces.base import (
     read_header_table,
     sniff_header,
 )
+from clustersim.traces.limits import ReadLimits
 
 REQUIRED = ("arrival_time", "length", "cpus")
 #: Calendar time of hour 0 by default: the first hour of the shared 2023 carbon data (UTC).
@@ -69,7 +70,9 @@ class GaiaReader(TraceReader):
         """True when the first line is a CSV header with the GAIA columns."""
         return sniff_header(head, REQUIRED)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a GAIA CSV (options ``cpus_per_gpu``, ``start_time``)."""
         check_options(self, path, options, {"cpus_per_gpu", "start_time"})
         given = options.get("cpus_per_gpu")
@@ -77,7 +80,7 @@ class GaiaReader(TraceReader):
         start = _start(options.get("start_time", _UNSET), path)
         report = ParseReport(format=self.name, path=path)
         cols, lines = read_header_table(
-            data, path, REQUIRED, report, numbers=dict.fromkeys(REQUIRED, False)
+            data, path, REQUIRED, report, numbers=dict.fromkeys(REQUIRED, False), limits=limits
         )
 
         parser = ColumnParser(path, lines)
@@ -122,6 +125,8 @@ class GaiaReader(TraceReader):
         table = build_table(
             path,
             report,
+            lines[idx],
+            {"submit_time": "arrival_time", "work": "length", "num_gpus": "cpus", "cpu": "cpus"},
             job_id=index_ids(idx),
             submit_time=submit[idx],
             num_gpus=gpus[idx].astype(np.int64),

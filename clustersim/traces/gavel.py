@@ -65,6 +65,7 @@ from clustersim.traces.base import (
     small_columns,
     small_rows,
 )
+from clustersim.traces.limits import ReadLimits
 
 #: Field names of each layout, by field count.
 LAYOUTS: dict[int, tuple[str, ...]] = {
@@ -139,7 +140,9 @@ class GavelReader(TraceReader):
                 return False
         return True
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a Gavel ``.trace`` file (no options).
 
         A small plain file (see :func:`~clustersim.traces.base.small_rows`) is read without
@@ -200,6 +203,14 @@ class GavelReader(TraceReader):
         table = build_table(
             path,
             report,
+            kept_lines,
+            {
+                "submit_time": "arrival_time",
+                "num_gpus": "scale_factor",
+                "work": "total_steps",
+                "priority": "priority_weight",
+                "deadline": "SLO",
+            },
             job_id=np.arange(n)[idx],
             submit_time=arrival[idx],
             num_gpus=gpus[idx].astype(np.int64),

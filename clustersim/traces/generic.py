@@ -89,6 +89,7 @@ from clustersim.traces.base import (
     blank,
     build_table,
     check_options,
+    checked_header,
     gpu_checks,
     head_lines,
     int_ids,
@@ -100,6 +101,7 @@ from clustersim.traces.base import (
     trim,
 )
 from clustersim.traces.compressed import bytes_source, open_source, text_chunks
+from clustersim.traces.limits import ReadLimits
 
 #: Job-table columns a mapping may name, plus the helper columns ``start_time``,
 #: ``end_time`` and ``status``.
@@ -205,6 +207,8 @@ class DelimitedChunks:
         For errors.
     sep
         The field separator.
+    limits
+        Limits of the read (``max_header_fields``; default :class:`ReadLimits()`).
 
     Attributes
     ----------
@@ -217,9 +221,17 @@ class DelimitedChunks:
     ------
     TraceError
         If the file has no non-blank line.
+    TraceLimitError
+        If the header has more than ``limits.max_header_fields`` fields.
     """
 
-    def __init__(self, chunks: Iterable[tuple[int, bytes]], path: str, sep: str) -> None:
+    def __init__(
+        self,
+        chunks: Iterable[tuple[int, bytes]],
+        path: str,
+        sep: str,
+        limits: ReadLimits | None = None,
+    ) -> None:
         self.path = path
         self.sep = sep
         self._chunks = iter(chunks)
@@ -231,7 +243,8 @@ class DelimitedChunks:
             raise TraceError(path, 0, "", "empty file")
         self._first = (text, chunk[0])
         self.header_line = text.first_line + chunk[0] - 1
-        self.names = [unquote_name(c) for c in text.fields(0)]
+        fields = checked_header(text.line_text(0), sep, path, self.header_line, limits)
+        self.names = [unquote_name(c) for c in fields]
 
     def column_index(self, wanted: str, field: str) -> int:
         """Index of header column ``wanted`` (exact, else case-insensitive and unique).
@@ -582,22 +595,28 @@ class ChunkedCsvReader(TraceReader):
     they override :meth:`parse` only to document their options.
     """
 
-    def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
-        """Read a (possibly compressed) file in chunks (bounded memory); options as for
-        :meth:`parse`."""
+    def read(
+        self, path: str | os.PathLike[str], *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
+        """Read a (possibly compressed) file in chunks (bounded memory) within ``limits``;
+        options as for :meth:`parse`."""
         name = os.fspath(path)
-        with open_source(name, options.pop("member", None)) as source:
+        limits = limits or ReadLimits()
+        with open_source(name, options.pop("member", None), limits) as source:
             report = ParseReport(format=self.name, path=name)
             where = source.info.describe()
             if where:
                 report.assume(f"read the {where}")
-            return self._read(text_chunks(source, name), name, report, options)
+            return self._read(text_chunks(source, name), name, report, options, limits)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a whole file held in memory (options: see the subclass)."""
         report = ParseReport(format=self.name, path=path)
-        with bytes_source(data, path) as source:
-            return self._read(text_chunks(source, path), path, report, options)
+        limits = limits or ReadLimits()
+        with bytes_source(data, path, limits) as source:
+            return self._read(text_chunks(source, path), path, report, options, limits)
 
     @abstractmethod
     def _read(
@@ -606,8 +625,10 @@ class ChunkedCsvReader(TraceReader):
         path: str,
         report: ParseReport,
         options: dict[str, Any],
+        limits: ReadLimits,
     ) -> tuple[JobTable, ParseReport]:
-        """Check ``options`` and read the chunks into a table; ``report`` is started."""
+        """Check ``options`` and read the chunks into a table (headers within ``limits``);
+        ``report`` is started."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -661,12 +682,14 @@ class GenericCsvReader(ChunkedCsvReader):
         """True when the first line is a header with the job-table names."""
         return {"submit_time", "num_gpus", "work"} <= header_name_set(head)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a whole file held in memory.
 
         Parameters
         ----------
-        data, path
+        data, path, limits
             See :meth:`TraceReader.parse`.
         mapping : dict of str to str, optional
             Job-table column → header name (see the module docstring for the columns).
@@ -682,7 +705,7 @@ class GenericCsvReader(ChunkedCsvReader):
         speed : float, optional
             Speed of the trace's GPUs relative to the reference type (default 1).
         """
-        return super().parse(data, path, **options)
+        return super().parse(data, path, limits=limits, **options)
 
     # -- options -------------------------------------------------------------------------
 
@@ -781,6 +804,7 @@ class GenericCsvReader(ChunkedCsvReader):
         path: str,
         report: ParseReport,
         options: dict[str, Any],
+        limits: ReadLimits,
     ) -> tuple[JobTable, ParseReport]:
         check_options(
             self, path, options, {"mapping", "units", "time_format", "sep", "statuses", "speed"}
@@ -788,7 +812,7 @@ class GenericCsvReader(ChunkedCsvReader):
         sep = options.get("sep", ",")
         if sep not in SEPARATORS:
             raise TraceError(path, 0, "sep", f"sep must be one of {SEPARATORS!r}, got {sep!r}")
-        chunks = DelimitedChunks(chunks_in, path, sep)
+        chunks = DelimitedChunks(chunks_in, path, sep, limits)
         spec = self._spec(path, options, chunks)
         drops, warnings = LineCollector(), LineCollector()
         parts = read_blocks(
@@ -968,5 +992,8 @@ class GenericCsvReader(ChunkedCsvReader):
                 columns[key] = np.where(np.isnan(value), columns["num_gpus"], value).astype(
                     np.int64
                 )
-        table = build_table(path, report, **columns)
+        fields = {key: spec.columns.get(key, key) for key in columns}
+        if "work" not in spec.columns:
+            fields["work"] = "end_time - start_time"
+        table = build_table(path, report, np.concatenate(parts["lines"]), fields, **columns)
         return table, report

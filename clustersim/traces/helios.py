@@ -66,6 +66,7 @@ from clustersim.traces.generic import (
     row_ids,
     status_drops,
 )
+from clustersim.traces.limits import ReadLimits
 
 #: The documented states, in the order the README lists them.
 STATES = ("COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL")
@@ -125,19 +126,21 @@ class HeliosReader(ChunkedCsvReader):
             {"duration", "end_time"} & names
         )
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a whole file held in memory.
 
         Parameters
         ----------
-        data, path
+        data, path, limits
             See :meth:`TraceReader.parse`.
         states : sequence of str, optional
             States whose jobs are kept (default: the five documented ones).
         speed : float, optional
             Speed of the trace's GPUs relative to the reference type (default 1).
         """
-        return super().parse(data, path, **options)
+        return super().parse(data, path, limits=limits, **options)
 
     def _read(
         self,
@@ -145,11 +148,12 @@ class HeliosReader(ChunkedCsvReader):
         path: str,
         report: ParseReport,
         options: dict[str, Any],
+        limits: ReadLimits,
     ) -> tuple[JobTable, ParseReport]:
         check_options(self, path, options, {"states", "speed"})
         states = check_statuses(path, options.get("states", STATES), "states")
         speed = check_speed(path, options.get("speed", 1.0))
-        chunks = DelimitedChunks(chunks_in, path, ",")
+        chunks = DelimitedChunks(chunks_in, path, ",", limits)
         index = {}
         for col in COLUMNS:
             found = chunks.find(col)
@@ -210,7 +214,11 @@ class HeliosReader(ChunkedCsvReader):
                 columns[key] = as_objects(parts[key], repeated=True)
         if "cpu" in parts:
             columns["cpu"] = np.concatenate(parts["cpu"])
-        return build_table(path, report, **columns), report
+        fields = {"submit_time": "submit_time", "num_gpus": "gpu_num", "work": "duration"}
+        if "cpu" in columns:
+            fields["cpu"] = "cpu_num"
+        table = build_table(path, report, np.concatenate(parts["lines"]), fields, **columns)
+        return table, report
 
 
 def _block(

@@ -44,6 +44,7 @@ from clustersim.traces.base import (
     to_float,
     trimmed,
 )
+from clustersim.traces.limits import ReadLimits
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
 OPTIONAL = ("gpu_time", "cluster")
@@ -64,11 +65,13 @@ class PhillyReader(TraceReader):
         """True when the first line is a CSV header with the required Philly columns."""
         return sniff_header(head, REQUIRED)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a processed Philly CSV (no options)."""
         check_options(self, path, options, set())
         report = ParseReport(format=self.name, path=path)
-        cols, lines = read_header_table(data, path, REQUIRED, report)
+        cols, lines = read_header_table(data, path, REQUIRED, report, limits=limits)
 
         parser = ColumnParser(path, lines)
         stamps = parser.timestamps(cols["timestamp"], "timestamp")
@@ -125,6 +128,8 @@ class PhillyReader(TraceReader):
         table = build_table(
             path,
             report,
+            lines[idx],
+            {"submit_time": "timestamp", "work": "duration"},
             job_id=index_ids(idx),
             submit_time=submit,
             num_gpus=gpus[idx].astype(np.int64),

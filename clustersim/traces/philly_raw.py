@@ -13,7 +13,9 @@ a time zone, and a missing time is ``null``, ``"None"`` (as in the published fil
 A file of one job object per line (JSON Lines) is read too. The real file is 6.6 GB, so it is
 never loaded whole: the reader decodes one job object at a time from a sliding window of the
 (possibly compressed, see :mod:`clustersim.traces.compressed`) input; memory is the window
-(a few MB) plus the output columns.
+(a few MB) plus the output columns. One job object may not be longer than the read's
+``max_line_bytes`` limit (see :mod:`clustersim.traces.limits`; characters of its text, which
+may span lines or share one with other objects).
 
 Mapping to the job table
 ------------------------
@@ -74,6 +76,7 @@ from clustersim.traces.base import (
     check_options,
 )
 from clustersim.traces.compressed import Source, bytes_source, open_source
+from clustersim.traces.limits import ReadLimits
 
 #: Statuses of the published log, in the order reports list them.
 STATUSES = ("Pass", "Killed", "Failed")
@@ -86,8 +89,6 @@ _AHEAD = 1 << 16
 #: window cutting the object short (only strings run long, and the decoder reports an
 #: unterminated string as such).
 _TAIL = 256
-#: Largest job object read, characters (the published ones are under 100 kB).
-MAX_OBJECT_CHARS = 64 << 20
 
 _MISSING = (None, "None", "", "null")
 _fromisoformat = datetime.fromisoformat
@@ -130,24 +131,29 @@ class PhillyRawReader(TraceReader):
             and ('"attempts"' in text or '"submitted_time"' in text)
         )
 
-    def read(self, path: str | os.PathLike[str], **options: Any) -> tuple[JobTable, ParseReport]:
-        """Stream a (possibly compressed) job log; options as for :meth:`parse`."""
+    def read(
+        self, path: str | os.PathLike[str], *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
+        """Stream a (possibly compressed) job log within ``limits``; options as for
+        :meth:`parse`."""
         name = os.fspath(path)
         member = options.pop("member", None)
         settings = _settings(self, name, options)
-        with open_source(name, member) as source:
+        with open_source(name, member, limits) as source:
             report = ParseReport(format=self.name, path=name)
             where = source.info.describe()
             if where:
                 report.assume(f"read the {where}")
             return _parse(source, name, report, *settings)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a job log held in memory.
 
         Parameters
         ----------
-        data, path
+        data, path, limits
             See :meth:`TraceReader.parse`.
         statuses : sequence of str, optional
             Statuses whose jobs are kept (default ``("Pass", "Killed", "Failed")``).
@@ -158,7 +164,7 @@ class PhillyRawReader(TraceReader):
         """
         settings = _settings(self, path, options)
         report = ParseReport(format=self.name, path=path)
-        return _parse(bytes_source(data, path), path, report, *settings)
+        return _parse(bytes_source(data, path, limits), path, report, *settings)
 
 
 def _settings(
@@ -189,7 +195,8 @@ class JsonObjects:
     Parameters
     ----------
     source
-        The decompressed bytes.
+        The decompressed bytes (its ``limits.max_line_bytes`` bounds the characters of one
+        value).
     path
         For errors.
     block_chars
@@ -215,6 +222,8 @@ class JsonObjects:
         self._pending_cr = False
         self._lines_read = 0  # line ends in all text decoded so far
         self._scan = json.JSONDecoder().raw_decode
+        self._limits = source.limits
+        self._longest = source.limits.max_line_bytes
 
     # -- the window ----------------------------------------------------------------------
 
@@ -297,14 +306,8 @@ class JsonObjects:
                     "Unterminated string"
                 )
                 if near_end and not self._eof:
-                    if len(self._buf) - self._pos > MAX_OBJECT_CHARS:
-                        raise TraceError(
-                            self.path,
-                            start_line,
-                            "",
-                            f"job object longer than {MAX_OBJECT_CHARS >> 20} MiB "
-                            "(or not valid JSON)",
-                        ) from None
+                    if len(self._buf) - self._pos > self._longest:
+                        raise self._too_long(start_line) from None
                     self._fill(len(self._buf) - self._pos)  # doubles the window: linear time
                     continue
                 line = start_line + self._buf.count("\n", self._pos, exc.pos)
@@ -320,8 +323,14 @@ class JsonObjects:
                 raise TraceError(self.path, start_line, "", "JSON nested too deeply") from None
             except ValueError as exc:  # e.g. integers longer than Python converts
                 raise TraceError(self.path, start_line, "", f"invalid JSON value: {exc}") from None
+        if end - self._pos > self._longest:
+            raise self._too_long(start_line)
         self._pos = end
         return start_line, value
+
+    def _too_long(self, line: int) -> TraceError:
+        what = "job object (or invalid JSON) longer than the limit"
+        return self._limits.exceeded("max_line_bytes", self.path, line, "", what)
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
         first = self._peek()
@@ -667,6 +676,8 @@ def _parse(
     table = build_table(
         path,
         report,
+        lines,
+        {"submit_time": "submitted_time", "work": "attempts", "num_gpus": "attempts"},
         job_id=job_id,
         submit_time=submit_abs - origin,
         num_gpus=np.frombuffer(out.gpus, dtype=np.int64),

@@ -84,6 +84,7 @@ from clustersim.traces.base import (
     trim,
     trimmed,
 )
+from clustersim.traces.limits import ReadLimits
 
 REQUIRED = ("name", "time", "application", "num_replicas", "batch_size")
 #: Accelerator type of Pollux's profiles.
@@ -197,13 +198,17 @@ class PolluxReader(TraceReader):
         """True when the first line is a CSV header with the Pollux workload columns."""
         return sniff_header(head, REQUIRED)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a Pollux workload CSV (option ``work_s``, see the module docstring)."""
         check_options(self, path, options, {"work_s"})
         work_s = positive_map_option(options.get("work_s"), path, "work_s", "application names")
         report = ParseReport(format=self.name, path=path)
         numbers = dict.fromkeys(("time", "num_replicas", "batch_size"), False)
-        cols, lines = read_header_table(data, path, REQUIRED, report, numbers=numbers)
+        cols, lines = read_header_table(
+            data, path, REQUIRED, report, numbers=numbers, limits=limits
+        )
 
         parser = ColumnParser(path, lines)
         for col in ("name", "application"):
@@ -280,6 +285,8 @@ class PolluxReader(TraceReader):
         table = build_table(
             path,
             report,
+            lines[idx],
+            {"submit_time": "time", "num_gpus": "num_replicas", "work": "work_s or profile"},
             job_id=trimmed(cols["name"], idx),
             submit_time=time[idx],
             num_gpus=replicas[idx].astype(np.int64),

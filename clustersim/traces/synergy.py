@@ -62,6 +62,7 @@ from clustersim.traces.base import (
     trim,
     trimmed,
 )
+from clustersim.traces.limits import ReadLimits
 
 FIELDS = ("job_id", "model", "arrival", "num_iters", "gpu_demand")
 #: Accelerator type Synergy's iteration times were measured on.
@@ -109,7 +110,9 @@ class SynergyReader(TraceReader):
                 return False
         return True
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a Synergy trace (options ``arrival_unit``, ``iteration_time_s``)."""
         check_options(self, path, options, {"arrival_unit", "iteration_time_s"})
         unit = options.get("arrival_unit", "s")
@@ -184,6 +187,8 @@ class SynergyReader(TraceReader):
         table = build_table(
             path,
             report,
+            lines[idx],
+            {"submit_time": "arrival", "num_gpus": "gpu_demand", "work": "num_iters"},
             job_id=trimmed(cols["job_id"], idx),
             submit_time=arrival[idx],
             num_gpus=gpus[idx].astype(np.int64),

@@ -58,6 +58,7 @@ from clustersim.traces.base import (
     sniff_header,
     trimmed,
 )
+from clustersim.traces.limits import ReadLimits
 
 REQUIRED = ("job_id", "num_gpu", "submit_time", "duration")
 #: Columns of the two published layouts that are read but not used.
@@ -77,7 +78,9 @@ class TiresiasReader(TraceReader):
         """True when the first line is a CSV header with the required Tiresias columns."""
         return sniff_header(head, REQUIRED)
 
-    def parse(self, data: bytes, path: str, **options: Any) -> tuple[JobTable, ParseReport]:
+    def parse(
+        self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
+    ) -> tuple[JobTable, ParseReport]:
         """Parse a Tiresias job CSV (no options).
 
         A small plain file (see :func:`~clustersim.traces.base.small_header_table`) is read
@@ -87,14 +90,16 @@ class TiresiasReader(TraceReader):
         report = ParseReport(format=self.name, path=path)
         numbers = dict.fromkeys(("num_gpu", "submit_time", "duration"), False)
         pick: Callable[[str, IntArray], Any]
-        small = small_header_table(data, path, REQUIRED, report, numbers=numbers)
+        small = small_header_table(data, path, REQUIRED, report, numbers=numbers, limits=limits)
         if small is not None:
             text, values, lines = small
             gpus, submit, duration = (values[c] for c in numbers)
             names: Collection[str] = text.keys()
             pick = lambda name, rows: small_trimmed(text[name], rows)  # noqa: E731
         else:
-            cols, lines = read_header_table(data, path, REQUIRED, report, numbers=numbers)
+            cols, lines = read_header_table(
+                data, path, REQUIRED, report, numbers=numbers, limits=limits
+            )
             parser = ColumnParser(path, lines)
             parser.required(cols["job_id"], "job_id")
             gpus = parser.numbers(cols["num_gpu"], "num_gpu")
@@ -146,6 +151,8 @@ class TiresiasReader(TraceReader):
         table = build_table(
             path,
             report,
+            lines[idx],
+            {"num_gpus": "num_gpu", "work": "duration"},
             job_id=ids,
             submit_time=submit[idx],
             num_gpus=gpus[idx].astype(np.int64),
