@@ -33,6 +33,14 @@ def _parse_params(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _limits() -> Any:
+    """The trace-reading limits set by the ``CLUSTERSIM_TRACE_MAX_*`` environment variables
+    (see :mod:`clustersim.traces.limits`)."""
+    from clustersim.traces import ReadLimits
+
+    return ReadLimits.from_env()
+
+
 def _fmt(v: object) -> str:
     if v is None:
         return "-"
@@ -80,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         compat = "gavel"
     cluster = preset(args.preset) if args.preset else load_cluster(args.cluster)
-    jobs, report = read_trace(args.trace, args.format)
+    jobs, report = read_trace(args.trace, args.format, limits=_limits())
     run = prepare(
         jobs,
         cluster,
@@ -153,7 +161,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.member is not None:
         options["member"] = args.member
     try:
-        _, report = read_trace(args.file, args.format, **options)
+        _, report = read_trace(args.file, args.format, limits=_limits(), **options)
     except TraceError as exc:  # keep the error on one line
         raise TraceError(exc.path, exc.line, exc.field, " ".join(exc.message.split())) from None
     out = report.to_dict()
@@ -225,7 +233,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.fit:
         from clustersim.traces import read_trace
 
-        trace, report = read_trace(args.fit, args.format)
+        trace, report = read_trace(args.fit, args.format, limits=_limits())
         model = fit_workload(
             trace,
             duration=args.duration_model,

@@ -79,7 +79,10 @@ from clustersim.jobs import JobTable
 from clustersim.jobtypes import reference_speed
 from clustersim.traces.arrow import pa, pc
 from clustersim.traces.base import (
+    MAX_CPU,
     MAX_GPUS,
+    MAX_MEM_GB,
+    MAX_TIME_S,
     ColumnParser,
     DelimitedText,
     FloatArray,
@@ -473,6 +476,9 @@ def _read_jobs(text: DelimitedText, path: str) -> _Jobs:
     t0 = _optional_numbers(parser, cols["start_time"], "start_time")
     t1 = _optional_numbers(parser, cols["end_time"], "end_time")
     parser.check()
+    _check_ranges(
+        path, lines, [("start_time", t0, MAX_TIME_S, None), ("end_time", t1, MAX_TIME_S, None)]
+    )
     user = trim(cols["user"])
     return _Jobs(name=name, line=lines, status=status, user=user, start=t0, end=t1)
 
@@ -485,6 +491,20 @@ def _read_tasks(text: DelimitedText, path: str) -> _Tasks:
     status = _required_text(parser, cols["status"], "status")
     num = {c: _optional_numbers(parser, cols[c], c) for c in _TASK_NUMBERS}
     parser.check()
+    with np.errstate(invalid="ignore", over="ignore"):
+        cores = inst * num["plan_cpu"] / 100.0
+        memory = inst * num["plan_mem"]
+    _check_ranges(
+        path,
+        lines,
+        [
+            ("inst_num", inst, MAX_GPUS, None),
+            ("start_time", num["start_time"], MAX_TIME_S, None),
+            ("end_time", num["end_time"], MAX_TIME_S, None),
+            ("plan_cpu", cores, _TASK_CPU, "inst_num × plan_cpu / 100 cores"),
+            ("plan_mem", memory, _TASK_MEM_GB, "inst_num × plan_mem GB"),
+        ],
+    )
     return _Tasks(
         name=name,
         line=lines,
@@ -497,6 +517,37 @@ def _read_tasks(text: DelimitedText, path: str) -> _Tasks:
         gpu=num["plan_gpu"],
         gpu_type=cols["gpu_type"],
     )
+
+
+#: Most host CPU cores and memory (GB) one task may ask for (a job of up to a hundred such
+#: tasks stays within the job table's ranges, see :mod:`clustersim.traces.base`).
+_TASK_CPU = MAX_CPU / 100
+_TASK_MEM_GB = MAX_MEM_GB / 100
+
+
+def _check_ranges(
+    path: str, lines: IntArray, checks: list[tuple[str, FloatArray, float, str | None]]
+) -> None:
+    """Raise :class:`TraceError` at the earliest line with a value (not ``nan``) outside
+    ``[0, high]``, naming its field (the first check on a tie).
+
+    ``checks`` holds ``(field, values, high, what)``; ``what`` names a derived value in the
+    message (default: the field).
+    """
+    worst: tuple[int, int, str, str] | None = None
+    for order, (name, values, high, what) in enumerate(checks):
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isnan(values) & ~((values >= 0) & (values <= high))
+        if not bad.any():
+            continue
+        rows = np.flatnonzero(bad)
+        i = int(rows[np.argmin(lines[rows])])
+        key = (int(lines[i]), order)
+        if worst is None or key < worst[:2]:
+            text = f"{what or name} = {values[i]:g} is out of range (must be within [0, {high:g}])"
+            worst = (*key, name, text)
+    if worst is not None:
+        raise TraceError(path, worst[0], worst[2], worst[3])
 
 
 def _encode(values: pa.Array) -> tuple[list[str], IntArray]:
