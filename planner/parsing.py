@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import logging
 import os
 import re
+import shutil
 import tempfile
 from datetime import timedelta
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -41,6 +44,28 @@ def claim_workload(workload_id: int) -> bool:
     )
 
 
+def _copy_upload(source: Artefact, out: IO[bytes]) -> None:
+    """Write an uploaded file as the user sent it, in pieces: the stored bytes are not copied
+    whole again (a stored gzip encoding is undone while copying)."""
+    data = source.data if isinstance(source.data, bytes) else bytes(source.data)
+    if source.encoding == "gzip":
+        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:  # shares ``data``
+            shutil.copyfileobj(stream, out, 1 << 20)
+    else:
+        out.write(data)
+
+
+def _read_limits() -> Any:
+    """The trace-reading limits of the settings (``CLUSTERSIM_TRACE_MAX_*``)."""
+    from clustersim.traces import ReadLimits
+
+    return ReadLimits(
+        max_decompressed_bytes=settings.CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES,
+        max_line_bytes=settings.CLUSTERSIM_TRACE_MAX_LINE_BYTES,
+        max_header_fields=settings.CLUSTERSIM_TRACE_MAX_HEADER_FIELDS,
+    )
+
+
 def _clean(text: str, tmp_path: str, shown: str) -> str:
     return text.replace(tmp_path, shown)
 
@@ -61,11 +86,11 @@ def parse_workload(workload_id: int) -> str:
     with tempfile.TemporaryDirectory(prefix="clustersim-parse-") as tmp:
         path = os.path.join(tmp, safe_filename(shown))
         with open(path, "wb") as fh:
-            fh.write(workload.source.read())
+            _copy_upload(workload.source, fh)
         try:
             from clustersim.traces import read_trace
 
-            jobs, report = read_trace(path, workload.format or None)
+            jobs, report = read_trace(path, workload.format or None, limits=_read_limits())
         except TraceError as exc:
             error: dict[str, Any] = {
                 "line": exc.line,
