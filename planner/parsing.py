@@ -63,6 +63,7 @@ def _read_limits() -> Any:
         max_decompressed_bytes=settings.CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES,
         max_line_bytes=settings.CLUSTERSIM_TRACE_MAX_LINE_BYTES,
         max_header_fields=settings.CLUSTERSIM_TRACE_MAX_HEADER_FIELDS,
+        max_rows=settings.CLUSTERSIM_TRACE_MAX_ROWS,
     )
 
 

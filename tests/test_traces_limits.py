@@ -270,6 +270,42 @@ def test_a_wide_header_within_a_raised_limit_still_names_its_duplicates() -> Non
 
 
 # --------------------------------------------------------------------------------------------
+# Rows
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+@pytest.mark.parametrize("format", ["philly", "csv", "tiresias"])
+def test_a_file_of_more_rows_than_the_limit_fails_at_the_first_row_over_it(
+    tmp_path: Path, format: str, gzipped: bool
+) -> None:
+    source = FIXTURES / ("tiresias_small.csv" if format == "tiresias" else "philly_small.csv")
+    header, row = source.read_bytes().splitlines(keepends=True)[:2]
+    kwargs: dict[str, object] = {"mapping": {}} if format == "csv" else {}
+    for rows, trailing in ((999, True), (999, False), (1000, True)):
+        data = header + row * rows
+        data = data if trailing else data.rstrip(b"\n")
+        path = tmp_path / ("rows.csv.gz" if gzipped else "rows.csv")
+        path.write_bytes(gzip.compress(data) if gzipped else data)
+        limits = ReadLimits(max_rows=1000)
+        if rows + 1 <= 1000:
+            if format != "csv":
+                jobs, _ = read_trace(path, format, limits=limits)
+                assert len(jobs) == rows
+            continue
+        exc = limit_error(path, format, limits=limits, **kwargs)
+        assert (exc.limit, exc.line) == ("max_rows", 1001)
+        assert "more rows than the limit of 1,000 rows (max_rows=1000" in exc.message
+
+
+def test_a_philly_json_log_of_more_jobs_than_the_limit_fails_at_the_first_job_over_it() -> None:
+    path = FIXTURES / "philly_raw_lines.jsonl"
+    n = len(path.read_text().splitlines())
+    read_trace(path, "philly_raw", limits=ReadLimits(max_rows=n))
+    exc = limit_error(path, "philly_raw", limits=ReadLimits(max_rows=2))
+    assert (exc.limit, exc.line) == ("max_rows", 3)
+
+
+# --------------------------------------------------------------------------------------------
 # Format detection reads a bounded head
 
 

@@ -7,7 +7,8 @@
 Every reader returns the table and a :class:`ParseReport`; every failure is a
 :class:`~clustersim.errors.TraceError` naming the file, line and field (see
 :mod:`clustersim.traces.base` for which problems fail the file and which only drop a row).
-Reading is bounded by a :class:`ReadLimits` (decompressed bytes, line length, header fields;
+Reading is bounded by a :class:`ReadLimits` (decompressed bytes, line length, header fields,
+rows;
 see :mod:`clustersim.traces.limits`):
 
 >>> limits = ReadLimits(max_line_bytes=4 << 20)
@@ -141,7 +142,7 @@ def read_trace(
     format
         Registered reader name (see :func:`formats`); ``None`` detects it from the content.
     limits
-        Limits of the read: decompressed bytes, line length, header fields (default
+        Limits of the read: decompressed bytes, line length, header fields, rows (default
         :class:`ReadLimits()`; see :mod:`clustersim.traces.limits`).
     **options
         Passed to the reader; every reader accepts ``member``, the file to read inside a zip

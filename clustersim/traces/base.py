@@ -31,7 +31,8 @@ the rest of the file is kept. Suspicious but usable values are kept and counted 
 Limits
 ------
 Readers read their input in bounded pieces, within the limits of a
-:class:`~clustersim.traces.limits.ReadLimits` (decompressed bytes, line length, header fields;
+:class:`~clustersim.traces.limits.ReadLimits` (decompressed bytes, line length, header fields,
+rows;
 see :mod:`clustersim.traces.limits`): input past one fails with a
 :class:`~clustersim.errors.TraceLimitError` naming the limit, its value and how to raise it.
 
@@ -83,7 +84,13 @@ import numpy.typing as npt
 from clustersim.errors import ClustersimError, TraceError
 from clustersim.jobs import JobTable
 from clustersim.traces.arrow import is_arrow_array, pa, pacsv, pc
-from clustersim.traces.compressed import long_line, open_source, read_start, text_chunks
+from clustersim.traces.compressed import (
+    long_line,
+    open_source,
+    read_start,
+    text_chunks,
+    too_many_rows,
+)
 from clustersim.traces.limits import ReadLimits
 
 IntArray = npt.NDArray[np.int64]
@@ -356,8 +363,8 @@ def load_text(
         If the file cannot be opened, is a broken compressed stream or archive, the archive
         member cannot be chosen, or the content is not text (see :func:`check_text`).
     TraceLimitError
-        If the content is larger than ``limits.max_decompressed_bytes`` or has a line longer
-        than ``limits.max_line_bytes``.
+        If the content is larger than ``limits.max_decompressed_bytes``, has a line longer
+        than ``limits.max_line_bytes`` or more lines than ``limits.max_rows``.
     """
     limits = limits or ReadLimits()
     name = os.fspath(path)
@@ -376,6 +383,7 @@ def load_text(
                 data = check_text(whole, name)
                 del whole
                 check_line_lengths(data, name, limits)
+                check_row_count(data, name, limits)
                 return data
         out = io.BytesIO()
         for _, piece in text_chunks(source, name, limits=limits):
@@ -419,6 +427,15 @@ def check_line_lengths(data: bytes, path: str, limits: ReadLimits, first_line: i
             "",
             "line longer than the limit",
         )
+
+
+def check_row_count(data: bytes, path: str, limits: ReadLimits) -> None:
+    """Raise :class:`TraceLimitError` when ``data`` (normalised text) has more lines than
+    ``limits.max_rows``, at the first line over it."""
+    if len(data) > limits.max_rows:
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        if lines > limits.max_rows:
+            raise too_many_rows(limits, path, limits.max_rows + 1)
 
 
 def _read_plain(path: str | os.PathLike[str]) -> bytes | None:

@@ -677,7 +677,8 @@ def text_chunks(
     and lone ``\\r`` become ``\\n``, and NUL bytes or invalid UTF-8 raise :class:`TraceError`
     at their line. A line longer than ``chunk_bytes`` makes its piece longer; a line longer
     than ``max_line_bytes`` raises :class:`~clustersim.errors.TraceLimitError` at its line,
-    before more than one piece past its start is read.
+    before more than one piece past its start is read, and so does the first piece that
+    goes past ``max_rows`` lines (at line ``max_rows + 1``).
 
     Parameters
     ----------
@@ -757,10 +758,18 @@ def text_chunks(
                 "line longer than the limit",
             )
         if piece:
+            count = int(np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == ord("\n")))
+            if line + count - piece.endswith(b"\n") > limits.max_rows:  # its last line
+                raise too_many_rows(limits, path, limits.max_rows + 1)
             yield line, piece
-            line += int(np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == ord("\n")))
+            line += count
         if eof:
             return
+
+
+def too_many_rows(limits: ReadLimits, path: str, line: int) -> TraceLimitError:
+    """The error for the row at ``line``, past ``limits.max_rows``."""
+    return limits.exceeded("max_rows", path, line, "", "more rows than the limit")
 
 
 def long_line(data: bytes, limit: int) -> int:

@@ -236,6 +236,8 @@ class DelimitedChunks:
         self.sep = sep
         self._chunks = iter(chunks)
         for chunk in self._chunks:
+            if not chunk[1].strip(b" \t\n"):  # blank lines only: no need to scan them
+                continue
             text = DelimitedText(chunk[1], sep)
             if text:
                 break
@@ -308,6 +310,8 @@ class DelimitedChunks:
                 yield Block(lines, row, by_name, b'"' in text.data)
                 row += len(lines)
             nxt = next(self._chunks, None)
+            while nxt is not None and not nxt[1].strip(b" \t\n"):  # skip blank chunks
+                nxt = next(self._chunks, None)
             if nxt is None:
                 return
             first_line, data = nxt

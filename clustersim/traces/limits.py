@@ -22,6 +22,13 @@ and the limit, as soon as the input passes one of these limits:
     traces are under 1 kB and Philly job objects under 100 kB.
 ``max_header_fields`` (default 10,000)
     Fields of a header line. The public traces have at most a dozen columns.
+``max_rows`` (default 3,000,000)
+    Lines of a line-based format (the header and blank lines count), or job objects of the
+    Philly JSON log. Parsing costs about 150 to 650 bytes a row (by format, see ``make
+    bench``), so that a file of short rows (a gzip of one repeated line, or 256 MB of
+    ``0,1,1``) cannot grow a parse task past 2 GB before it meets the byte limit. The largest
+    public job tables hold under 2 million rows (Helios' Saturn cluster log, Alibaba PAI
+    2020's job and task tables).
 
 Archives also may not hold more than :data:`MAX_ARCHIVE_MEMBERS` entries (a fixed bound: an
 archive of a trace holds a handful of files).
@@ -45,6 +52,8 @@ MAX_DECOMPRESSED_BYTES = 1 << 30
 MAX_LINE_BYTES = 1 << 20
 #: Default of :attr:`ReadLimits.max_header_fields`.
 MAX_HEADER_FIELDS = 10_000
+#: Default of :attr:`ReadLimits.max_rows`.
+MAX_ROWS = 3_000_000
 #: Most entries (files, folders, links) a zip or tar archive may hold.
 MAX_ARCHIVE_MEMBERS = 10_000
 
@@ -53,6 +62,7 @@ ENVIRONMENT = {
     "max_decompressed_bytes": "CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES",
     "max_line_bytes": "CLUSTERSIM_TRACE_MAX_LINE_BYTES",
     "max_header_fields": "CLUSTERSIM_TRACE_MAX_HEADER_FIELDS",
+    "max_rows": "CLUSTERSIM_TRACE_MAX_ROWS",
 }
 
 
@@ -68,6 +78,9 @@ class ReadLimits:
         Most bytes of one line (and characters of one Philly JSON job object; default 1 MiB).
     max_header_fields : int
         Most fields of a header line (default 10,000).
+    max_rows : int
+        Most lines of a line-based file, or job objects of a Philly JSON log (default
+        3,000,000).
 
     Raises
     ------
@@ -78,6 +91,7 @@ class ReadLimits:
     max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
     max_line_bytes: int = MAX_LINE_BYTES
     max_header_fields: int = MAX_HEADER_FIELDS
+    max_rows: int = MAX_ROWS
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -117,7 +131,8 @@ class ReadLimits:
         Parameters
         ----------
         limit
-            ``"max_decompressed_bytes"``, ``"max_line_bytes"`` or ``"max_header_fields"``.
+            ``"max_decompressed_bytes"``, ``"max_line_bytes"``, ``"max_header_fields"`` or
+            ``"max_rows"``.
         path, line, field
             Where (as for :class:`~clustersim.errors.TraceError`).
         what
@@ -135,6 +150,8 @@ def describe(limit: str, value: int) -> str:
     """A limit's value for people: bytes in binary units (``"1 GiB"``), counts as numbers."""
     if limit == "max_header_fields":
         return f"{value:,} fields"
+    if limit == "max_rows":
+        return f"{value:,} rows"
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if value >= size:
             amount = value / size

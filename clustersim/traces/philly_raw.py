@@ -615,9 +615,13 @@ def _parse(
 ) -> tuple[JobTable, ParseReport]:
     out = _Columns()
     read = 0
+    most = source.limits.max_rows
     for line, job in JsonObjects(source, path):
-        _job(job, line, path, keep, mode, out)
         read += 1
+        if read > most:
+            what = "more job objects than the limit"
+            raise source.limits.exceeded("max_rows", path, line, "", what)
+        _job(job, line, path, keep, mode, out)
     report.jobs_read = read
 
     fixed = [_NO_SUBMIT]

@@ -109,13 +109,15 @@ CLUSTERSIM_UPLOAD_MAX_BYTES = env_int("CLUSTERSIM_UPLOAD_MAX_BYTES", 256 * 1024 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # Limits on reading an upload (clustersim.traces.limits.ReadLimits, same defaults): the
-# decompressed size (a gzip bomb stops here), the longest line (and Philly JSON job object)
-# and the widest header. A file over one fails to parse with a message naming the setting.
+# decompressed size (a gzip bomb stops here), the longest line (and Philly JSON job object),
+# the widest header and the most rows (lines, or Philly JSON job objects). A file over one
+# fails to parse with a message naming the setting.
 CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES = env_int(
     "CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES", 1 << 30
 )
 CLUSTERSIM_TRACE_MAX_LINE_BYTES = env_int("CLUSTERSIM_TRACE_MAX_LINE_BYTES", 1 << 20)
 CLUSTERSIM_TRACE_MAX_HEADER_FIELDS = env_int("CLUSTERSIM_TRACE_MAX_HEADER_FIELDS", 10_000)
+CLUSTERSIM_TRACE_MAX_ROWS = env_int("CLUSTERSIM_TRACE_MAX_ROWS", 3_000_000)
 
 LOGGING = {
     "version": 1,

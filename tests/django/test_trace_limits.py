@@ -66,3 +66,13 @@ def test_an_absurd_value_fails_at_its_line_instead_of_parsing_ready(
     assert w["status"] == "failed"
     assert (w["report"]["error"]["line"], w["report"]["error"]["field"]) == (3, "duration")
     assert "bad.csv:3 [duration]: work = 1e+308 is out of range" in w["error"]
+
+
+@override_settings(CLUSTERSIM_TRACE_MAX_ROWS=3)
+def test_a_file_of_more_rows_than_the_setting_fails(
+    api: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    w = _parsed(api, django_capture_on_commit_callbacks, HEADER + ROW * 3, "rows.csv")
+    assert w["status"] == "failed"
+    assert w["report"]["error"]["line"] == 4
+    assert "CLUSTERSIM_TRACE_MAX_ROWS" in w["error"]
