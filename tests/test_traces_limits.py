@@ -327,6 +327,9 @@ def test_detection_of_a_blank_file_says_empty_and_of_a_long_blank_one_names_the_
     with pytest.raises(TraceLimitError) as info:
         detect_format(path, limits=ReadLimits(max_decompressed_bytes=50_000))
     assert info.value.limit == "max_decompressed_bytes"
+    with pytest.raises(TraceLimitError) as info:
+        detect_format(path, limits=ReadLimits(max_rows=50_000))
+    assert (info.value.limit, info.value.line) == ("max_rows", 50_001)
 
 
 # --------------------------------------------------------------------------------------------

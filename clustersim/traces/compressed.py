@@ -586,7 +586,8 @@ def sniff_input(
         If the file cannot be opened, its compressed data is damaged, or an archive's member
         cannot be chosen.
     TraceLimitError
-        If the blank lines go on past ``limits.max_decompressed_bytes``.
+        If the blank lines go on past ``limits.max_decompressed_bytes`` bytes or (counting
+        ``\\r`` and ``\\n`` each as a line end) ``limits.max_rows`` lines.
     """
     with open_source(path, member, limits) as src:
         return _sniff_head(src, size), src.info.name
@@ -596,6 +597,7 @@ def _sniff_head(src: Source, size: int) -> bytes:
     out = bytearray()
     started = False
     first = True
+    blank_lines = 0
     try:
         while len(out) < size:
             part = src.read(max(8192, min(1 << 16, size - len(out))))
@@ -606,8 +608,11 @@ def _sniff_head(src: Source, size: int) -> bytes:
                 first = False
             if not started:
                 text = part.lstrip()
-                if not text:
-                    continue  # blank so far: keep nothing
+                if not text:  # blank so far: keep nothing
+                    blank_lines += part.count(b"\n") + part.count(b"\r")
+                    if blank_lines > src.limits.max_rows:
+                        raise too_many_rows(src.limits, src.info.path, src.limits.max_rows + 1)
+                    continue
                 begin = len(part) - len(text)
                 cut = max(part.rfind(b"\n", 0, begin), part.rfind(b"\r", 0, begin))
                 part = part[cut + 1 :]

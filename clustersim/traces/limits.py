@@ -6,29 +6,30 @@ small the file. Every reader therefore reads its input in bounded pieces and sto
 :class:`~clustersim.errors.TraceLimitError` naming the file, the line (where there is one)
 and the limit, as soon as the input passes one of these limits:
 
-``max_decompressed_bytes`` (default 1 GiB)
+``max_decompressed_bytes`` (default 384 MiB)
     Bytes of the decompressed content (of the archive member that is read, and, for a
     compressed tar archive, of the archive itself, which must be decompressed to list it;
     a plain file's size). It bounds the time any reader spends, and the memory of the readers
     that hold the whole text (all but ``csv``, ``helios`` and ``philly_raw``, which read in
-    chunks), so that rejecting a bomb costs at most this much memory, within the 2 GB a parse
-    task may use. 1 GiB is four times the web app's default upload limit (256 MB), so a
-    plain upload always fits and a compressed one may unpack to four times its size. The
-    memory of an accepted file grows with its rows (about 150 to 600 bytes a row
-    while parsing, by format), not with this limit.
+    chunks). Readers that hold the text need up to about 4.5 bytes of memory per byte of it
+    (measured: a 0.5 GiB Philly CSV of 400-byte rows peaks at 2.3 GB), so that 384 MiB keeps
+    a parse task under 2 GB for any file it accepts. It is 1.5 times the web app's default
+    upload limit (256 MB), and above the public job tables (Helios' largest cluster log and
+    Alibaba PAI 2020's task table are 120 to 250 MB of text), so that they may be uploaded
+    compressed.
 ``max_line_bytes`` (default 1 MiB)
     Bytes of one line (line end excluded) of a line-based format, and characters of one job
     object of the Philly JSON log (whose objects may all share one line). Rows of the public
     traces are under 1 kB and Philly job objects under 100 kB.
 ``max_header_fields`` (default 10,000)
     Fields of a header line. The public traces have at most a dozen columns.
-``max_rows`` (default 3,000,000)
+``max_rows`` (default 2,500,000)
     Lines of a line-based format (the header and blank lines count), or job objects of the
     Philly JSON log. Parsing costs about 150 to 650 bytes a row (by format, see ``make
-    bench``), so that a file of short rows (a gzip of one repeated line, or 256 MB of
-    ``0,1,1``) cannot grow a parse task past 2 GB before it meets the byte limit. The largest
-    public job tables hold under 2 million rows (Helios' Saturn cluster log, Alibaba PAI
-    2020's job and task tables).
+    bench``; 2.49 million Alibaba openb pods peak at 1.8 GB), so that a file of short rows (a
+    gzip of one repeated line, or 256 MB of ``0,1,1``) cannot grow a parse task past 2 GB
+    before it meets the byte limit. The largest public job tables hold under 2 million rows
+    (Helios' Saturn cluster log, Alibaba PAI 2020's job and task tables).
 
 Archives also may not hold more than :data:`MAX_ARCHIVE_MEMBERS` entries (a fixed bound: an
 archive of a trace holds a handful of files).
@@ -46,14 +47,14 @@ from dataclasses import dataclass, fields
 
 from clustersim.errors import ClustersimError, TraceLimitError
 
-#: Default of :attr:`ReadLimits.max_decompressed_bytes`: 1 GiB.
-MAX_DECOMPRESSED_BYTES = 1 << 30
+#: Default of :attr:`ReadLimits.max_decompressed_bytes`: 384 MiB.
+MAX_DECOMPRESSED_BYTES = 384 << 20
 #: Default of :attr:`ReadLimits.max_line_bytes`: 1 MiB.
 MAX_LINE_BYTES = 1 << 20
 #: Default of :attr:`ReadLimits.max_header_fields`.
 MAX_HEADER_FIELDS = 10_000
 #: Default of :attr:`ReadLimits.max_rows`.
-MAX_ROWS = 3_000_000
+MAX_ROWS = 2_500_000
 #: Most entries (files, folders, links) a zip or tar archive may hold.
 MAX_ARCHIVE_MEMBERS = 10_000
 
@@ -73,14 +74,14 @@ class ReadLimits:
     Attributes
     ----------
     max_decompressed_bytes : int
-        Most bytes of decompressed content (default 1 GiB).
+        Most bytes of decompressed content (default 384 MiB).
     max_line_bytes : int
         Most bytes of one line (and characters of one Philly JSON job object; default 1 MiB).
     max_header_fields : int
         Most fields of a header line (default 10,000).
     max_rows : int
         Most lines of a line-based file, or job objects of a Philly JSON log (default
-        3,000,000).
+        2,500,000).
 
     Raises
     ------
