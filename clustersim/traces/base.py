@@ -369,15 +369,7 @@ def load_text(
     limits = limits or ReadLimits()
     name = os.fspath(path)
     with open_source(name, member, limits) as source:
-        if not source.info.layers:
-            try:
-                size = os.stat(name).st_size
-            except OSError:  # pragma: no cover - the file went away since it was opened
-                size = 0
-            if size > limits.max_decompressed_bytes:
-                raise limits.exceeded(
-                    "max_decompressed_bytes", name, 0, "", "file larger than the limit"
-                )
+        if not source.info.layers:  # its size is within the limit (see open_source)
             whole = _read_plain(name)
             if whole is not None and len(whole) <= limits.max_decompressed_bytes:
                 data = check_text(whole, name)

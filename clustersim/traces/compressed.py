@@ -359,9 +359,9 @@ def open_source(
         file that is not an archive or is not in it, or the archive does not hold exactly one
         candidate file and no ``member`` was given.
     TraceLimitError
-        If the archive holds more than
-        :data:`~clustersim.traces.limits.MAX_ARCHIVE_MEMBERS` entries, or a compressed tar
-        archive decompresses to more than ``limits.max_decompressed_bytes``.
+        If a plain file is larger than ``limits.max_decompressed_bytes``, an archive holds
+        more than :data:`~clustersim.traces.limits.MAX_ARCHIVE_MEMBERS` entries, or a
+        compressed tar archive decompresses to more than ``limits.max_decompressed_bytes``.
     """
     name = os.fspath(path)
     limits = limits or ReadLimits()
@@ -459,7 +459,10 @@ def _open(
                     name, 0, "member", "member given, but the file is not a zip or tar archive"
                 )
             if kind is None:
-                return Source(raw, SourceInfo(name, (), None, data_name(name)), closers, limits)
+                info = SourceInfo(name, (), None, data_name(name))
+                if os.fstat(raw.fileno()).st_size > limits.max_decompressed_bytes:
+                    raise too_large(info, limits)  # before anything is read
+                return Source(raw, info, closers, limits)
             layers.append(kind)
             decompressed = _decompressor(kind, raw)
             closers.append(decompressed)
