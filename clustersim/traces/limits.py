@@ -12,8 +12,8 @@ and the limit, as soon as the input passes one of these limits:
     a plain file's size). It bounds the time any reader spends, and the memory of the readers
     that hold the whole text (all but ``csv``, ``helios`` and ``philly_raw``, which read in
     chunks). Readers that hold the text need up to about 4.5 bytes of memory per byte of it
-    (measured: a 0.5 GiB Philly CSV of 400-byte rows peaks at 2.3 GB), so that 384 MiB keeps
-    a parse task under 2 GB for any file it accepts. It is 1.5 times the web app's default
+    (measured with Philly CSVs of 400-byte rows: 2.3 GB peak for 0.5 GiB, 1.75 GB for 372
+    MiB), so that 384 MiB keeps a parse task under 2 GB. It is 1.5 times the web app's default
     upload limit (256 MB), and above the public job tables (Helios' largest cluster log and
     Alibaba PAI 2020's task table are 120 to 250 MB of text), so that they may be uploaded
     compressed.
