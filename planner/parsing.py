@@ -61,6 +61,7 @@ def _read_limits() -> Any:
 
     return ReadLimits(
         max_decompressed_bytes=settings.CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES,
+        max_streamed_bytes=settings.CLUSTERSIM_TRACE_MAX_STREAMED_BYTES,
         max_line_bytes=settings.CLUSTERSIM_TRACE_MAX_LINE_BYTES,
         max_header_fields=settings.CLUSTERSIM_TRACE_MAX_HEADER_FIELDS,
         max_rows=settings.CLUSTERSIM_TRACE_MAX_ROWS,

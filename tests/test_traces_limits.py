@@ -11,6 +11,7 @@ import lzma
 import tarfile
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ PHILLY = FIXTURES / "philly_small.csv"
 HELIOS = FIXTURES / "helios_small.csv"
 PHILLY_ROW = PHILLY.read_bytes().splitlines(keepends=True)[1]
 HEADER = PHILLY.read_bytes().splitlines(keepends=True)[0]
-SMALL = ReadLimits(max_decompressed_bytes=256 * 1024)
+SMALL = ReadLimits(max_decompressed_bytes=256 * 1024, max_streamed_bytes=256 * 1024)
+#: The readers that read in chunks: bounded by ``max_streamed_bytes``.
+STREAMED = {"csv", "helios", "philly_raw"}
 
 
 def gzip_stream(path: Path, pieces: Callable[[], bytes], total: int) -> Path:
@@ -64,11 +67,41 @@ def test_a_gzip_bomb_of_blank_lines_stops_at_the_decompressed_limit(
 ) -> None:
     bomb = gzip_stream(tmp_path / "bomb.csv.gz", lambda: b"\n" * (1 << 20), 4 << 20)
     exc = limit_error(bomb, format, limits=SMALL)
-    assert exc.limit == "max_decompressed_bytes"
-    assert exc.value == SMALL.max_decompressed_bytes
+    limit = "max_streamed_bytes" if format in STREAMED else "max_decompressed_bytes"
+    assert exc.limit == limit
+    assert exc.value == 256 * 1024
     assert exc.path == str(bomb)
     assert "decompressed content larger than the limit of 256 KiB" in exc.message
-    assert "CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES" in exc.message
+    assert f"CLUSTERSIM_TRACE_{limit.upper()}" in exc.message
+
+
+@pytest.mark.parametrize("format", ["philly", "csv", "philly_raw"])
+def test_only_the_readers_that_stream_read_past_the_decompressed_limit(
+    tmp_path: Path, format: str
+) -> None:
+    """A reader holding the whole text stops at ``max_decompressed_bytes``; one that reads in
+    chunks (its memory bounded by the row limit) reads on to ``max_streamed_bytes``."""
+    if format == "philly_raw":
+        job = (
+            b'{"status": "Pass", "vc": "vc1", "jobid": "j%d", "user": "u", '
+            b'"submitted_time": "2017-10-03 08:00:00", "attempts": [{"start_time": '
+            b'"2017-10-03 08:01:00", "end_time": "2017-10-03 09:00:00", "detail": '
+            b'[{"ip": "m1", "gpus": ["gpu0"]}]}]}'
+        )
+        data = b"[" + b",".join(job % i for i in range(4000)) + b"]"
+    elif format == "csv":
+        data = b"submit_time,num_gpus,work\n" + b"0,1,10\n" * 100_000
+    else:
+        data = repeated_rows(1 << 20)
+    trace = tmp_path / "trace.gz"
+    trace.write_bytes(gzip.compress(data))
+    limits = ReadLimits(max_decompressed_bytes=len(data) // 2)
+    if format in STREAMED:
+        read_trace(trace, format, limits=limits)  # no limit met
+        exc = limit_error(trace, format, limits=replace(limits, max_streamed_bytes=len(data) // 2))
+        assert exc.limit == "max_streamed_bytes"
+    else:
+        assert limit_error(trace, format, limits=limits).limit == "max_decompressed_bytes"
 
 
 @pytest.mark.parametrize("format", [None, "philly", "csv"])
@@ -78,7 +111,7 @@ def test_a_gzip_bomb_of_one_repeating_line_stops_at_the_decompressed_limit(
     pieces = iter([HEADER, *[PHILLY_ROW * 20_000] * 1000])
     bomb = gzip_stream(tmp_path / "bomb.csv.gz", pieces.__next__, 2 << 20)
     exc = limit_error(bomb, format, limits=SMALL)
-    assert exc.limit == "max_decompressed_bytes"
+    assert exc.limit == ("max_streamed_bytes" if format in STREAMED else "max_decompressed_bytes")
 
 
 def test_a_gzip_bomb_of_zeros_fails_at_once(tmp_path: Path) -> None:
@@ -142,7 +175,9 @@ def test_a_plain_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path
     path.write_bytes(repeated_rows(1 << 20))
     for format in ("philly", "csv", None):
         exc = limit_error(path, format, limits=SMALL)
-        assert exc.limit == "max_decompressed_bytes"
+        assert exc.limit == (
+            "max_streamed_bytes" if format in STREAMED else "max_decompressed_bytes"
+        )
         assert "file larger than the limit of 256 KiB" in exc.message
 
 

@@ -161,11 +161,13 @@ class Source:
         info: SourceInfo,
         closers: list[_Closable],
         limits: ReadLimits | None = None,
+        byte_limit: str = _DECOMPRESSED,
     ) -> None:
         self._stream = stream
         self.info = info
         self._closers = closers
         self.limits = limits or ReadLimits()
+        self._byte_limit = byte_limit
         self._produced = 0
 
     def read(self, size: int = -1) -> bytes:
@@ -182,7 +184,7 @@ class Source:
             while part := self.read(CHUNK_BYTES):
                 parts.append(part)
             return b"".join(parts)
-        cap = self.limits.max_decompressed_bytes
+        cap = int(getattr(self.limits, self._byte_limit))
         want = min(size, cap - self._produced + 1)
         try:
             parts = []
@@ -199,7 +201,7 @@ class Source:
         out = parts[0] if len(parts) == 1 else b"".join(parts)
         self._produced += len(out)
         if self._produced > cap:
-            raise too_large(self.info, self.limits)
+            raise too_large(self.info, self.limits, self._byte_limit)
         return out
 
     def close(self) -> None:
@@ -219,10 +221,12 @@ class Source:
         self.close()
 
 
-def too_large(info: SourceInfo, limits: ReadLimits) -> TraceError:
-    """The error for content over ``limits.max_decompressed_bytes``."""
+def too_large(info: SourceInfo, limits: ReadLimits, byte_limit: str = _DECOMPRESSED) -> TraceError:
+    """The error for content over the byte limit ``byte_limit`` (an attribute of
+    :class:`ReadLimits`: ``max_decompressed_bytes``, or ``max_streamed_bytes`` for a reader
+    that streams)."""
     what = "decompressed content" if info.layers else "file"
-    return limits.exceeded(_DECOMPRESSED, info.path, 0, "", f"{what} larger than the limit")
+    return limits.exceeded(byte_limit, info.path, 0, "", f"{what} larger than the limit")
 
 
 class TruncatedError(TraceError):
@@ -334,7 +338,11 @@ class _Prefixed:
 
 
 def open_source(
-    path: str | os.PathLike[str], member: str | None = None, limits: ReadLimits | None = None
+    path: str | os.PathLike[str],
+    member: str | None = None,
+    limits: ReadLimits | None = None,
+    *,
+    streamed: bool = False,
 ) -> Source:
     """Open a trace file for reading its decompressed bytes.
 
@@ -346,6 +354,10 @@ def open_source(
         The file to read inside a zip or tar archive (default: its only file).
     limits
         Limits of the read (default :class:`ReadLimits()`).
+    streamed
+        The reader holds only a bounded piece of the content at a time (its memory is bounded
+        by ``limits.max_rows`` instead): ``limits.max_streamed_bytes`` bounds the content
+        instead of ``limits.max_decompressed_bytes``.
 
     Returns
     -------
@@ -359,9 +371,10 @@ def open_source(
         file that is not an archive or is not in it, or the archive does not hold exactly one
         candidate file and no ``member`` was given.
     TraceLimitError
-        If a plain file is larger than ``limits.max_decompressed_bytes``, an archive holds
-        more than :data:`~clustersim.traces.limits.MAX_ARCHIVE_MEMBERS` entries, or a
-        compressed tar archive decompresses to more than ``limits.max_decompressed_bytes``.
+        If a plain file is larger than the byte limit (``limits.max_decompressed_bytes``, or
+        ``max_streamed_bytes`` when ``streamed``), an archive holds more than
+        :data:`~clustersim.traces.limits.MAX_ARCHIVE_MEMBERS` entries, or a compressed tar
+        archive decompresses to more than the byte limit.
     """
     name = os.fspath(path)
     limits = limits or ReadLimits()
@@ -371,8 +384,9 @@ def open_source(
         raise TraceError(name, 0, "", f"cannot read file: {exc.strerror or exc}") from None
     closers: list[_Closable] = [raw]
     layers: list[str] = []
+    byte_limit = "max_streamed_bytes" if streamed else _DECOMPRESSED
     try:
-        return _open(raw, name, member, closers, layers, limits)
+        return _open(raw, name, member, closers, layers, limits, byte_limit)
     except TraceError:
         _close_all(closers)
         raise
@@ -394,6 +408,7 @@ def _open(
     closers: list[_Closable],
     layers: list[str],
     limits: ReadLimits,
+    byte_limit: str,
 ) -> Source:
     """Open the containers of ``raw``, appending their names to ``layers`` as it goes."""
     head = raw.read(512)
@@ -438,7 +453,7 @@ def _open(
             if kind is not None:
                 tar_stream = _decompressor(kind, raw)
                 closers.append(tar_stream)
-            capped = _Capped(tar_stream, limits.max_decompressed_bytes, info, limits)
+            capped = _Capped(tar_stream, info, limits, byte_limit)
             try:
                 archive_t = tarfile.open(fileobj=capped, mode="r:")  # type: ignore[call-overload]  # noqa: SIM115
                 closers.append(archive_t)
@@ -460,9 +475,9 @@ def _open(
                 )
             if kind is None:
                 info = SourceInfo(name, (), None, data_name(name))
-                if os.fstat(raw.fileno()).st_size > limits.max_decompressed_bytes:
-                    raise too_large(info, limits)  # before anything is read
-                return Source(raw, info, closers, limits)
+                if os.fstat(raw.fileno()).st_size > getattr(limits, byte_limit):
+                    raise too_large(info, limits, byte_limit)  # before anything is read
+                return Source(raw, info, closers, limits, byte_limit)
             layers.append(kind)
             decompressed = _decompressor(kind, raw)
             closers.append(decompressed)
@@ -471,6 +486,7 @@ def _open(
                 SourceInfo(name, tuple(layers), None, data_name(name)),
                 closers,
                 limits,
+                byte_limit,
             )
     # Inside an archive: the member may be compressed itself.
     first = stream.read(6)
@@ -484,6 +500,7 @@ def _open(
         SourceInfo(name, tuple(layers), inner_name, data_name(name, inner_name)),
         closers,
         limits,
+        byte_limit,
     )
 
 
@@ -492,25 +509,26 @@ class _Capped:
     sought past ``cap`` bytes: listing a compressed tar archive decompresses it, and tarfile
     reads some headers (long names, pax records) whole."""
 
-    def __init__(self, stream: Any, cap: int, info: SourceInfo, limits: ReadLimits) -> None:
+    def __init__(self, stream: Any, info: SourceInfo, limits: ReadLimits, byte_limit: str) -> None:
         self._stream = stream
-        self._cap = cap
+        self._cap = int(getattr(limits, byte_limit))
         self._info = info
         self._limits = limits
+        self._byte_limit = byte_limit
 
     def read(self, size: int = -1) -> bytes:
         room = self._cap - self._stream.tell()
         if size < 0 or size > room:
             out: bytes = self._stream.read(room + 1)
             if len(out) > room:
-                raise too_large(self._info, self._limits)
+                raise too_large(self._info, self._limits, self._byte_limit)
             return out
         data: bytes = self._stream.read(size)
         return data
 
     def seek(self, offset: int, whence: int = 0) -> int:
         if whence == 0 and offset > self._cap:
-            raise too_large(self._info, self._limits)
+            raise too_large(self._info, self._limits, self._byte_limit)
         pos: int = self._stream.seek(offset, whence)
         return pos
 

@@ -606,7 +606,7 @@ class ChunkedCsvReader(TraceReader):
         options as for :meth:`parse`."""
         name = os.fspath(path)
         limits = limits or ReadLimits()
-        with open_source(name, options.pop("member", None), limits) as source:
+        with open_source(name, options.pop("member", None), limits, streamed=True) as source:
             report = ParseReport(format=self.name, path=name)
             where = source.info.describe()
             if where:

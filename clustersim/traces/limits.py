@@ -17,6 +17,12 @@ and the limit, as soon as the input passes one of these limits:
     upload limit (256 MB), and above the public job tables (Helios' largest cluster log and
     Alibaba PAI 2020's task table are 120 to 250 MB of text), so that they may be uploaded
     compressed.
+``max_streamed_bytes`` (default 16 GiB)
+    Bytes of the decompressed content for the readers that read it in chunks (``csv``,
+    ``helios`` and ``philly_raw``): their memory is bounded by ``max_rows``, not by the
+    size of the text, so that this limit only bounds the time spent reading (the raw Philly
+    ``cluster_job_log``, which ``philly_raw`` must accept, is 6.6 GB; it streams at several
+    tens of MB a second, well within the parse task's time limit).
 ``max_line_bytes`` (default 1 MiB)
     Bytes of one line (line end excluded) of a line-based format, and characters of one job
     object of the Philly JSON log (whose objects may all share one line). Rows of the public
@@ -49,6 +55,8 @@ from clustersim.errors import ClustersimError, TraceLimitError
 
 #: Default of :attr:`ReadLimits.max_decompressed_bytes`: 384 MiB.
 MAX_DECOMPRESSED_BYTES = 384 << 20
+#: Default of :attr:`ReadLimits.max_streamed_bytes`: 16 GiB.
+MAX_STREAMED_BYTES = 16 << 30
 #: Default of :attr:`ReadLimits.max_line_bytes`: 1 MiB.
 MAX_LINE_BYTES = 1 << 20
 #: Default of :attr:`ReadLimits.max_header_fields`.
@@ -61,6 +69,7 @@ MAX_ARCHIVE_MEMBERS = 10_000
 #: Environment variable (and web-app setting) of each limit.
 ENVIRONMENT = {
     "max_decompressed_bytes": "CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES",
+    "max_streamed_bytes": "CLUSTERSIM_TRACE_MAX_STREAMED_BYTES",
     "max_line_bytes": "CLUSTERSIM_TRACE_MAX_LINE_BYTES",
     "max_header_fields": "CLUSTERSIM_TRACE_MAX_HEADER_FIELDS",
     "max_rows": "CLUSTERSIM_TRACE_MAX_ROWS",
@@ -75,6 +84,9 @@ class ReadLimits:
     ----------
     max_decompressed_bytes : int
         Most bytes of decompressed content (default 384 MiB).
+    max_streamed_bytes : int
+        Most bytes of decompressed content for the readers that read in chunks (default
+        16 GiB).
     max_line_bytes : int
         Most bytes of one line (and characters of one Philly JSON job object; default 1 MiB).
     max_header_fields : int
@@ -90,6 +102,7 @@ class ReadLimits:
     """
 
     max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+    max_streamed_bytes: int = MAX_STREAMED_BYTES
     max_line_bytes: int = MAX_LINE_BYTES
     max_header_fields: int = MAX_HEADER_FIELDS
     max_rows: int = MAX_ROWS
@@ -132,8 +145,8 @@ class ReadLimits:
         Parameters
         ----------
         limit
-            ``"max_decompressed_bytes"``, ``"max_line_bytes"``, ``"max_header_fields"`` or
-            ``"max_rows"``.
+            ``"max_decompressed_bytes"``, ``"max_streamed_bytes"``, ``"max_line_bytes"``,
+            ``"max_header_fields"`` or ``"max_rows"``.
         path, line, field
             Where (as for :class:`~clustersim.errors.TraceError`).
         what

@@ -139,7 +139,7 @@ class PhillyRawReader(TraceReader):
         name = os.fspath(path)
         member = options.pop("member", None)
         settings = _settings(self, name, options)
-        with open_source(name, member, limits) as source:
+        with open_source(name, member, limits, streamed=True) as source:
             report = ParseReport(format=self.name, path=name)
             where = source.info.describe()
             if where:
