@@ -36,7 +36,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -762,13 +762,3 @@ def long_trace(path: Path, n: int) -> Path:
         lines.append(f"{stamp},{d},{g},{d * g},c1")
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-@contextlib.contextmanager
-def running(stack: Stack) -> Iterator[Stack]:
-    """``stack`` up for the block, down (processes stopped, database dropped) after it."""
-    try:
-        stack.up()
-        yield stack
-    finally:
-        stack.down()
