@@ -271,6 +271,7 @@ def bench_product() -> None:
 
 
 SECTIONS["product"] = bench_product
+SECTIONS["chaos"] = lambda: __import__("bench.chaos", fromlist=["bench_chaos"]).bench_chaos()
 
 
 def main(argv: list[str]) -> int:

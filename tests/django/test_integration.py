@@ -7,253 +7,26 @@ otherwise they are skipped.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
-import secrets
 import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from tests.django.conftest import PHILLY_SAMPLE, ROOT
+from tests.django.conftest import PHILLY_SAMPLE
+from tests.harness import PG, REDIS, SharedServices, Stack, long_trace
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
-REDIS = ("127.0.0.1", 6379)
-BIN = Path(sys.executable).parent
-
-
-def _missing_services() -> list[str]:
-    import psycopg
-    import redis
-
-    missing = []
-    try:
-        redis.Redis(*REDIS, socket_connect_timeout=2).ping()
-    except Exception as exc:
-        missing.append(f"Redis at {REDIS[0]}:{REDIS[1]} ({exc})")
-    try:
-        psycopg.connect(dbname="postgres", connect_timeout=3, **PG).close()
-    except Exception as exc:
-        missing.append(f"PostgreSQL at {PG['host']}:{PG['port']} ({exc})")
-    return missing
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Stack:
-    """Throwaway database, queue, web server, worker(s) and beat."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.db = f"clustersim_it_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-        self.port = _free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings.production",
-            "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
-            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "DJANGO_SECURE_SSL_REDIRECT": "false",
-            "DJANGO_SECURE_COOKIES": "false",
-            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{self.db}",
-            "REDIS_URL": "redis://127.0.0.1:6379/0",
-            "CLUSTERSIM_CELERY_QUEUE": f"clustersim-it-{uuid.uuid4().hex[:8]}",
-            "CLUSTERSIM_VAR_DIR": str(tmp / "var"),
-            "CLUSTERSIM_HEARTBEAT_S": "0.5",
-            "CLUSTERSIM_STALE_AFTER_S": "4",
-            "CLUSTERSIM_REAPER_EVERY_S": "1",
-            "CLUSTERSIM_BROKER_VISIBILITY_TIMEOUT": "3600",
-            "DJANGO_LOG_LEVEL": "WARNING",
-        }
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.token = ""
-
-    # -- processes ---------------------------------------------------------------------------
-    def manage(self, *args: str) -> str:
-        out = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert out.returncode == 0, out.stderr[-3000:]
-        return out.stdout.strip()
-
-    def start(self, name: str, *cmd: str) -> subprocess.Popen[bytes]:
-        log = (self.tmp / f"{name}.log").open("wb")
-        proc = subprocess.Popen(
-            cmd,
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.procs[name] = proc
-        return proc
-
-    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
-        return self.start(
-            name,
-            str(BIN / "celery"),
-            "-A",
-            "config",
-            "worker",
-            "--concurrency",
-            "1",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "INFO",
-            "-n",
-            f"{name}@%h",
-        )
-
-    def kill(self, name: str, sig: int = signal.SIGTERM) -> None:
-        proc = self.procs.pop(name)
-        if proc.poll() is None:
-            os.killpg(proc.pid, sig)  # the whole group: the main process and its pool
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-
-    def log(self, name: str) -> str:
-        path = self.tmp / f"{name}.log"
-        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
-
-    def up(self) -> None:
-        import psycopg
-
-        with psycopg.connect(dbname="postgres", autocommit=True, **PG) as conn:
-            conn.execute(f'CREATE DATABASE "{self.db}"')
-        self.manage("migrate", "--noinput")
-        self.token = self.manage("planner", "token", "it-owner", "--create-user")
-        self.start(
-            "web",
-            str(BIN / "gunicorn"),
-            "config.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            "2",
-        )
-        self.start(
-            "beat",
-            str(BIN / "celery"),
-            "-A",
-            "config",
-            "beat",
-            "--loglevel",
-            "INFO",
-            "--schedule",
-            str(self.tmp / "beat-schedule"),
-        )
-        self.start_worker("worker1")
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                self.get("/api/v1/policies/")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                assert time.monotonic() < deadline, self.log("web")
-                time.sleep(0.3)
-
-    def down(self) -> None:
-        import psycopg
-
-        for name in list(self.procs):
-            self.kill(name)
-        with psycopg.connect(dbname="postgres", autocommit=True, **PG) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-
-    # -- HTTP --------------------------------------------------------------------------------
-    def request(
-        self, method: str, path: str, body: bytes | None = None, ctype: str | None = None
-    ) -> tuple[int, bytes, dict[str, str]]:
-        req = urllib.request.Request(self.base + path, data=body, method=method)
-        req.add_header("Authorization", f"Token {self.token}")
-        if ctype:
-            req.add_header("Content-Type", ctype)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, r.read(), dict(r.headers)
-        except urllib.error.HTTPError as e:
-            return e.code, e.read(), dict(e.headers)
-
-    def get(self, path: str) -> Any:
-        status, body, _ = self.request("GET", path)
-        assert status == 200, (path, status, body[:500])
-        return json.loads(body)
-
-    def post(self, path: str, data: dict[str, Any], expect: int) -> Any:
-        status, body, _ = self.request("POST", path, json.dumps(data).encode(), "application/json")
-        assert status == expect, (path, status, body[:1000])
-        return json.loads(body)
-
-    def upload(self, path: Path, name: str) -> Any:
-        boundary = uuid.uuid4().hex
-        disposition = "Content-Disposition: form-data"
-        parts = [
-            f'--{boundary}\r\n{disposition}; name="name"\r\n\r\n{name}\r\n'.encode(),
-            (
-                f'--{boundary}\r\n{disposition}; name="file"; '
-                f'filename="{path.name}"\r\nContent-Type: text/csv\r\n\r\n'
-            ).encode()
-            + path.read_bytes()
-            + b"\r\n",
-            f"--{boundary}--\r\n".encode(),
-        ]
-        status, body, _ = self.request(
-            "POST",
-            "/api/v1/workloads/",
-            b"".join(parts),
-            f"multipart/form-data; boundary={boundary}",
-        )
-        assert status == 202, body[:1000]
-        return json.loads(body)
-
-    def wait(self, path: str, done: Any, timeout: float, what: str = "") -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            obj = self.get(path)
-            if done(obj):
-                return obj
-            if time.monotonic() > deadline:
-                logs = "\n".join(f"--- {n}\n{self.log(n)}" for n in ("worker1", "worker2", "beat"))
-                pytest.fail(f"timed out waiting for {what or path}: {obj}\n{logs}")
-            time.sleep(0.25)
-
-    def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        with psycopg.connect(dbname=self.db, **PG) as conn:
-            return list(conn.execute(query, params).fetchall())
+__all__ = ["PG", "REDIS", "Stack"]  # bench/product.py builds on this module's stack
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    missing = _missing_services()
+    missing = SharedServices().missing()
     if missing:
         message = "integration services missing: " + "; ".join(missing)
         if os.environ.get("CLUSTERSIM_REQUIRE_SERVICES") == "1":
@@ -265,21 +38,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield s
     finally:
         s.down()
-
-
-def _long_trace(path: Path, n: int) -> Path:
-    """A Philly-format trace that keeps a small cluster busy for a while (FIFO)."""
-    rng = np.random.default_rng(7)
-    t0 = dt.datetime(2017, 10, 1)
-    gaps = np.cumsum(rng.exponential(60.0, n)).astype(int)
-    durations = rng.integers(60, 20000, n)
-    gpus = rng.choice([1, 1, 1, 2, 4, 8], n)
-    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"]
-    for t, d, g in zip(gaps.tolist(), durations.tolist(), gpus.tolist(), strict=True):
-        stamp = (t0 + dt.timedelta(seconds=t)).strftime("%Y-%m-%d %H:%M:%S")
-        lines.append(f"{stamp},{d},{g},{d * g},c1")
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _ready(w: dict[str, Any]) -> bool:
@@ -345,7 +103,7 @@ def test_upload_parse_experiment_results_through_the_api(stack: Stack) -> None:
 def test_a_worker_killed_mid_run_leaves_the_run_retried_once_to_success(
     stack: Stack, tmp_path: Path
 ) -> None:
-    trace = _long_trace(tmp_path / "long.csv", 25_000)
+    trace = long_trace(tmp_path / "long.csv", 25_000)
     w = stack.upload(trace, "long")
     w = stack.wait(f"/api/v1/workloads/{w['id']}/", _ready, 60, "parse")
     assert w["status"] == "ready", w["error"]
@@ -395,7 +153,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_retried_once_to_success(
 
 
 def test_cancelling_a_running_run_stops_the_worker(stack: Stack, tmp_path: Path) -> None:
-    trace = _long_trace(tmp_path / "long.csv", 25_000)
+    trace = long_trace(tmp_path / "long.csv", 25_000)
     w = stack.wait(f"/api/v1/workloads/{stack.upload(trace, 'long2')['id']}/", _ready, 60)
     cluster = stack.post(
         "/api/v1/clusters/",
