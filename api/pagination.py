@@ -5,15 +5,24 @@ A list answers ``count`` (the number of rows across all pages). Django's paginat
 is a second grouped query as expensive as the page itself. :class:`Paginator` first fetches
 the page plus one row: when that row is missing this is the last page and ``count`` follows
 from the page's offset, so only a full page that has a successor still needs ``COUNT(*)``.
+
+A page number whose rows would start beyond :data:`MAX_OFFSET` is past the end of any table
+(and beyond what a database accepts as an ``OFFSET``): it is the same 404 ("Invalid page.")
+as any page past the end, never a query.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.paginator import Page
+from django.core.paginator import EmptyPage, Page
 from django.core.paginator import Paginator as DjangoPaginator
 from rest_framework.pagination import PageNumberPagination
+
+
+#: Largest row offset ever queried: PostgreSQL's ``OFFSET`` and SQLite's integers are signed
+#: 64-bit; no table here comes near 2**62 rows.
+MAX_OFFSET = 2**62
 
 
 class Paginator(DjangoPaginator):
@@ -29,6 +38,8 @@ class Paginator(DjangoPaginator):
         if number < 1:
             return super().page(number)  # raises EmptyPage
         bottom = (number - 1) * self.per_page
+        if bottom + self.per_page >= MAX_OFFSET:
+            raise EmptyPage(self.error_messages["no_results"])
         rows = list(self.object_list[bottom : bottom + self.per_page + 1])
         if len(rows) <= self.per_page and (rows or (number == 1 and self.allow_empty_first_page)):
             # the last page (or an empty first one): the count needs no query
