@@ -27,7 +27,7 @@ from rest_framework.views import APIView
 from api import catalogue
 from api import serializers as s
 from api.filters import ClusterFilter, ExperimentFilter, RunFilter, WorkloadFilter
-from planner import runner, services
+from planner import exports, runner, services
 from planner.models import (
     PARQUET,
     AcceleratorType,
@@ -396,7 +396,7 @@ def _table_download(request: Request, artefact_id: int | None, stem: str) -> Htt
     else:
         import pandas as pd
 
-        text = pd.read_parquet(io.BytesIO(data)).to_csv(index=False)
+        text = exports.csv_text(pd.read_parquet(io.BytesIO(data)))
         response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{stem}.{kind}"'
     return response
