@@ -479,6 +479,15 @@ class ExperimentCreateSerializer(serializers.Serializer):
     )
     until_s = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
 
+    def validate_policies(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Typed and in range as each policy's signature says (:mod:`scheduling.params`)."""
+        from scheduling.params import policies_errors
+
+        errors = policies_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
     def validate_workloads(self, value: list[Workload]) -> list[Workload]:
         not_ready = [w.name for w in value if w.status != WorkloadStatus.READY]
         if not_ready:
@@ -553,10 +562,20 @@ class CompareSerializer(serializers.Serializer):
 
 class PolicyParameterSerializer(serializers.Serializer):
     name = serializers.CharField()
-    type = serializers.CharField()
+    type = serializers.CharField(
+        help_text="bool, int, float, str or tuple[float, ...] (a JSON list); '| None': null "
+        "is accepted."
+    )
     default = serializers.JSONField(allow_null=True)
     required = serializers.BooleanField()
     description = serializers.CharField()
+    choices = serializers.ListField(
+        child=serializers.CharField(), allow_null=True, help_text="The values allowed, if listed."
+    )
+    minimum = serializers.FloatField(
+        allow_null=True, help_text="Smallest value allowed (of each item of a list), if any."
+    )
+    exclusive_minimum = serializers.BooleanField(help_text="The minimum itself is not allowed.")
 
 
 class PolicySerializer(serializers.Serializer):

@@ -191,23 +191,19 @@ def derive_workload(
 
 
 def validate_policies(policies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each ``{"name", "params"}`` must build a policy; returns them normalised."""
-    from scheduling.registry import make_policy
+    """Each ``{"name", "params"}`` must build a policy, its parameters typed and in range as
+    its signature says (:mod:`scheduling.params`); returns them normalised. Raises
+    :class:`ValidationError` naming ``policies[i].params.<name>``."""
+    from scheduling.params import normalised, policies_errors
+    from scheduling.registry import POLICIES
 
-    out = []
-    for i, item in enumerate(policies):
-        name = item.get("name")
-        params = item.get("params") or {}
-        if not isinstance(params, dict):
-            raise ValidationError(f"policies[{i}].params must be an object")
-        try:
-            make_policy(str(name), **runner._params(params))
-        except KeyError as exc:
-            raise ValidationError(f"policies[{i}]: {exc.args[0]}") from None
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"policies[{i}] ({name}): {exc}") from None
-        out.append({"name": str(name), "params": params})
-    return out
+    errors = policies_errors(policies)
+    if errors:
+        raise ValidationError(errors)
+    return [
+        {"name": p["name"], "params": normalised(POLICIES[p["name"]], p.get("params") or {})}
+        for p in policies
+    ]
 
 
 def create_experiment(
