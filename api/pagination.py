@@ -19,7 +19,6 @@ from django.core.paginator import EmptyPage, Page
 from django.core.paginator import Paginator as DjangoPaginator
 from rest_framework.pagination import PageNumberPagination
 
-
 #: Largest row offset ever queried: PostgreSQL's ``OFFSET`` and SQLite's integers are signed
 #: 64-bit; no table here comes near 2**62 rows.
 MAX_OFFSET = 2**62

@@ -7,8 +7,8 @@ Excel, LibreOffice or Google Sheets (CSV injection: ``=HYPERLINK(...)``, ``=cmd|
 Following OWASP's advice, :func:`csv_text` prefixes such a *text* cell with a single quote, so
 it is shown as written; numbers are numbers, not text, and are left alone (``-1.5`` stays a
 negative number). Lines end in CRLF (RFC 4180), so a cell holding a carriage return or a line
-feed is quoted and cannot start a row of its own. Every CSV export (the API's job and stint tables, the dashboard's chart
-data) goes through :func:`csv_text`.
+feed is quoted and cannot start a row of its own. Every CSV export (the API's job and stint
+tables, the dashboard's chart data) goes through :func:`csv_text`.
 """
 
 from __future__ import annotations

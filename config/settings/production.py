@@ -3,7 +3,7 @@
 ``manage.py check --deploy`` passes with these settings (``make test`` runs it).
 """
 
-from config.env import env_bool, env_int, env_list, env_secret_key, env_str
+from config.env import env_bool, env_int, env_list, env_secret_key
 from config.settings.base import *  # noqa: F403
 
 DEBUG = False
