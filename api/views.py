@@ -164,6 +164,7 @@ class ClusterViewSet(OwnedMixin, viewsets.ModelViewSet):
     model = Cluster
     serializer_class = s.ClusterSerializer
     filterset_class = ClusterFilter
+    expensive_actions = ("import_nodes",)  # api.throttling.ExpensiveRateThrottle
     ordering_fields = ("name", "created", "total_devices")
 
     @extend_schema(request=s.ClusterFromPresetSerializer, responses={201: s.ClusterSerializer})
@@ -237,6 +238,7 @@ class WorkloadViewSet(
 
     model = Workload
     filterset_class = WorkloadFilter
+    expensive_actions = ("create", "synthetic", "derive")  # api.throttling
     ordering_fields = ("name", "created", "status")
     parser_classes = (MultiPartParser, FormParser, JSONParser)
 
@@ -336,6 +338,7 @@ class ExperimentViewSet(
     model = Experiment
     serializer_class = s.ExperimentSerializer
     filterset_class = ExperimentFilter
+    expensive_actions = ("create", "rerun")  # api.throttling.ExpensiveRateThrottle
     ordering_fields = ("name", "created", "state")
 
     def get_queryset(self) -> Any:

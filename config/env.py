@@ -114,6 +114,32 @@ def env_list(name: str, default: list[str] | Any = _MISSING) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(rate: str | None) -> tuple[int, int] | None:
+    """``"100/minute"`` → ``(100, 60)`` (DRF's rate syntax: a count, ``/``, a period whose first
+    letter is ``s``, ``m``, ``h`` or ``d``); ``None``, ``""`` or ``"off"`` → ``None`` (no limit).
+    ``ValueError`` on anything else."""
+    if rate is None or rate.strip().lower() in ("", "off", "none"):
+        return None
+    count, sep, period = rate.strip().partition("/")
+    seconds = _PERIODS.get(period.strip()[:1].lower()) if sep else None
+    if seconds is None or not count.strip().isdigit() or int(count) < 1:
+        raise ValueError(f"{rate!r} is not a rate like 100/minute, 20/hour or off")
+    return int(count), seconds
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A request rate in DRF's syntax (``100/minute``, ``20/hour``), or ``None`` for ``off``."""
+    value = env_str(name, default)
+    try:
+        parsed = parse_rate(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"environment variable {name}: {exc}") from None
+    return value.strip() if parsed else None
+
+
 def parse_database_url(url: str, name: str = "DATABASE_URL") -> dict[str, Any]:
     """Django ``DATABASES`` entry from ``postgres://user:pw@host:port/db`` or ``sqlite:///path``.
 
