@@ -267,7 +267,7 @@ class WorkloadUploadSerializer(serializers.Serializer):
             self.context["request"].user,
             name=validated_data.get("name") or upload.name,
             filename=upload.name,
-            raw=upload.read(),
+            raw=upload,  # streamed into storage, never read whole
             fmt=validated_data.get("format", ""),
             description=validated_data.get("description", ""),
         )
@@ -318,6 +318,15 @@ class ClusterImportSerializer(serializers.Serializer):
         '{"NVIDIA-L40S": "L40"}; unmapped models are reported, never guessed.',
     )
     nodes_per_rack = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
+
+    def validate_file(self, value: Any) -> Any:
+        # checked before the file is read into memory (planner.services.import_cluster)
+        if value.size > services.MAX_INVENTORY_BYTES:
+            raise serializers.ValidationError(
+                f"file is {value.size} bytes; node lists of at most "
+                f"{services.MAX_INVENTORY_BYTES} bytes are imported"
+            )
+        return value
 
     def validate_aliases(self, value: Any) -> dict[str, str]:
         if value in (None, ""):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -96,24 +96,28 @@ def create_workload(
     owner: Any,
     name: str,
     filename: str,
-    raw: bytes,
+    raw: bytes | IO[bytes],
     fmt: str = "",
     description: str = "",
     enqueue: bool = True,
 ) -> Workload:
-    """Store an upload and enqueue its parsing after commit."""
+    """Store an upload and enqueue its parsing after commit.
+
+    ``raw`` is the bytes, or a file (a Django ``UploadedFile``) streamed into storage in
+    chunks without being read whole (:func:`planner.storage.store`).
+    """
+    from planner import storage
     from planner.tasks import parse_workload
 
     with transaction.atomic():
-        source = Artefact.build(owner, Artefact.Kind.UPLOAD, raw, filename=filename)
-        source.save()
+        source = storage.store(owner, Artefact.Kind.UPLOAD, raw, filename=filename)
         workload = Workload.objects.create(
             owner=owner,
             name=name or filename,
             description=description,
             format=fmt,
             original_filename=filename,
-            upload_size=len(raw),
+            upload_size=source.size,
             source=source,
             status=WorkloadStatus.PENDING,
         )

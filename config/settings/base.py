@@ -38,6 +38,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.uploads.RequestSizeLimitMiddleware",  # 413 before a body is read
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -105,10 +106,21 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 
-# Uploads are read into the database (workers share no filesystem with the web server).
+# Uploads are streamed into the database (workers share no filesystem with the web server).
+# Bodies are bounded before they are read (config/uploads.py): an uploaded file may be
+# CLUSTERSIM_UPLOAD_MAX_BYTES, a multipart body CLUSTERSIM_REQUEST_MAX_BYTES (default: that
+# plus 1 MiB of form fields), any other body DATA_UPLOAD_MAX_MEMORY_SIZE; past them, 413.
 CLUSTERSIM_UPLOAD_MAX_BYTES = env_int("CLUSTERSIM_UPLOAD_MAX_BYTES", 256 * 1024 * 1024)
+CLUSTERSIM_REQUEST_MAX_BYTES = env_int(
+    "CLUSTERSIM_REQUEST_MAX_BYTES", CLUSTERSIM_UPLOAD_MAX_BYTES + 1024 * 1024
+)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "config.uploads.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 LOGGING = {
     "version": 1,
