@@ -10,6 +10,10 @@ from dashboard.login import AdminLoginForm, LoginView
 # both sign-in forms lock out after repeated wrong passwords (api/throttling.py)
 admin.site.login_form = AdminLoginForm
 
+# JSON error answers under /api/ (api/errors.py)
+handler404 = "api.errors.not_found"
+handler500 = "api.errors.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", LoginView.as_view(), name="login"),

@@ -13,9 +13,10 @@ tables, the dashboard's chart data) goes through :func:`csv_text`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported when a table is exported, not with the web app
+    import pandas as pd
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP).
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -29,6 +30,8 @@ def neutralise(value: Any) -> Any:
 
 
 def _safe_column(column: pd.Series) -> pd.Series:
+    import pandas as pd
+
     if isinstance(column.dtype, pd.CategoricalDtype):
         return column.cat.rename_categories(neutralise)
     if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
@@ -38,6 +41,8 @@ def _safe_column(column: pd.Series) -> pd.Series:
 
 def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` whose text cells and column names are neutralised."""
+    import pandas as pd
+
     if frame.shape[1] == 0:
         return frame.copy()
     out = pd.DataFrame({i: _safe_column(frame.iloc[:, i]) for i in range(frame.shape[1])})

@@ -141,13 +141,15 @@ REST_FRAMEWORK = {
         "api.throttling.AnonymousRateLimit",  # before the 401: api/throttling.py
         "rest_framework.permissions.IsAuthenticated",
     ],
+    # JSON bodies; the two upload endpoints take multipart forms (their views say so)
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "api.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",  # documents the error answers too
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     # rate limits (api/throttling.py): 429 with Retry-After past them; "off" lifts one
     "DEFAULT_THROTTLE_CLASSES": [
@@ -222,6 +224,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStateEnum": "planner.models.RunState",
         "WorkloadStatusEnum": "planner.models.WorkloadStatus",
+        "PolicyNameEnum": "api.enums.POLICY_NAMES",
+        "PlacementEnum": "api.enums.PLACEMENT_NAMES",
+        "PresetEnum": "api.enums.PRESET_NAMES",
+        "TraceFormatEnum": "api.enums.TRACE_FORMATS",
     },
 }
 
