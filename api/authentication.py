@@ -29,6 +29,7 @@ from django.contrib.auth import get_user_model
 from django.db.models.signals import post_delete, post_save
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import AuthenticationFailed
 
 MAX_ENTRIES = 1024
 
@@ -42,7 +43,20 @@ def ttl_s() -> float:
 
 
 class CachedTokenAuthentication(TokenAuthentication):
-    """``Authorization: Token <key>``, answered from the cache while the entry is fresh."""
+    """``Authorization: Token <key>``, answered from the cache while the entry is fresh.
+
+    A wrong token counts as an anonymous request of its client address: past the ``anon``
+    rate limit the answer is 429 rather than 401 (:mod:`api.throttling`).
+    """
+
+    def authenticate(self, request: Any) -> tuple[Any, Any] | None:
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            from api.throttling import count_failed_credentials
+
+            count_failed_credentials(request)
+            raise
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
         ttl = ttl_s()

@@ -1,7 +1,8 @@
 """The policy catalogue: what each registered policy is and which hyper-parameters it takes.
 
-Everything is read from the registry (class attributes, docstring, ``__init__`` signature);
-nothing here knows a policy by name.
+Everything is read from the registry (class attributes, docstring, ``__init__`` signature
+through :mod:`scheduling.params`, which also checks the values an experiment gives); nothing
+here knows a policy by name.
 """
 
 from __future__ import annotations
@@ -41,32 +42,24 @@ def _sections(doc: str) -> tuple[str, dict[str, str]]:
     return head, params
 
 
-def _type_name(annotation: Any) -> str:
-    if annotation is inspect.Parameter.empty:
-        return "any"
-    if isinstance(annotation, str):
-        return annotation
-    return getattr(annotation, "__name__", str(annotation))
-
-
 def describe(cls: type) -> dict[str, Any]:
     """Catalogue entry of one policy or placement class."""
     head, param_docs = _sections(cls.__doc__ or "")
-    parameters = []
-    if cls.__init__ is not object.__init__:  # type: ignore[misc]
-        for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            required = p.default is inspect.Parameter.empty
-            parameters.append(
-                {
-                    "name": p.name,
-                    "type": _type_name(p.annotation),
-                    "default": None if required else _jsonable(p.default),
-                    "required": required,
-                    "description": param_docs.get(p.name, ""),
-                }
-            )
+    from scheduling.params import param_specs
+
+    parameters = [
+        {
+            "name": p.name,
+            "type": p.type_name,
+            "default": _jsonable(p.default),
+            "required": p.required,
+            "description": param_docs.get(p.name, ""),
+            "choices": list(p.choices) if p.choices is not None else None,
+            "minimum": p.range.minimum if p.range is not None else None,
+            "exclusive_minimum": bool(p.range is not None and p.range.exclusive),
+        }
+        for p in param_specs(cls)
+    ]
     summary = head.split("\n\n")[0].replace("\n", " ").strip()
     return {
         "name": cls.name,  # type: ignore[attr-defined]

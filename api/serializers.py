@@ -10,8 +10,10 @@ from django.db import DEFAULT_DB_ALIAS, connections, models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import APIException
 
 from api.representation import FastRepresentationMixin
+from api.strict import StrictInput
 from planner import services
 from planner.models import (
     COMPAT_CHOICES,
@@ -39,7 +41,34 @@ class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
 # -- accelerators -------------------------------------------------------------------------------
 
 
-class AcceleratorTypeSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+class PositiveFloatField(serializers.FloatField):
+    """A number above 0 (the schema says ``minimum: 0, exclusiveMinimum: true``)."""
+
+    exclusive_minimum = 0.0  # api.schema.AutoSchema documents it
+
+    def to_internal_value(self, data: Any) -> float:
+        value = float(super().to_internal_value(data))
+        if not value > 0:
+            raise serializers.ValidationError("must be above 0")
+        return value
+
+
+class NameTaken(APIException):
+    """409: a name the user already gave another object of the kind."""
+
+    status_code = 409
+    default_code = "conflict"
+
+    def __init__(self, message: str) -> None:
+        super().__init__({"name": [message]})
+
+
+class AcceleratorTypeSerializer(StrictInput, FastRepresentationMixin, serializers.ModelSerializer):
+    fp16_tflops = PositiveFloatField(help_text="dense FP16/BF16 peak, TFLOPS")
+    memory_gb = PositiveFloatField()
+    memory_bw_tbs = PositiveFloatField(help_text="memory bandwidth, TB/s")
+    busy_w = PositiveFloatField(help_text="power when busy, W")
+
     class Meta:
         model = AcceleratorType
         fields = (
@@ -59,10 +88,6 @@ class AcceleratorTypeSerializer(FastRepresentationMixin, serializers.ModelSerial
         )
         read_only_fields = ("created", "updated")
         extra_kwargs: ClassVar[dict[str, Any]] = {
-            "fp16_tflops": {"min_value": 0.0},
-            "memory_gb": {"min_value": 0.0},
-            "memory_bw_tbs": {"min_value": 0.0},
-            "busy_w": {"min_value": 0.0},
             "idle_w": {"min_value": 0.0},
             "price_per_hour": {"min_value": 0.0},
             "release_year": {"min_value": 1990, "max_value": 2100},
@@ -74,7 +99,7 @@ class AcceleratorTypeSerializer(FastRepresentationMixin, serializers.ModelSerial
         if self.instance is not None:
             clash = clash.exclude(pk=self.instance.pk)
         if clash.exists():
-            raise serializers.ValidationError("you already have an accelerator type of this name")
+            raise NameTaken("you already have an accelerator type of this name")
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +146,7 @@ class BuiltinAcceleratorSerializer(serializers.Serializer):
 # -- clusters -------------------------------------------------------------------------------------
 
 
-class ClusterSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+class ClusterSerializer(StrictInput, FastRepresentationMixin, serializers.ModelSerializer):
     spec = serializers.JSONField(
         help_text="The simulator's cluster spec (see clustersim.spec): pools, racks, regions, "
         "accelerators."
@@ -169,21 +194,32 @@ class ClusterSerializer(FastRepresentationMixin, serializers.ModelSerializer):
         return super().update(instance, {**validated_data, **getattr(self, "_derived", {})})
 
 
-class ClusterFromPresetSerializer(serializers.Serializer):
-    # a plain string, not an enum: presets are added without changing the API schema
-    preset = serializers.CharField(help_text="A preset name from /api/v1/presets/.")
+def _names_field(what: str, names: list[str], **kwargs: Any) -> serializers.ChoiceField:
+    """A choice of ``names`` (an enum in the schema, built when a serializer's fields are:
+    the web process imports the simulator's registries only then)."""
+    known = ", ".join(names)
+    return serializers.ChoiceField(
+        choices=names,
+        error_messages={"invalid_choice": f'unknown {what} "{{input}}"; known: {known}'},
+        **kwargs,
+    )
+
+
+class ClusterFromPresetSerializer(StrictInput, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
 
-    def validate_preset(self, value: str) -> str:
+    def get_fields(self) -> dict[str, Any]:
         from clustersim.presets import preset_names
 
-        if value not in preset_names():
-            known = ", ".join(preset_names())
-            raise serializers.ValidationError(f"unknown preset {value!r}; known: {known}")
-        return value
+        return {
+            "preset": _names_field(
+                "preset", list(preset_names()), help_text="A preset from /api/v1/presets/."
+            ),
+            **super().get_fields(),
+        }
 
 
-class CloneSerializer(serializers.Serializer):
+class CloneSerializer(StrictInput, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
 
 
@@ -197,7 +233,7 @@ class PresetSerializer(serializers.Serializer):
 # -- workloads ------------------------------------------------------------------------------------
 
 
-class WorkloadSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+class WorkloadSerializer(StrictInput, FastRepresentationMixin, serializers.ModelSerializer):
     class Meta:
         model = Workload
         fields = (
@@ -233,24 +269,24 @@ class WorkloadListSerializer(WorkloadSerializer):
         read_only_fields = fields
 
 
-class WorkloadUploadSerializer(serializers.Serializer):
+class WorkloadUploadSerializer(StrictInput, serializers.Serializer):
     file = serializers.FileField(help_text="The trace (plain or gzip-compressed).")
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True)
-    # a plain string, not an enum: readers are added without changing the API schema
-    format = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        help_text="A reader name from /api/v1/formats/; blank: detect from the content.",
-    )
 
-    def validate_format(self, value: str) -> str:
+    def get_fields(self) -> dict[str, Any]:
         from clustersim.traces import formats
 
-        if value and value not in formats():
-            known = ", ".join(formats())
-            raise serializers.ValidationError(f"unknown format {value!r}; known: {known}")
-        return value
+        return {
+            **super().get_fields(),
+            "format": _names_field(
+                "format",
+                list(formats()),
+                required=False,
+                allow_blank=True,
+                help_text="A reader from /api/v1/formats/; blank: detect from the content.",
+            ),
+        }
 
     def validate_file(self, value: Any) -> Any:
         if value.size > settings.CLUSTERSIM_UPLOAD_MAX_BYTES:
@@ -267,13 +303,13 @@ class WorkloadUploadSerializer(serializers.Serializer):
             self.context["request"].user,
             name=validated_data.get("name") or upload.name,
             filename=upload.name,
-            raw=upload.read(),
+            raw=upload,  # streamed into storage, never read whole
             fmt=validated_data.get("format", ""),
             description=validated_data.get("description", ""),
         )
 
 
-class _NewWorkloadSerializer(serializers.Serializer):
+class _NewWorkloadSerializer(StrictInput, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True)
 
@@ -297,7 +333,7 @@ class DeriveWorkloadSerializer(_NewWorkloadSerializer):
     )
 
 
-class ClusterImportSerializer(serializers.Serializer):
+class ClusterImportSerializer(StrictInput, serializers.Serializer):
     file = serializers.FileField(
         help_text="A node list: kubectl get nodes -o json, Slurm scontrol show node, an "
         "Alibaba node CSV (pai_machine_spec, openb, spot), or a Tiresias cluster spec CSV "
@@ -319,6 +355,15 @@ class ClusterImportSerializer(serializers.Serializer):
     )
     nodes_per_rack = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
 
+    def validate_file(self, value: Any) -> Any:
+        # checked before the file is read into memory (planner.services.import_cluster)
+        if value.size > services.MAX_INVENTORY_BYTES:
+            raise serializers.ValidationError(
+                f"file is {value.size} bytes; node lists of at most "
+                f"{services.MAX_INVENTORY_BYTES} bytes are imported"
+            )
+        return value
+
     def validate_aliases(self, value: Any) -> dict[str, str]:
         if value in (None, ""):
             return {}
@@ -332,11 +377,16 @@ class ClusterImportSerializer(serializers.Serializer):
 # -- experiments and runs -------------------------------------------------------------------------
 
 
-class PolicyChoiceSerializer(serializers.Serializer):
-    name = serializers.CharField(help_text="A policy name from /api/v1/policies/.")
+class PolicyChoiceSerializer(StrictInput, serializers.Serializer):
     params = serializers.DictField(
         required=False, default=dict, help_text="Hyper-parameters (see the catalogue)."
     )
+
+    def get_fields(self) -> dict[str, Any]:
+        from scheduling.registry import POLICIES
+
+        name = _names_field("policy", list(POLICIES), help_text="A policy from /api/v1/policies/.")
+        return {"name": name, **super().get_fields()}
 
 
 class RunCountsSerializer(serializers.Serializer):
@@ -404,6 +454,10 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
     seeds = serializers.ListField(child=serializers.IntegerField(), read_only=True)
     progress = serializers.SerializerMethodField()
     run_counts = serializers.SerializerMethodField()
+    # blank (the full model) is a value too, which the model field's choices leave out
+    compat = serializers.ChoiceField(
+        choices=[name for name, _ in COMPAT_CHOICES], allow_blank=True, read_only=True
+    )
 
     class Meta:
         model = Experiment
@@ -446,27 +500,26 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
         }
 
 
-class ExperimentCreateSerializer(serializers.Serializer):
+class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    clusters = OwnedPrimaryKeyRelatedField(many=True, queryset=Cluster.objects.all())
-    workloads = OwnedPrimaryKeyRelatedField(many=True, queryset=Workload.objects.all())
-    policies = PolicyChoiceSerializer(many=True)
+    clusters = OwnedPrimaryKeyRelatedField(
+        many=True, allow_empty=False, queryset=Cluster.objects.all()
+    )
+    workloads = OwnedPrimaryKeyRelatedField(
+        many=True, allow_empty=False, queryset=Workload.objects.all()
+    )
+    policies = PolicyChoiceSerializer(many=True, allow_empty=False)
     load_factors = serializers.ListField(
         child=serializers.FloatField(min_value=0.001, max_value=1000.0),
         default=[1.0],
+        allow_empty=False,
         help_text="Arrival-rate scaling: submit times are divided by the factor.",
     )
     seeds = serializers.ListField(
-        child=serializers.IntegerField(min_value=0, max_value=2**31 - 1), default=[0]
-    )
-    placement = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        allow_null=True,
-        default=None,
-        help_text="Placement strategy; blank: consolidate, or each policy's placement in the"
-        " compatibility mode's simulator.",
+        child=serializers.IntegerField(min_value=0, max_value=2**31 - 1),
+        default=[0],
+        allow_empty=False,
     )
     compat = serializers.ChoiceField(
         choices=[name for name, _ in COMPAT_CHOICES],
@@ -478,6 +531,31 @@ class ExperimentCreateSerializer(serializers.Serializer):
         " policy or placement its simulator does not have.",
     )
     until_s = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
+
+    def get_fields(self) -> dict[str, Any]:
+        from scheduling.registry import PLACEMENTS
+
+        fields = super().get_fields()
+        fields["placement"] = _names_field(
+            "placement",
+            list(PLACEMENTS),
+            required=False,
+            allow_blank=True,
+            allow_null=True,
+            default=None,
+            help_text="Placement strategy; blank: consolidate, or each policy's placement in "
+            "the compatibility mode's simulator.",
+        )
+        return fields
+
+    def validate_policies(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Typed and in range as each policy's signature says (:mod:`scheduling.params`)."""
+        from scheduling.params import policies_errors
+
+        errors = policies_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
 
     def validate_workloads(self, value: list[Workload]) -> list[Workload]:
         not_ready = [w.name for w in value if w.status != WorkloadStatus.READY]
@@ -553,10 +631,20 @@ class CompareSerializer(serializers.Serializer):
 
 class PolicyParameterSerializer(serializers.Serializer):
     name = serializers.CharField()
-    type = serializers.CharField()
+    type = serializers.CharField(
+        help_text="bool, int, float, str or tuple[float, ...] (a JSON list); '| None': null "
+        "is accepted."
+    )
     default = serializers.JSONField(allow_null=True)
     required = serializers.BooleanField()
     description = serializers.CharField()
+    choices = serializers.ListField(
+        child=serializers.CharField(), allow_null=True, help_text="The values allowed, if listed."
+    )
+    minimum = serializers.FloatField(
+        allow_null=True, help_text="Smallest value allowed (of each item of a list), if any."
+    )
+    exclusive_minimum = serializers.BooleanField(help_text="The minimum itself is not allowed.")
 
 
 class PolicySerializer(serializers.Serializer):

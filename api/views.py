@@ -6,6 +6,7 @@ import contextlib
 import functools
 import io
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ from rest_framework.views import APIView
 from api import catalogue
 from api import serializers as s
 from api.filters import ClusterFilter, ExperimentFilter, RunFilter, WorkloadFilter
-from planner import runner, services
+from planner import exports, runner, services
 from planner.models import (
     PARQUET,
     AcceleratorType,
@@ -40,6 +41,9 @@ from planner.models import (
 )
 
 CONFLICT = OpenApiResponse(s.DetailSerializer, description="still used by experiment runs")
+NAME_TAKEN = OpenApiResponse(
+    OpenApiTypes.OBJECT, description="you already have one of this name: {name: [message]}"
+)
 
 
 class OwnedMixin:
@@ -106,6 +110,10 @@ class Conflict(ValidationError):
 
 @extend_schema(tags=["accelerators"])
 @extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+@extend_schema(methods=["POST"], responses={201: s.AcceleratorTypeSerializer, 409: NAME_TAKEN})
+@extend_schema(
+    methods=["PUT", "PATCH"], responses={200: s.AcceleratorTypeSerializer, 409: NAME_TAKEN}
+)
 class AcceleratorTypeViewSet(OwnedMixin, viewsets.ModelViewSet):
     """Your accelerator types. Built-in ones: ``/api/v1/catalog/accelerators/``."""
 
@@ -164,6 +172,7 @@ class ClusterViewSet(OwnedMixin, viewsets.ModelViewSet):
     model = Cluster
     serializer_class = s.ClusterSerializer
     filterset_class = ClusterFilter
+    expensive_actions = ("import_nodes",)  # api.throttling.ExpensiveRateThrottle
     ordering_fields = ("name", "created", "total_devices")
 
     @extend_schema(request=s.ClusterFromPresetSerializer, responses={201: s.ClusterSerializer})
@@ -237,8 +246,15 @@ class WorkloadViewSet(
 
     model = Workload
     filterset_class = WorkloadFilter
+    expensive_actions = ("create", "synthetic", "derive")  # api.throttling
     ordering_fields = ("name", "created", "status")
-    parser_classes = (MultiPartParser, FormParser, JSONParser)
+
+    def get_parsers(self) -> list[Any]:
+        # an upload is a multipart form; everything else here is JSON
+        action = getattr(self, "action", None)
+        if action is None and getattr(self, "request", None) is not None:
+            action = getattr(self, "action_map", {}).get(self.request.method.lower())
+        return [MultiPartParser()] if action == "create" else [JSONParser()]
 
     # lists read only their serializer's columns (OwnedMixin.list): no report, no summary
 
@@ -336,6 +352,7 @@ class ExperimentViewSet(
     model = Experiment
     serializer_class = s.ExperimentSerializer
     filterset_class = ExperimentFilter
+    expensive_actions = ("create", "rerun")  # api.throttling.ExpensiveRateThrottle
     ordering_fields = ("name", "created", "state")
 
     def get_queryset(self) -> Any:
@@ -396,7 +413,7 @@ def _table_download(request: Request, artefact_id: int | None, stem: str) -> Htt
     else:
         import pandas as pd
 
-        text = pd.read_parquet(io.BytesIO(data)).to_csv(index=False)
+        text = exports.csv_text(pd.read_parquet(io.BytesIO(data)))
         response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{stem}.{kind}"'
     return response
@@ -473,26 +490,34 @@ class RunViewSet(OwnedMixin, viewsets.ReadOnlyModelViewSet):
         return _table_download(request, run.stints_id, f"run-{run.pk}-stints")
 
 
+#: ``?runs=`` of the comparison: 1 to 200 ids (each below 2**63, as the database keeps them)
+_RUN_IDS = re.compile(r"[0-9]{1,18}(,[0-9]{1,18}){0,199}")
+
+
 @extend_schema(
     tags=["runs"],
     parameters=[
         OpenApiParameter(
-            "runs", str, required=True, description="Comma-separated run ids (at most 200)."
+            "runs",
+            str,
+            required=True,
+            description="Comma-separated run ids (at most 200).",
+            pattern=f"^{_RUN_IDS.pattern}$",
         )
     ],
-    responses=s.CompareSerializer,
+    responses={
+        200: s.CompareSerializer,
+        404: OpenApiResponse(s.DetailSerializer, description="some of the runs are not yours"),
+    },
 )
 class CompareView(APIView):
     """Summary metrics of any set of your runs side by side."""
 
     def get(self, request: Request) -> Response:
         raw = request.query_params.get("runs", "")
-        try:
-            ids = [int(x) for x in raw.split(",") if x.strip()]
-        except ValueError:
-            raise ValidationError({"runs": "comma-separated integers"}) from None
-        if not ids or len(ids) > 200:
-            raise ValidationError({"runs": "give between 1 and 200 run ids"})
+        if not _RUN_IDS.fullmatch(raw):
+            raise ValidationError({"runs": "between 1 and 200 comma-separated run ids"})
+        ids = [int(x) for x in raw.split(",")]
         runs = {
             r.pk: r
             for r in Run.objects.owned_by(request.user)

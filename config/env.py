@@ -32,6 +32,38 @@ def env_str(name: str, default: Any = _MISSING) -> str:
     return str(_raw(name, default))
 
 
+#: ``DJANGO_SECRET_KEY`` of ``.env.example``: a placeholder, refused like any weak key.
+ENV_EXAMPLE_SECRET_KEY = "change-me-to-50-or-more-random-characters-python-c-import-secrets"
+#: Shortest secret key accepted, and fewest distinct characters (Django's ``check --deploy``).
+SECRET_KEY_MIN_LENGTH = 50
+SECRET_KEY_MIN_UNIQUE = 5
+
+
+def env_secret_key(name: str) -> str:
+    """A strong secret key (required): at least 50 characters, at least 5 distinct ones, not
+    Django's ``django-insecure-`` development keys and not the ``.env.example`` placeholder.
+
+    The same rules as Django's ``check --deploy`` (security.W009), enforced when the settings
+    load so that a weak key stops the process instead of signing sessions.
+    """
+    value = env_str(name)
+    how = 'make one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+    if value == ENV_EXAMPLE_SECRET_KEY:
+        problem = "is the placeholder of .env.example"
+    elif value.startswith("django-insecure"):
+        problem = "starts with 'django-insecure' (a development key)"
+    elif len(value) < SECRET_KEY_MIN_LENGTH:
+        problem = f"has {len(value)} characters; at least {SECRET_KEY_MIN_LENGTH} are needed"
+    elif len(set(value)) < SECRET_KEY_MIN_UNIQUE:
+        problem = (
+            f"has {len(set(value))} distinct characters; at least {SECRET_KEY_MIN_UNIQUE} "
+            "are needed"
+        )
+    else:
+        return value
+    raise ImproperlyConfigured(f"environment variable {name} {problem}; {how}")
+
+
 def env_bool(name: str, default: bool | Any = _MISSING) -> bool:
     """``1/true/yes/on`` or ``0/false/no/off`` (any case)."""
     value = _raw(name, default)
@@ -80,6 +112,32 @@ def env_list(name: str, default: list[str] | Any = _MISSING) -> list[str]:
     if isinstance(value, list):
         return value
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(rate: str | None) -> tuple[int, int] | None:
+    """``"100/minute"`` → ``(100, 60)`` (DRF's rate syntax: a count, ``/``, a period whose first
+    letter is ``s``, ``m``, ``h`` or ``d``); ``None``, ``""`` or ``"off"`` → ``None`` (no limit).
+    ``ValueError`` on anything else."""
+    if rate is None or rate.strip().lower() in ("", "off", "none"):
+        return None
+    count, sep, period = rate.strip().partition("/")
+    seconds = _PERIODS.get(period.strip()[:1].lower()) if sep else None
+    if seconds is None or not count.strip().isdigit() or int(count) < 1:
+        raise ValueError(f"{rate!r} is not a rate like 100/minute, 20/hour or off")
+    return int(count), seconds
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A request rate in DRF's syntax (``100/minute``, ``20/hour``), or ``None`` for ``off``."""
+    value = env_str(name, default)
+    try:
+        parsed = parse_rate(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"environment variable {name}: {exc}") from None
+    return value.strip() if parsed else None
 
 
 def parse_database_url(url: str, name: str = "DATABASE_URL") -> dict[str, Any]:

@@ -39,6 +39,7 @@ from dashboard.results import (
     parse_run_ids,
     version_of,
 )
+from planner import exports
 from planner.models import Cluster, Experiment, Run, RunState, Workload, WorkloadStatus
 
 CACHE_SECONDS = 3600
@@ -54,7 +55,7 @@ def _cache_key(kind: str, pk: Any, name: str, request: HttpRequest, version: str
 def _export(chart: Chart, fmt: str, filename: str) -> HttpResponse:
     frame = chart.export_frame()
     if fmt == "csv":
-        response = HttpResponse(frame.to_csv(index=False), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(exports.csv_text(frame), content_type="text/csv; charset=utf-8")
     else:
         response = HttpResponse(
             frame.to_json(orient="records", date_format="iso"), content_type="application/json"

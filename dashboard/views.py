@@ -55,7 +55,7 @@ def workload_upload(request: HttpRequest) -> HttpResponse:
             request.user,
             name=form.cleaned_data["name"] or upload.name,
             filename=upload.name,
-            raw=upload.read(),
+            raw=upload,  # streamed into storage, never read whole
             fmt=form.cleaned_data["format"],
         )
         url = reverse("dashboard:workload", args=[workload.pk])

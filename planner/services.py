@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -96,24 +96,28 @@ def create_workload(
     owner: Any,
     name: str,
     filename: str,
-    raw: bytes,
+    raw: bytes | IO[bytes],
     fmt: str = "",
     description: str = "",
     enqueue: bool = True,
 ) -> Workload:
-    """Store an upload and enqueue its parsing after commit."""
+    """Store an upload and enqueue its parsing after commit.
+
+    ``raw`` is the bytes, or a file (a Django ``UploadedFile``) streamed into storage in
+    chunks without being read whole (:func:`planner.storage.store`).
+    """
+    from planner import storage
     from planner.tasks import parse_workload
 
     with transaction.atomic():
-        source = Artefact.build(owner, Artefact.Kind.UPLOAD, raw, filename=filename)
-        source.save()
+        source = storage.store(owner, Artefact.Kind.UPLOAD, raw, filename=filename)
         workload = Workload.objects.create(
             owner=owner,
             name=name or filename,
             description=description,
             format=fmt,
             original_filename=filename,
-            upload_size=len(raw),
+            upload_size=source.size,
             source=source,
             status=WorkloadStatus.PENDING,
         )
@@ -191,23 +195,19 @@ def derive_workload(
 
 
 def validate_policies(policies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each ``{"name", "params"}`` must build a policy; returns them normalised."""
-    from scheduling.registry import make_policy
+    """Each ``{"name", "params"}`` must build a policy, its parameters typed and in range as
+    its signature says (:mod:`scheduling.params`); returns them normalised. Raises
+    :class:`ValidationError` naming ``policies[i].params.<name>``."""
+    from scheduling.params import normalised, policies_errors
+    from scheduling.registry import POLICIES
 
-    out = []
-    for i, item in enumerate(policies):
-        name = item.get("name")
-        params = item.get("params") or {}
-        if not isinstance(params, dict):
-            raise ValidationError(f"policies[{i}].params must be an object")
-        try:
-            make_policy(str(name), **runner._params(params))
-        except KeyError as exc:
-            raise ValidationError(f"policies[{i}]: {exc.args[0]}") from None
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"policies[{i}] ({name}): {exc}") from None
-        out.append({"name": str(name), "params": params})
-    return out
+    errors = policies_errors(policies)
+    if errors:
+        raise ValidationError(errors)
+    return [
+        {"name": p["name"], "params": normalised(POLICIES[p["name"]], p.get("params") or {})}
+        for p in policies
+    ]
 
 
 def create_experiment(

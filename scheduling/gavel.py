@@ -36,7 +36,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,7 @@ import numpy.typing as npt
 from clustersim.kernels import gavel_pass
 from clustersim.perf import GAVEL_WORKERS, gavel_worker
 from scheduling.base import CompatSpec, Decision, Policy, State
+from scheduling.params import NON_NEGATIVE, POSITIVE
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -74,7 +75,10 @@ class GavelRounds(Policy):
     compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec()}
 
     def __init__(
-        self, round_s: float = 360.0, reset_interval_s: float = 1920.0, seed: int = 0
+        self,
+        round_s: Annotated[float, POSITIVE] = 360.0,
+        reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
+        seed: int = 0,
     ) -> None:
         self.round_s = round_s
         self.reset_interval_s = reset_interval_s

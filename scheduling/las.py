@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
 from scheduling.base import Decision, Policy, State
+from scheduling.params import POSITIVE
 
 
 class LAS(Policy):
@@ -27,7 +30,7 @@ class LAS(Policy):
     citation = "Rai et al., SIGMETRICS'03; Gu et al., Tiresias, NSDI'19"
     preemptive = True
 
-    def __init__(self, quantum_s: float = 360.0) -> None:
+    def __init__(self, quantum_s: Annotated[float, POSITIVE] = 360.0) -> None:
         self.quantum_s = quantum_s
         self.round_s = quantum_s
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Annotated, ClassVar, Literal, get_args
 
 import numpy as np
 
@@ -19,8 +19,10 @@ from clustersim.kernels import (
     tiresias_order,
 )
 from scheduling.base import CompatSpec, Decision, Policy, State
+from scheduling.params import POSITIVE
 
-TIMINGS = ("exact", "simulator", "simulator-py2")
+Timing = Literal["exact", "simulator", "simulator-py2"]
+TIMINGS: tuple[str, ...] = get_args(Timing)
 
 
 class Tiresias(Policy):
@@ -92,9 +94,9 @@ class Tiresias(Policy):
 
     def __init__(
         self,
-        thresholds: tuple[float, ...] = (3250.0, 7200.0),
-        promote_knob: float | None = None,
-        timing: str = "exact",
+        thresholds: Annotated[tuple[float, ...], POSITIVE] = (3250.0, 7200.0),
+        promote_knob: Annotated[float, POSITIVE] | None = None,
+        timing: Timing = "exact",
     ) -> None:
         self.thresholds = tuple(float(x) for x in thresholds)
         self.promote_knob = promote_knob

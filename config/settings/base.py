@@ -5,10 +5,11 @@ See ``.env.example`` for the variables and their meaning.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
-from config.env import env_bool, env_database, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_database, env_float, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("CLUSTERSIM_VAR_DIR", str(BASE_DIR / "var")))
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.uploads.RequestSizeLimitMiddleware",  # 413 before a body is read
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -104,8 +106,14 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 
-# Uploads are read into the database (workers share no filesystem with the web server).
+# Uploads are streamed into the database (workers share no filesystem with the web server).
+# Bodies are bounded before they are read (config/uploads.py): an uploaded file may be
+# CLUSTERSIM_UPLOAD_MAX_BYTES, a multipart body CLUSTERSIM_REQUEST_MAX_BYTES (default: that
+# plus 1 MiB of form fields), any other body DATA_UPLOAD_MAX_MEMORY_SIZE; past them, 413.
 CLUSTERSIM_UPLOAD_MAX_BYTES = env_int("CLUSTERSIM_UPLOAD_MAX_BYTES", 256 * 1024 * 1024)
+CLUSTERSIM_REQUEST_MAX_BYTES = env_int(
+    "CLUSTERSIM_REQUEST_MAX_BYTES", CLUSTERSIM_UPLOAD_MAX_BYTES + 1024 * 1024
+)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # Limits on reading an upload (clustersim.traces.limits.ReadLimits, same defaults): the
@@ -119,6 +127,11 @@ CLUSTERSIM_TRACE_MAX_STREAMED_BYTES = env_int("CLUSTERSIM_TRACE_MAX_STREAMED_BYT
 CLUSTERSIM_TRACE_MAX_LINE_BYTES = env_int("CLUSTERSIM_TRACE_MAX_LINE_BYTES", 1 << 20)
 CLUSTERSIM_TRACE_MAX_HEADER_FIELDS = env_int("CLUSTERSIM_TRACE_MAX_HEADER_FIELDS", 10_000)
 CLUSTERSIM_TRACE_MAX_ROWS = env_int("CLUSTERSIM_TRACE_MAX_ROWS", 2_500_000)
+FILE_UPLOAD_HANDLERS = [
+    "config.uploads.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 LOGGING = {
     "version": 1,
@@ -135,20 +148,76 @@ REST_FRAMEWORK = {
         "api.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "api.throttling.AnonymousRateLimit",  # before the 401: api/throttling.py
+        "rest_framework.permissions.IsAuthenticated",
+    ],
+    # JSON bodies; the two upload endpoints take multipart forms (their views say so)
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "api.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",  # documents the error answers too
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    # rate limits (api/throttling.py): 429 with Retry-After past them; "off" lifts one
+    "DEFAULT_THROTTLE_CLASSES": [
+        "api.throttling.AnonRateThrottle",
+        "api.throttling.UserRateThrottle",
+        "api.throttling.ExpensiveRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_rate("CLUSTERSIM_THROTTLE_ANON", "60/minute"),
+        "user": env_rate("CLUSTERSIM_THROTTLE_USER", "1200/minute"),
+        "expensive": env_rate("CLUSTERSIM_THROTTLE_EXPENSIVE", "120/hour"),
+    },
+    # proxies in front of the app that append to X-Forwarded-For: 0 trusts only the socket's
+    # address (REMOTE_ADDR); behind one reverse proxy set 1, or every client looks like it
+    "NUM_PROXIES": env_int("CLUSTERSIM_NUM_PROXIES", 0),
 }
 # Valid API tokens are remembered per process this long (0: off): a deleted token or a
 # deactivated user still authenticates for at most this many seconds in other processes
 # (immediately refused in the process that made the change). See api/authentication.py.
 CLUSTERSIM_TOKEN_CACHE_S = env_float("CLUSTERSIM_TOKEN_CACHE_S", 5.0)
+
+# Sign-in lock-outs (api/throttling.py LoginGuard): after ACCOUNT_FAILURES wrong passwords for
+# one username (from anywhere), or IP_FAILURES from one client address (any usernames), that
+# account or address is locked for LOCK_S, doubling with each further failure up to
+# MAX_LOCK_S; counters are forgotten RESET_S after the last failure. A client address that
+# signed in to an account before (within KNOWN_CLIENT_S) is not held by that account's lock,
+# only by its own address's.
+CLUSTERSIM_LOGIN_ACCOUNT_FAILURES = env_int("CLUSTERSIM_LOGIN_ACCOUNT_FAILURES", 5)
+CLUSTERSIM_LOGIN_IP_FAILURES = env_int("CLUSTERSIM_LOGIN_IP_FAILURES", 20)
+CLUSTERSIM_LOGIN_LOCK_S = env_float("CLUSTERSIM_LOGIN_LOCK_S", 30.0)
+CLUSTERSIM_LOGIN_MAX_LOCK_S = env_float("CLUSTERSIM_LOGIN_MAX_LOCK_S", 900.0)
+CLUSTERSIM_LOGIN_RESET_S = env_float("CLUSTERSIM_LOGIN_RESET_S", 3600.0)
+CLUSTERSIM_LOGIN_KNOWN_CLIENT_S = env_float("CLUSTERSIM_LOGIN_KNOWN_CLIENT_S", 30 * 86400.0)
+
+# Rate-limit and lock-out counters live in the "throttle" cache: Redis when
+# CLUSTERSIM_THROTTLE_CACHE_URL (default: REDIS_URL) is set, so that every web worker shares
+# them, else the process's memory (one process: `make run`). Keys are prefixed with a digest of
+# the database name, so deployments (or test stacks) sharing a Redis keep apart. Should the
+# cache fail, requests are let through (and logged): the limits protect capacity, they are
+# not what keeps accounts safe.
+_THROTTLE_CACHE_URL = env_str("CLUSTERSIM_THROTTLE_CACHE_URL", env_str("REDIS_URL", ""))
+_THROTTLE_PREFIX = (
+    "clustersim-" + hashlib.sha256(str(DATABASES["default"]["NAME"]).encode()).hexdigest()[:12]
+)
+CACHES: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _THROTTLE_CACHE_URL,
+            "KEY_PREFIX": _THROTTLE_PREFIX,
+            "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
+        }
+        if _THROTTLE_CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
 SPECTACULAR_SETTINGS = {
     "TITLE": "clustersim API",
     "DESCRIPTION": (
@@ -166,6 +235,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStateEnum": "planner.models.RunState",
         "WorkloadStatusEnum": "planner.models.WorkloadStatus",
+        "PolicyNameEnum": "api.enums.POLICY_NAMES",
+        "PlacementEnum": "api.enums.PLACEMENT_NAMES",
+        "PresetEnum": "api.enums.PRESET_NAMES",
+        "TraceFormatEnum": "api.enums.TRACE_FORMATS",
     },
 }
 

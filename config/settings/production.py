@@ -3,11 +3,13 @@
 ``manage.py check --deploy`` passes with these settings (``make test`` runs it).
 """
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_secret_key
 from config.settings.base import *  # noqa: F403
 
 DEBUG = False
-SECRET_KEY = env_str("DJANGO_SECRET_KEY")
+# refused (ImproperlyConfigured) when short, repetitive, a django-insecure key or the
+# .env.example placeholder (config.env.env_secret_key)
+SECRET_KEY = env_secret_key("DJANGO_SECRET_KEY")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS")
 
 STORAGES = {

@@ -20,3 +20,16 @@ WHITENOISE_AUTOREFRESH = True
 # tests see every token lookup (query counts do not depend on test order); the cache's own
 # tests turn it on
 CLUSTERSIM_TOKEN_CACHE_S = 0.0
+# rate limits far above what a test does; tests of the limits set their own (the throttle
+# cache is emptied before each test: tests/django/conftest.py)
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,  # noqa: F405
+    "DEFAULT_THROTTLE_RATES": dict.fromkeys(("anon", "user", "expensive"), "100000/minute"),
+}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "throttle",
+    },
+}

@@ -43,6 +43,15 @@ ACCELERATOR = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counts() -> Iterator[None]:
+    """Rate-limit and sign-in counters start empty in every test (api/throttling.py)."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()
+    yield
+
+
 @pytest.fixture
 def owner(django_user_model: Any) -> Any:
     return django_user_model.objects.create_user("alice", password="alice-password")

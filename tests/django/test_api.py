@@ -34,7 +34,7 @@ def test_it_creates_an_accelerator_type_and_clusters_can_use_it(api: Any) -> Non
 def test_it_rejects_a_duplicate_or_invalid_accelerator(api: Any) -> None:
     assert api.post("/api/v1/accelerators/", ACC, format="json").status_code == 201
     r = api.post("/api/v1/accelerators/", ACC, format="json")
-    assert r.status_code == 400 and "name" in r.json()
+    assert r.status_code == 409 and "name" in r.json()  # a conflict with the one stored
     r = api.post("/api/v1/accelerators/", {**ACC, "name": "x", "busy_w": -1}, format="json")
     assert r.status_code == 400 and "busy_w" in r.json()
 
