@@ -136,6 +136,9 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+#: The growable arrays (heaps, stints) are checked once per this many decisions at most:
+#: each decision adds at most one entry of each per device of the cluster.
+ROOM_DECISIONS = 16
 Status = tuple[int, int, int]  # what the decision kernels return (kernels.STATUS_*)
 SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
 _SYNC_FIELDS = {
@@ -416,7 +419,12 @@ class _Run:
             )
 
     def _state(self) -> State:
-        return State(
+        """The policies' view of now: one :class:`State` per run, renewed at each call."""
+        st = self._st
+        if st is not None:
+            st.renew(self.now, self.round_index, int(self.ctr[CTR_RUN]), self.pending)
+            return st
+        st = self._st = State(
             now=self.now,
             jobs=self.jobs,
             cluster=self.cluster,
@@ -440,6 +448,7 @@ class _Run:
             best_rate=self.best_rate,
             source=self,
         )
+        return st
 
     # ------------------------------------------------------------------ start / stop
     def _make_room(self) -> None:

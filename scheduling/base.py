@@ -115,6 +115,9 @@ class State:
         Wall-clock seconds the job has held devices (lazy).
     type_time : (n, n_types) float64
         Wall-clock seconds the job has held devices of each type (lazy).
+    snapshot : int
+        Which snapshot of the run this view shows: the engine reuses one view per run,
+        :meth:`renew` ing it for each decision, so ``(view, snapshot)`` names a snapshot.
     """
 
     def __init__(
@@ -169,6 +172,25 @@ class State:
         self._source = source
         self._synced: set[str] | None = None if source is None else set()
         self._synced_types = source is None
+        self.snapshot = 0
+
+    def renew(self, now: float, round_index: int, n_running: int, pending: int) -> None:
+        """Make this view the one of a new snapshot of the same engine (the engine's use:
+        its arrays are live, so only the scalars and the lazy parts change; building a new
+        view at every decision costs more than the decision of a simple policy).
+
+        ``snapshot`` counts the renewals: a policy that remembers its answer to a view (to
+        answer the same when asked twice about one snapshot) compares it too.
+        """
+        self.now = now
+        self.round_index = round_index
+        self.n_running = n_running
+        self.pending = pending
+        self._active = None
+        if self._source is not None:
+            self._synced = set()
+            self._synced_types = False
+        self.snapshot += 1
 
     def _sync(self, field: str) -> None:
         if self._synced is not None and field not in self._synced:

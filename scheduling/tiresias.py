@@ -122,6 +122,7 @@ class Tiresias(Policy):
             | (TQ_PREDICT if self._predict else 0)
         )
         self._n = -1
+        self._last: tuple[State, int, Decision] | None = None  # (view, snapshot, answer)
 
     def params(self) -> dict[str, object]:
         return {
@@ -132,7 +133,7 @@ class Tiresias(Policy):
 
     def reset(self, rng: np.random.Generator) -> None:
         self._n = -1
-        self._last: tuple[State, Decision] | None = None
+        self._last = None
 
     def _allocate(self, n: int, n_types: int) -> None:
         nq = len(self._thr) + 1
@@ -147,9 +148,9 @@ class Tiresias(Policy):
         self._now = 0.0
 
     def schedule(self, state: State) -> Decision:
-        last = getattr(self, "_last", None)
-        if last is not None and last[0] is state:
-            return last[1]
+        last = self._last
+        if last is not None and last[0] is state and last[1] == state.snapshot:
+            return last[2]
         if self._n != len(state.jobs):
             self._allocate(len(state.jobs), len(state.capacity))
         elapsed = state.now - self._now if self._now <= state.now else 0.0
@@ -178,5 +179,5 @@ class Tiresias(Policy):
             run=self._mem[TQ_ORDER, :k].copy(),
             wake_at=float(wake) if self._predict and wake < np.inf else None,
         )
-        self._last = (state, d)
+        self._last = (state, state.snapshot, d)
         return d
