@@ -358,6 +358,7 @@ class _Run:
         self.seg_running: list[int] = []
         self.n_active = 0
         self._fits = 0  # decisions known to fit in the growable arrays (see _make_room)
+        self._st: State | None = None  # the policies' view, renewed at each call
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -465,7 +466,11 @@ class _Run:
 
     def _check_room(self) -> None:
         """Compact the heaps if stale entries pile up, grow the arrays if needed, and count
-        the decisions that fit again."""
+        the decisions that fit again.
+
+        Arrays too small for :data:`ROOM_DECISIONS` more decisions grow to twice that, so
+        this runs about once per that many decisions, not at every other one.
+        """
         ctr, need = self.ctr, self.total_devices + 1
         limit = 4 * int(ctr[CTR_RUN]) + 1024
         if ctr[CTR_HEAP] > limit:
@@ -474,13 +479,18 @@ class _Run:
             self._compact(HEAP_MARK)
         n_st, n_heap, n_marks = ctr[:3].tolist()
         n_heap = max(n_heap, n_marks)
-        if n_st + need > self.st_i.shape[1]:
-            self.st_i = _grown(self.st_i, 2 * (n_st + need))
+        want = ROOM_DECISIONS * need
+        grown = False
+        if n_st + want > self.st_i.shape[1]:
+            self.st_i = _grown(self.st_i, 2 * (n_st + want))
             self.st_f = _grown(self.st_f, self.st_i.shape[1])
-        if n_heap + need > self.heap_t.shape[1]:
-            self.heap_t = _grown(self.heap_t, 2 * (n_heap + need))
+            grown = True
+        if n_heap + want > self.heap_t.shape[1]:
+            self.heap_t = _grown(self.heap_t, 2 * (n_heap + want))
             self.heap_je = _grown(self.heap_je, self.heap_t.shape[1])
-        self._bind()
+            grown = True
+        if grown:
+            self._bind()
         room = min(self.st_i.shape[1] - n_st, self.heap_t.shape[1] - n_heap)
         self._fits = room // need
 
