@@ -103,11 +103,13 @@ from clustersim.kernels import (
     choose,
     compiled_in_use,
     complete_due,
+    decide_greedy,
     decide_preemptive,
     heap_compact,
     heap_push,
     next_times,
     pop_marks,
+    queued_head,
     rearm_marks,
     rearm_whole_steps,
     record_start,
@@ -390,11 +392,11 @@ class _Run:
         """
         if self._removed > 256 or len(self._added) > 64:
             self.active  # noqa: B018 - compact now and then, so this stays cheap
-        width = self.n_running + limit + self._removed
+        width = int(self.ctr[CTR_RUN]) + limit + self._removed
         a = self._active[:width]
         if len(a) < width and self._added:
             a = np.concatenate([a, *self._added])[:width]
-        return a[self.is_active[a] & ~self.running[a]][:limit]
+        return queued_head(a, self.is_active, self.running, limit)
 
     def running_jobs(self) -> IntArray:
         """The running jobs in the engine's order (a copy, valid until the set changes)."""
@@ -697,8 +699,9 @@ class _Run:
             raise SimulationError(f"policy {self.policy.name!r}: decision arrays differ in length")
         if m:
             # preemptive decisions list every active job: only the jobs chosen to run are
-            # checked (by the fill), the rest cannot matter
-            if not self.preemptive:
+            # checked (by the fill), the rest cannot matter; greedy ones are checked whole,
+            # here first when there is more to check, else by decide_greedy
+            if not self.preemptive and (ndev is not None or types is not None):
                 self._check_active(run)
             if ndev is not None and (
                 np.any(ndev < self.jobs.min_gpus[run]) or np.any(ndev > self.jobs.max_gpus[run])
@@ -709,8 +712,7 @@ class _Run:
         if self.preemptive:
             self._apply_preemptive(run, types, ndev)
         elif m:
-            nds = self.jobs.num_gpus[run] if ndev is None else ndev
-            self._apply_greedy(run, types, nds)
+            self._apply_greedy(run, types, ndev)
 
     def _check_active(self, run: IntArray) -> None:
         ok = self.is_active[run]
@@ -721,17 +723,30 @@ class _Run:
                 " which is not active"
             )
 
-    def _apply_greedy(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
-        """Start listed queued jobs in order; running jobs are left alone."""
+    def _apply_greedy(self, run: IntArray, types: IntArray | None, ndev: IntArray | None) -> None:
+        """Start listed queued jobs in order; running jobs are left alone: one compiled call
+        unless Python must place a gang or rate a placement."""
         m = len(run)
-        cand = np.empty((3, m), dtype=np.int64)
-        cand[0] = run
-        cand[1] = -1 if types is None else types
-        cand[2] = nds
+        # the candidates go to the plan's scratch (a longer list repeats some job)
+        plan = self._plan if m <= self._plan.shape[1] else np.empty((3, m), dtype=np.int64)
         self._make_room()
-        status = self._reserve_and_start(cand, m, 0, True)
+        status = decide_greedy(
+            _contiguous(run),
+            _EMPTY_I if ndev is None else _contiguous(ndev),
+            _EMPTY_I if types is None else _contiguous(types),
+            self.blocking,
+            self.placing,
+            self.now,
+            self.rate,
+            self.marks,
+            self._mark,
+            plan,
+            *self._start_args,
+        )
+        if status[0] == STATUS_BAD:
+            self._check_active(run)  # raises, naming the job
         if status[0] != STATUS_DONE or status[1] >= 0:
-            self._finish(cand, m, status, True)
+            self._finish(plan, m, status, True)
         self._run_arr = None
 
     def _apply_preemptive(
@@ -917,7 +932,7 @@ class _Run:
                 if (
                     not policy.preemptive
                     and not at_round
-                    and (not self.free.any() or ctr[CTR_RUN] == self.n_active)
+                    and (not any(self.free.tolist()) or ctr[CTR_RUN] == self.n_active)
                 ):
                     pass  # nothing can start: skip the policy call
                 else:

@@ -1332,6 +1332,120 @@ def reserve_and_start(
 
 
 @_compiled
+def decide_greedy(
+    run: IntArray,
+    nds: IntArray,
+    types: IntArray,
+    blocking: bool,
+    placing: int,
+    now: float,
+    rate: FloatArray,
+    marks: FloatArray,
+    mark: Int8Array,
+    plan: IntArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
+    oversub: FloatArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    type_off: IntArray,
+    slots: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    rc_i: IntArray,
+    rc_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> tuple[int, int, int]:
+    """Apply a greedy (non-preemptive) decision: check that every listed job is active, write
+    the candidates to ``plan`` (rows job, wanted type, devices) and :func:`reserve_and_start`
+    them with ``greedy``.
+
+    Parameters
+    ----------
+    run : (m,) int64
+        Jobs to start, in order.
+    nds : (m,) or (0,) int64
+        Devices per listed job; empty: each job's gang (``ji[JI_GANG]``).
+    types : (m,) or (0,) int64
+        Wanted type per listed job, -1 for the engine's choice; empty: all -1.
+    plan : (>= 3, >= m) int64
+        Out: the candidates, as :func:`reserve_and_start` takes them (and the caller resumes
+        it with).
+    Others
+        The engine's packed state (see above).
+
+    Returns
+    -------
+    (status, a, b)
+        ``(STATUS_BAD, job, BAD_INACTIVE)`` for the first listed job that is not active
+        (nothing changed), else as :func:`reserve_and_start` returns.
+    """
+    m = len(run)
+    use_nds = len(nds) == m
+    use_types = len(types) == m
+    for i in range(m):
+        j = run[i]
+        if not jb[JB_ACTIVE, j]:
+            return STATUS_BAD, j, BAD_INACTIVE
+        plan[0, i] = j
+        plan[1, i] = types[i] if use_types else -1
+        plan[2, i] = nds[i] if use_nds else ji[JI_GANG, j]
+    return reserve_and_start(
+        plan,
+        m,
+        0,
+        True,
+        blocking,
+        placing,
+        now,
+        rate,
+        marks,
+        mark,
+        jf,
+        ji,
+        jb,
+        nodes_i,
+        nodes_f,
+        oversub,
+        busy,
+        types_i,
+        type_off,
+        slots,
+        s_i,
+        s_nc,
+        s_f,
+        rc_i,
+        rc_f,
+        run_order,
+        heap_t,
+        heap_je,
+        ctr,
+    )
+
+
+@_compiled
+def queued_head(a: IntArray, is_active: BoolArray, running: BoolArray, limit: int) -> IntArray:
+    """The first ``limit`` jobs of ``a`` (k,) int64 that are active and not running, in the
+    order of ``a`` (a new array)."""
+    out = np.empty(max(0, min(limit, len(a))), dtype=np.int64)
+    k = 0
+    for j in a:
+        if k == len(out):
+            break
+        if is_active[j] and not running[j]:
+            out[k] = j
+            k += 1
+    return out[:k]
+
+
+@_compiled
 def decide_preemptive(
     run: IntArray,
     nds: IntArray,

@@ -186,8 +186,8 @@ class State:
         self.round_index = round_index
         self.n_running = n_running
         self.pending = pending
-        self._active = None
-        if self._source is not None:
+        if self._source is not None:  # a view without an engine keeps what it was given
+            self._active = None
             self._synced = set()
             self._synced_types = False
         self.snapshot += 1

@@ -376,3 +376,60 @@ def test_dropping_stale_heap_entries_changes_no_result(monkeypatch: pytest.Monke
     assert with_compaction.preemptions.tolist() == without.preemptions.tolist()
     assert with_compaction.seg_t.tobytes() == without.seg_t.tobytes()
     assert with_compaction.preemptions[:2].tolist() == [0, 1500]
+
+
+def test_each_decision_sees_a_new_snapshot_of_one_view() -> None:
+    """The engine renews one view per run: each call sees the current time and counts, a new
+    ``snapshot`` number, and the dynamic arrays brought up to that time."""
+    seen: list[tuple[int, int, float, int, float]] = []
+
+    class Probe(Policy):
+        name = "probe"
+        preemptive = True
+
+        def schedule(self, state: State) -> Decision:
+            a = state.active
+            seen.append(
+                (id(state), state.snapshot, state.now, state.n_running, float(state.attained[0]))
+            )
+            assert state.n_running == int(state.running[a].sum())
+            return Decision(run=a)
+
+    finish(Probe(), table=jobs([(0, 1, 10), (2, 1, 4), (3, 2, 1)]))
+    assert len(seen) >= 3 and len({v for v, *_ in seen}) == 1
+    snaps = [s for _, s, *_ in seen]
+    assert snaps == sorted(set(snaps))
+    # job 0 runs alone on 1 of 2 GPUs from 0: its service at each call is the time so far
+    assert [att for *_, now, _, att in seen if now <= 3] == [0.0, 2.0, 3.0]
+
+
+def test_tiresias_answers_each_snapshot_of_a_renewed_view_anew() -> None:
+    """Tiresias remembers its answer to a view (so that asked twice about one snapshot it
+    answers the same): a renewed view is a new snapshot, asked about afresh."""
+    t = jobs([(0, 1, 100), (0, 1, 100)])
+    pol = make_policy("tiresias", thresholds=(10.0,))
+    pol.reset(np.random.default_rng(0))
+    n = len(t)
+    st = State(
+        now=0.0,
+        jobs=t,
+        cluster=ONE_GPU,
+        active=np.arange(n),
+        running=np.zeros(n, bool),
+        alloc_type=np.full(n, -1),
+        alloc_n=np.zeros(n, np.int64),
+        rate=np.ones((n, 1)),
+        first_start=np.full(n, np.nan),
+        last_start=np.full(n, np.nan),
+        preemptions=np.zeros(n, np.int64),
+        free=np.array([1]),
+        capacity=np.array([1]),
+        remaining=np.full(n, 100.0),
+        attained=np.zeros(n),
+        executed=np.zeros(n),
+        type_time=np.zeros((n, 1)),
+    )
+    first = pol.schedule(st)
+    assert pol.schedule(st) is first  # the same snapshot: the same answer
+    st.renew(0.0, 0, 0, 0)
+    assert pol.schedule(st) is not first

@@ -892,3 +892,25 @@ def test_rearm_whole_steps_is_the_numpy_round(seed: int, compiled: bool) -> None
         )
     )
     assert pushed == sorted(zip(fin[done].tolist(), j[done].tolist(), strict=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    limit=st.integers(-1, 12),
+    width=st.integers(0, 20),
+    compiled=st.booleans(),
+)
+def test_queued_head_is_the_first_queued_jobs_in_order(
+    seed: int, limit: int, width: int, compiled: bool
+) -> None:
+    """The head of the queue a greedy policy asks for (``State.queued(limit)``): the first
+    ``limit`` listed jobs that are active and not running, in the listed order."""
+    rng = np.random.default_rng(seed)
+    n = 20
+    a = np.sort(rng.choice(n, size=width, replace=False)).astype(np.int64)
+    is_active, running = rng.random(n) < 0.7, rng.random(n) < 0.4
+    fn = kernels.queued_head if compiled else kernels.queued_head.py_func
+    got = fn(a, is_active, running, limit)
+    want = [int(j) for j in a if is_active[j] and not running[j]][: max(limit, 0)]
+    assert got.dtype == np.int64 and got.tolist() == want
