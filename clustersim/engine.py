@@ -1034,6 +1034,7 @@ def warm_up() -> None:
         ("fifo", "yarn"),
         ("tiresias", "first-fit"),
         ("gavel-las", "consolidate"),
+        ("las", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
     # Gavel's whole-step rounds (--compat gavel)

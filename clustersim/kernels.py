@@ -1446,6 +1446,55 @@ def queued_head(a: IntArray, is_active: BoolArray, running: BoolArray, limit: in
 
 
 @_compiled
+def least_first(active: IntArray, key: FloatArray, order: IntArray, k: int, mark: Int8Array) -> int:
+    """Order the ``active`` jobs (k', ascending) by ``key`` (n,) float64 ascending, ties to the
+    lower job index, starting from a previous order: a stable sort, cheap when the order
+    changes little between calls (least-attained-service policies).
+
+    ``order[:k]`` (n,) int64 holds the previous order on entry; its jobs no longer active are
+    dropped, the active jobs not in it are appended (ascending) and the whole is sorted in
+    place by insertion, or by a merge sort once the insertions have moved more than a few
+    entries per job. ``mark`` (n,) int8 is scratch, all zero on entry and on return; ``key``
+    holds no ``nan``. Returns how many jobs ``order`` now lists (``len(active)``).
+    """
+    for j in active:
+        mark[j] = 1
+    m = 0
+    for i in range(k):
+        j = order[i]
+        if mark[j] == 1:
+            order[m] = j
+            m += 1
+            mark[j] = 2
+    for j in active:
+        if mark[j] == 1:
+            order[m] = j
+            m += 1
+        mark[j] = 0
+    budget = 8 * m + 64  # entries moved before the insertion sort gives up
+    moved = 0
+    for i in range(1, m):
+        j = order[i]
+        x = key[j]
+        p = i - 1
+        while p >= 0 and (key[order[p]] > x or (key[order[p]] == x and order[p] > j)):
+            order[p + 1] = order[p]
+            p -= 1
+        order[p + 1] = j
+        moved += i - 1 - p
+        if moved > budget:
+            keys = np.empty(m)
+            # stable: ties keep their order, which is by job index ascending once sorted;
+            # sort by index first so that this holds whatever came before
+            order[:m].sort()
+            for q in range(m):
+                keys[q] = key[order[q]]
+            order[:m] = order[:m][np.argsort(keys, kind="mergesort")]
+            break
+    return m
+
+
+@_compiled
 def decide_preemptive(
     run: IntArray,
     nds: IntArray,
