@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -871,26 +872,41 @@ class _Run:
         completed = 0
         # plain-Python kernels while the run is short (clustersim.kernels.choose)
         switch_at = -1 if compiled_in_use() else kernels.COMPILE_AFTER_EVENTS
-        ctr, epoch = self.ctr, self.epoch
+        # the loop runs once per event batch: what it reads at each is bound to locals
+        ctr, epoch, busy, free, is_active = (
+            self.ctr,
+            self.epoch,
+            self.busy,
+            self.free,
+            self.is_active,
+        )
+        seg_times, seg_running, seg_queued = self.seg_t, self.seg_running, self.seg_queued
+        busy_rows = self.seg_busy
+        preemptive, schedule, apply = policy.preemptive, policy.schedule, self._apply
+        inf = math.inf
+        events = self.events
         while True:
-            t_arr = sub[ai] if ai < n_ok else np.inf
+            t_arr = sub[ai] if ai < n_ok else inf
             t_fin, t_mark = next_times(self.heap_t, self.heap_je, ctr, epoch)
-            has_active = self.n_active > 0
-            t_round = next_round if (has_active or t_arr <= next_round) else np.inf
-            t_next = min(t_arr, t_fin, t_round, min(wake, t_mark) if has_active else np.inf)
-            if t_next == np.inf or t_next > until:
+            n_active = self.n_active
+            if n_active:
+                t_next = min(t_arr, t_fin, next_round, wake, t_mark)
+            else:
+                t_next = min(t_arr, t_fin, next_round if t_arr <= next_round else inf)
+            if t_next == inf or t_next > until:
                 break
             self.now = t_next
-            self.events += 1
-            if self.events == switch_at:
-                choose(len(jobs), self.events)
+            events += 1
+            self.events = events
+            if events == switch_at:
+                choose(len(jobs), events)
             was_running = ctr[CTR_RUN] > 0
             changed = False
             # completions
             if t_fin <= t_next:
                 k_done = self._complete_due(t_next)
                 self._removed += k_done
-                self.n_active -= k_done
+                n_active -= k_done
                 completed += k_done
                 changed = True
             # arrivals
@@ -900,16 +916,18 @@ class _Run:
                 ai = hi
                 self.pending = n_ok - ai
                 if custom_admit:
+                    self.n_active = n_active
                     admit = np.asarray(policy.admit(self._state(), arriving), dtype=bool)
                     if admit.shape != arriving.shape:
                         raise SimulationError(f"policy {policy.name!r}: admit() gave a wrong shape")
                     self.drop[arriving[~admit]] = DROP_REJECTED
                     arriving = arriving[admit]
-                self.is_active[arriving] = True
+                is_active[arriving] = True
                 self._added.append(arriving)
-                self.n_active += len(arriving)
+                n_active += len(arriving)
                 changed = changed or len(arriving) > 0
-            at_round = bool(round_s) and t_next >= next_round
+            self.n_active = n_active
+            at_round = t_next >= next_round  # next_round is inf without rounds
             if relative and not ctr[CTR_RUN] and (changed or was_running):
                 # Gavel-style rounds: an idle cluster starts a round at once, and a round
                 # whose jobs have all finished ends there
@@ -917,28 +935,27 @@ class _Run:
             if at_round:
                 self.round_index += 1
                 if relative:
-                    next_round = np.inf
+                    next_round = inf
                 else:  # next boundary of the fixed grid strictly after now
                     k = np.floor((t_next - self.opt.round_origin) / round_len) + 1
                     next_round = self.opt.round_origin + k * round_len
             at_wake = t_next >= wake
             if at_wake:
-                wake = np.inf
+                wake = inf
             due = self._pop_marks(t_next) if t_next >= t_mark else -1
             if due >= 0:
                 at_wake = True
-            call = at_round or at_wake or (changed and not relative)
-            if call and self.n_active:
+            if (at_round or at_wake or (changed and not relative)) and self.n_active:
                 if (
-                    not policy.preemptive
+                    not preemptive
                     and not at_round
-                    and (not any(self.free.tolist()) or ctr[CTR_RUN] == self.n_active)
+                    and (not any(free.tolist()) or ctr[CTR_RUN] == self.n_active)
                 ):
                     pass  # nothing can start: skip the policy call
                 else:
-                    d = policy.schedule(self._state())
-                    self._apply(d)
-                    wake = np.inf
+                    d = schedule(self._state())
+                    apply(d)
+                    wake = inf
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
             if due > 0:
@@ -949,15 +966,15 @@ class _Run:
                 else:
                     next_round = t_next + round_len
             # record the segment that starts now
-            self.seg_t.append(t_next)
-            if self.events > len(self.seg_busy):
-                self.seg_busy = np.concatenate([self.seg_busy, np.zeros_like(self.seg_busy)])
-            self.seg_busy[self.events - 1] = self.busy
+            seg_times.append(t_next)
+            if events > len(busy_rows):
+                busy_rows = self.seg_busy = np.concatenate([busy_rows, np.zeros_like(busy_rows)])
+            busy_rows[events - 1] = busy
             nr = int(ctr[CTR_RUN])
-            self.seg_running.append(nr)
-            self.seg_queued.append(self.n_active - nr)
-            if progress is not None and self.events % every == 0:
-                progress(Progress(t_next, self.events, ai, completed, n_ok))
+            seg_running.append(nr)
+            seg_queued.append(self.n_active - nr)
+            if progress is not None and events % every == 0:
+                progress(Progress(t_next, events, ai, completed, n_ok))
         if progress is not None:
             progress(Progress(self.now, self.events, ai, completed, n_ok))
         # close the timeline
