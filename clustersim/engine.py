@@ -400,17 +400,20 @@ class _Run:
         return queued_head(a, self.is_active, self.running, limit)
 
     def running_jobs(self) -> IntArray:
-        """The running jobs in the engine's order (a copy, valid until the set changes)."""
-        if self._run_arr is None:
-            self._run_arr = self.run_order[: self.ctr[CTR_RUN]].copy()
-        return self._run_arr
+        """The running jobs in the engine's order (a read-only copy, valid until the set
+        changes)."""
+        r = self._run_arr
+        if r is None:
+            r = self._run_arr = self.run_order[: self.ctr[CTR_RUN]].copy()
+            r.flags.writeable = False
+        return r
 
     def sync(self, field: str | None = None) -> None:
         """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
         what = _SYNC_FIELDS.get(field)
         if what is None:
             raise ValueError(f"unknown field {field!r}")
-        k = int(self.ctr[CTR_RUN])
+        k = self.ctr[CTR_RUN]
         if k:
             sync_packed(self.run_order, k, what, self.now, self.capped, self.jf, self.ji)
 
@@ -694,6 +697,12 @@ class _Run:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)
         m = len(run)
+        if d.types is None and d.ndev is None:  # the usual decision: jobs, in order
+            if self.preemptive:
+                self._apply_preemptive(run, None, None)
+            elif m:
+                self._apply_greedy(run, None, None)
+            return
         types = None if d.types is None else np.asarray(d.types, dtype=np.int64)
         ndev = None if d.ndev is None else np.asarray(d.ndev, dtype=np.int64)
         if (types is not None and len(types) != m) or (ndev is not None and len(ndev) != m):
@@ -756,7 +765,9 @@ class _Run:
         """Plan which jobs run (by device count per type, in priority order), suspend the
         running jobs that are not kept where they are, reserve and start the others: one
         compiled call unless Python must place a gang or rate a placement."""
-        self._make_room()
+        self._fits -= 1  # self._make_room(), inline: this runs at every decision
+        if self._fits <= 0:
+            self._check_room()
         status = decide_preemptive(
             _contiguous(run),
             _EMPTY_I if ndev is None else _contiguous(ndev),

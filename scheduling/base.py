@@ -55,7 +55,8 @@ class StateSource(Protocol):
         """The first ``limit`` queued jobs, ascending, without building the whole set."""
 
     def running_jobs(self) -> IntArray:
-        """The running jobs, in no particular order (the engine's own array: read only)."""
+        """The running jobs, in no particular order (the engine's own array: read only; if
+        it is flagged so, the view hands it out as it is)."""
 
     def sync_types(self) -> None:
         """Bring ``type_time`` up to ``now``."""
@@ -222,7 +223,10 @@ class State:
         ``active[running[active]]``.
         """
         if self._source is not None and self._active is None:
-            r = self._source.running_jobs().view()
+            r = self._source.running_jobs()
+            if not r.flags.writeable:  # the engine's copy, read only already
+                return r
+            r = r.view()
         else:
             r = self.active[self.running[self.active]]
         r.flags.writeable = False
@@ -235,7 +239,9 @@ class State:
 
     @property
     def attained(self) -> FloatArray:
-        self._sync("attained")
+        synced = self._synced
+        if synced is not None and "attained" not in synced:  # self._sync, inline
+            self._sync("attained")
         return self._attained
 
     @property

@@ -151,11 +151,11 @@ class Tiresias(Policy):
         last = self._last
         if last is not None and last[0] is state and last[1] == state.snapshot:
             return last[2]
-        if self._n != len(state.jobs):
-            self._allocate(len(state.jobs), len(state.capacity))
-        elapsed = state.now - self._now if self._now <= state.now else 0.0
-        self._now = state.now
-        jobs = state.jobs
+        jobs, now = state.jobs, float(state.now)
+        if self._n != len(jobs.submit_time):
+            self._allocate(len(jobs.submit_time), len(state.capacity))
+        elapsed = now - self._now if self._now <= now else 0.0
+        self._now = now
         k, wake = tiresias_order(
             state.running_jobs(),
             state.is_active,
@@ -166,8 +166,8 @@ class Tiresias(Policy):
             state.rate,
             state.alloc_type,
             state.capacity,
-            float(state.now),
-            float(elapsed),
+            now,
+            elapsed,
             self._thr,
             self._knob,
             self._flags,
