@@ -329,7 +329,9 @@ class _Run:
         self.ctr = np.zeros(N_CTR, dtype=np.int64)
         # running jobs, in the order policies see them (ctr[CTR_RUN] of them)
         self.run_order = np.zeros(n, dtype=np.int64)
-        self._run_arr: IntArray | None = None  # a copy handed out, until the set changes
+        # what running_jobs() hands out: views of run_order that cannot write it
+        self._run_view = self.run_order.view()
+        self._run_view.flags.writeable = False
         # event heaps: completions (finish, job, epoch) and service marks
         cap0 = 2 * self.total_devices + 1024
         self.heap_t = np.zeros((2, cap0))
@@ -400,13 +402,10 @@ class _Run:
         return queued_head(a, self.is_active, self.running, limit)
 
     def running_jobs(self) -> IntArray:
-        """The running jobs in the engine's order (a read-only copy, valid until the set
-        changes)."""
-        r = self._run_arr
-        if r is None:
-            r = self._run_arr = self.run_order[: self.ctr[CTR_RUN]].copy()
-            r.flags.writeable = False
-        return r
+        """The running jobs in the engine's order: a read-only view of the engine's array,
+        valid until the set changes (a decision handing it back is applied from a copy, as
+        :func:`_contiguous` copies read-only arrays)."""
+        return self._run_view[: self.ctr[CTR_RUN]]
 
     def sync(self, field: str | None = None) -> None:
         """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
@@ -575,13 +574,11 @@ class _Run:
             return
         self._make_room()
         stop_jobs(_contiguous(js), completed, self.now, *self._stop_args)
-        self._run_arr = None
 
     def _complete_due(self, t: float) -> int:
         """Complete the running jobs whose predicted finish is due by ``t``."""
         self._make_room()
         k = complete_due(t, self._done, self.heap_t, self.heap_je, *self._stop_args)
-        self._run_arr = None
         return int(k)
 
     def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
@@ -757,7 +754,6 @@ class _Run:
             self._check_active(run)  # raises, naming the job
         if status[0] != STATUS_DONE or status[1] >= 0:
             self._finish(plan, m, status, True)
-        self._run_arr = None
 
     def _apply_preemptive(
         self, run: IntArray, types: IntArray | None, ndev: IntArray | None
@@ -784,7 +780,6 @@ class _Run:
             )
         if status[0] != STATUS_DONE or status[1] >= 0:
             self._finish(self._plan, int(self.ctr[CTR_PLANNED]), status, False)
-        self._run_arr = None
 
     def _rearm_whole_steps(self, round_len: float) -> float:
         """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
@@ -1110,7 +1105,8 @@ def _grown(a: _A, size: int) -> _A:
 
 
 def _contiguous(a: IntArray) -> IntArray:
-    """``a`` as a writeable C-contiguous int64 array (one compiled kernel signature)."""
+    """``a`` as a writeable C-contiguous int64 array (one compiled kernel signature); a
+    read-only array, such as a view of the engine's own, is copied."""
     if a.flags.c_contiguous and a.flags.writeable and a.dtype == np.int64:
         return a
     return np.array(a, dtype=np.int64)

@@ -433,3 +433,32 @@ def test_tiresias_answers_each_snapshot_of_a_renewed_view_anew() -> None:
     assert pol.schedule(st) is first  # the same snapshot: the same answer
     st.renew(0.0, 0, 0, 0)
     assert pol.schedule(st) is not first
+
+
+@pytest.mark.parametrize("preemptive", [True, False])
+def test_a_decision_handing_back_the_running_set_is_applied_from_a_copy(
+    preemptive: bool,
+) -> None:
+    """``State.running_jobs()`` is a read-only view of the engine's own array; a decision that
+    hands it back (reordered) is applied as the same list copied would be, although applying
+    it rewrites that array."""
+
+    def policy(copy: bool) -> Policy:
+        class Keep(Policy):
+            name = "keep"
+
+            def schedule(self, state: State) -> Decision:
+                r = state.running_jobs()
+                if len(r) > 1:
+                    back = r[::-1]
+                    return Decision(run=back.copy() if copy else back)
+                return Decision(run=state.active if preemptive else state.queued())
+
+        Keep.preemptive = preemptive
+        return Keep()
+
+    table = jobs([(0, 1, 10), (0, 1, 4), (1, 1, 3), (2, 2, 1), (3, 1, 2)])
+    a = finish(policy(False), table=table, cl=cluster([("A", 3)]))
+    b = finish(policy(True), table=table, cl=cluster([("A", 3)]))
+    assert a.finish.tobytes() == b.finish.tobytes()
+    assert a.preemptions.tolist() == b.preemptions.tolist()
