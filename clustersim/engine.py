@@ -139,6 +139,9 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+#: Types with at most this many distinct links a placement can cross have the rates of every
+#: multi-device job rated before the run (:meth:`_Run._prefill_rates`).
+PREFILL_LINKS = 8
 #: The growable arrays (heaps, stints) are checked once per this many decisions at most:
 #: each decision adds at most one entry of each per device of the cluster.
 ROOM_DECISIONS = 16
@@ -670,21 +673,71 @@ class _Run:
 
     def _cache_rates(self, miss: IntArray) -> None:
         """Add the placement rates of starts ``miss`` to the rate cache."""
+        s_i, s_f = self.s_i, self.s_f
+        self._add_rates(s_i[0, miss], s_i[1, miss], s_i[2, miss], s_f[0, miss], s_f[1, miss])
+
+    def _add_rates(
+        self, j: IntArray, t: IntArray, nd: IntArray, link: FloatArray, rate: FloatArray
+    ) -> None:
+        """Add rate-cache entries (m,): the rate of job ``j`` on ``nd`` devices of type ``t``
+        behind a slowest link of ``link`` GB/s; a job's entries come one after another."""
+        m = len(j)
         k = int(self.ctr[CTR_RC])
-        if k + len(miss) > self.rc_i.shape[1]:
-            size = 2 * (k + len(miss))
+        if k + m > self.rc_i.shape[1]:
+            size = 2 * (k + m)
             self.rc_i = _grown(self.rc_i, size)
             self.rc_f = _grown(self.rc_f, size)
             self._bind()
-        e = np.arange(k, k + len(miss))
-        j = self.s_i[0, miss]
+        e = np.arange(k, k + m)
         head = self.ji[JI_RC_HEAD]
-        self.rc_i[0, e] = head[j]
-        self.rc_i[1, e] = self.s_i[1, miss]
-        self.rc_i[2, e] = self.s_i[2, miss]
-        self.rc_f[:, e] = self.s_f[:, miss]
-        head[j] = e  # a job starts at most once per decision: no repeated index
-        self.ctr[CTR_RC] = k + len(miss)
+        after = np.zeros(m, dtype=bool)  # entry i follows one of the same job
+        after[1:] = j[1:] == j[:-1]
+        self.rc_i[0, e] = np.where(after, e - 1, head[j])
+        self.rc_i[1, e] = t
+        self.rc_i[2, e] = nd
+        self.rc_f[0, e] = link
+        self.rc_f[1, e] = rate
+        last = np.ones(m, dtype=bool)
+        last[:-1] = ~after[1:]
+        head[j[last]] = e[last]
+        self.ctr[CTR_RC] = k + m
+
+    def _prefill_rates(self, js: IntArray) -> None:
+        """Rate, in one call of the performance model, every placement of a multi-device job
+        of ``js`` on its gang that a run can meet: each type it can run on, behind each link
+        a placement there can have (:func:`clustersim.kernels.link_gbs`: a node's intra-node
+        link, a NIC, a NIC over a rack's oversubscription). The kernels then find the rates
+        in the cache instead of handing each first start back to Python (values are the
+        model's either way). Types with more than :data:`PREFILL_LINKS` such links are
+        left to the lazy path."""
+        gang = self.jobs.num_gpus[js]
+        multi = js[gang > 1]
+        if not len(multi):
+            return
+        rack = self.nodes_i[NODE_RACK]
+        parts: list[tuple[IntArray, int, FloatArray]] = []
+        for t, nodes in enumerate(self.type_nodes):
+            if not len(nodes):
+                continue
+            nic = np.unique(self.nodes_f[1, nodes] / 8.0)
+            racks = np.unique(rack[nodes])
+            over = self.oversub[racks]
+            cross = (nic[:, None] / np.unique(over)[None, :]).ravel() if len(racks) > 1 else nic
+            links = np.unique(np.concatenate([self.nodes_f[0, nodes], nic, cross]))
+            on_t = multi[self.rate[multi, t] > 0]
+            if len(links) <= PREFILL_LINKS and len(on_t):
+                parts.append((on_t, t, links))
+        if not parts:
+            return
+        j = np.concatenate([np.repeat(on_t, len(links)) for on_t, _, links in parts])
+        t_ = np.concatenate([np.full(len(on_t) * len(links), t) for on_t, t, links in parts])
+        link = np.concatenate([np.tile(links, len(on_t)) for on_t, _, links in parts])
+        # one job's entries together (the cache chains them)
+        order = np.argsort(j, kind="stable")
+        j, t_, link = j[order], t_[order].astype(np.int64), link[order]
+        nd = self.jobs.num_gpus[j]
+        rate = np.asarray(self.rates.placement_rate(j, t_, nd, link), dtype=np.float64)
+        self._add_rates(j, t_, nd, link, rate)
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
@@ -856,6 +909,7 @@ class _Run:
         self.drop[no_type] = DROP_NO_TYPE
         self.drop[~no_type & ~fits.any(axis=1)] = DROP_TOO_LARGE
         order = np.flatnonzero(self.drop == "")
+        self._prefill_rates(order)
         sub_arr = jobs.submit_time[order]
         sub = sub_arr.tolist()
         n_ok = len(order)
@@ -1067,7 +1121,7 @@ def warm_up() -> None:
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)
     # paths those runs may not take: a policy dropping running jobs, heap compaction,
-    # pushes of whole-step rounds (a stale entry, then compacted away)
+    # pushes of whole-step rounds (a stale entry, then compacted away), rating starts
     run = _Run(
         jobs, cluster, make_policy("fifo"), make_placement("consolidate"), rates, EngineOptions()
     )
@@ -1092,6 +1146,23 @@ def warm_up() -> None:
     )
     heap_push(run.heap_t, run.heap_je, run.ctr, HEAP_FINISH, 0.0, 0, -1)
     run._compact(HEAP_FINISH)
+    # starts rated by the performance model during the run (the rates of most are in the
+    # cache before it starts): none here, the call compiles the kernel
+    start_jobs(
+        0.0,
+        run.marks,
+        run.jf,
+        run.ji,
+        run.jb,
+        run.slots,
+        run.s_i,
+        run.s_nc,
+        run.s_f,
+        run.run_order,
+        run.heap_t,
+        run.heap_je,
+        run.ctr,
+    )
 
 
 _A = TypeVar("_A", bound="np.ndarray[Any, Any]")

@@ -462,3 +462,53 @@ def test_a_decision_handing_back_the_running_set_is_applied_from_a_copy(
     b = finish(policy(True), table=table, cl=cluster([("A", 3)]))
     assert a.finish.tobytes() == b.finish.tobytes()
     assert a.preemptions.tolist() == b.preemptions.tolist()
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "las"])
+@pytest.mark.parametrize("where", ["consolidate", "spread"])
+def test_rating_placements_before_the_run_changes_no_result(
+    policy: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the run, the engine rates in one call of the performance model every placement
+    a multi-device job can meet (each type, each link: intra-node, NIC, NIC over a rack's
+    oversubscription); the run then finds them in its cache. Rating each placement when it
+    is first met instead gives the same run, bit for bit, with many more calls."""
+    import dataclasses
+
+    from clustersim.perf import JobRates, PerformanceModel
+    from clustersim.presets import preset
+    from clustersim.synth import gavel_model, generate
+    from scheduling.registry import make_placement
+
+    base = preset("gavel-testbed")  # 3 types, a rack of 5 nodes each: make the links differ
+    cl = dataclasses.replace(
+        base,
+        node_rack=np.arange(len(base.node_type)) % 3,
+        node_nic_gbps=np.where(np.arange(len(base.node_type)) % 2, 100.0, 40.0),
+        rack_oversub=np.array([1.0, 2.0, 3.0]),
+    )
+    t = generate(gavel_model(), n_jobs=150, seed=4)
+    assert (t.num_gpus > 1).sum() >= 20
+    rates = PerformanceModel().prepare(t, cl)
+    calls: list[int] = []
+    real = JobRates.placement_rate
+
+    def counting(self, jobs, types, ndev, link_gbs):  # type: ignore[no-untyped-def]
+        calls.append(len(jobs))
+        return real(self, jobs, types, ndev, link_gbs)
+
+    monkeypatch.setattr(JobRates, "placement_rate", counting)
+
+    def run():  # type: ignore[no-untyped-def]
+        calls.clear()
+        r = simulate(t, cl, make_policy(policy), make_placement(where), rates=rates)
+        return r, len(calls)
+
+    ahead, n_ahead = run()
+    monkeypatch.setattr(engine._Run, "_prefill_rates", lambda self, js: None)
+    lazy, n_lazy = run()
+    assert n_lazy > 5 * n_ahead  # (a start on fewer devices than its gang still asks)
+    for field in ("finish", "first_start", "attained", "type_time", "preemptions", "migrations"):
+        assert getattr(ahead, field).tobytes() == getattr(lazy, field).tobytes(), field
+    assert ahead.seg_t.tobytes() == lazy.seg_t.tobytes()
+    assert ahead.stints.end.tobytes() == lazy.stints.end.tobytes()
