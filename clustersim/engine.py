@@ -708,8 +708,8 @@ class _Run:
         a placement there can have (:func:`clustersim.kernels.link_gbs`: a node's intra-node
         link, a NIC, a NIC over a rack's oversubscription). The kernels then find the rates
         in the cache instead of handing each first start back to Python (values are the
-        model's either way). Types with more than :data:`PREFILL_LINKS` such links are
-        left to the lazy path."""
+        model's either way). Types with more than :data:`PREFILL_LINKS` such links, and
+        those that would take the entries past a few per job, are left to the lazy path."""
         gang = self.jobs.num_gpus[js]
         multi = js[gang > 1]
         if not len(multi):
@@ -727,6 +727,11 @@ class _Run:
             on_t = multi[self.rate[multi, t] > 0]
             if len(links) <= PREFILL_LINKS and len(on_t):
                 parts.append((on_t, t, links))
+        # a bound on the entries (the cache keeps them all run long): the types first
+        # listed, as long as their entries fit
+        budget = 4 * len(js) + 100_000
+        while parts and sum(len(a) * len(b) for a, _, b in parts) > budget:
+            parts.pop()
         if not parts:
             return
         j = np.concatenate([np.repeat(on_t, len(links)) for on_t, _, links in parts])
@@ -736,7 +741,10 @@ class _Run:
         order = np.argsort(j, kind="stable")
         j, t_, link = j[order], t_[order].astype(np.int64), link[order]
         nd = self.jobs.num_gpus[j]
-        rate = np.asarray(self.rates.placement_rate(j, t_, nd, link), dtype=np.float64)
+        rate = np.empty(len(j))
+        for a in range(0, len(j), 1 << 16):  # the model's temporaries stay small
+            b = a + (1 << 16)
+            rate[a:b] = self.rates.placement_rate(j[a:b], t_[a:b], nd[a:b], link[a:b])
         self._add_rates(j, t_, nd, link, rate)
 
     # ------------------------------------------------------------------ decisions
