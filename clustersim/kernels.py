@@ -768,6 +768,8 @@ def stop_jobs(
     epoch is bumped (its heap entries go stale) and it leaves ``run_order``, whose other
     entries keep their order. The other arguments are the engine's packed state (see above).
     """
+    if len(js) == 0:  # (a decision that suspends nothing: run_order stays as it is)
+        return
     n_st = ctr[CTR_STINTS]
     node_free = nodes_i[NODE_FREE]
     node_group = nodes_i[NODE_GROUP]

@@ -142,6 +142,7 @@ class Tiresias(Policy):
         self._mem[TQ_QID] = TIRESIAS_UNSEEN
         self._mem[TQ_NXT] = -1
         self._mem[TQ_PRV] = -1
+        self._order = self._mem[TQ_ORDER]
         self._ends = np.full(4 * nq + 3 + n_types, -1, dtype=np.int64)
         self._ends[4 * nq : 4 * nq + 2] = 0  # lowest and highest position given
         self._fmem = np.zeros((2, n))
@@ -176,7 +177,7 @@ class Tiresias(Policy):
             self._fmem,
         )
         d = Decision(
-            run=self._mem[TQ_ORDER, :k].copy(),
+            run=self._order[:k].copy(),
             wake_at=float(wake) if self._predict and wake < np.inf else None,
         )
         self._last = (state, state.snapshot, d)
