@@ -325,13 +325,17 @@ def plan_preemptive(
             break
     n_stop = 0
     if bad < 0:
+        # every kept job runs, so this pass also clears the marks of the kept ones
         for r_j in running_jobs:
             if mark[r_j] != 1:
                 stop[n_stop] = r_j
                 n_stop += 1
+            else:
+                mark[r_j] = 0
         stop[:n_stop].sort()
-    for i in range(n_kept):
-        mark[kept[i]] = 0
+    else:
+        for i in range(n_kept):
+            mark[kept[i]] = 0
     for i in range(n_go):
         mark[go_job[i]] = 0
     return n_go, n_kept, n_stop, bad, why
@@ -1974,12 +1978,24 @@ def tiresias_order(
             pos[j] = counters[0]
             # at the front: appending to the list read backwards
             _tq_append(j, q, 1, qid, blk, prv, nxt, tail, head)
-    # ... started ones to the end of their running block, in list order
+    # ... started ones to the end of their running block, in list order; the same pass
+    # notes the running jobs that step 4 may demote in ``order`` (free until step 5): those
+    # due now (the steps between change neither the queue nor the service of a job already
+    # queued) and those not seen yet (step 3 may queue them)
     ns = 0
+    n_dem = 0
     for j in running_jobs:
-        if qid[j] >= 0 and blk[j] == 1:
-            buf[ns] = j
-            ns += 1
+        q = qid[j]
+        if q >= 0:
+            if blk[j] == 1:
+                buf[ns] = j
+                ns += 1
+            if q < nq - 1 and attained[j] - off[j] + eps >= thr[q]:
+                order[n_dem] = j
+                n_dem += 1
+        elif q == TIRESIAS_UNSEEN:
+            order[n_dem] = j
+            n_dem += 1
     _tq_sort(buf, ns, qid, pos)
     for i in range(ns):
         j = buf[i]
@@ -2012,14 +2028,15 @@ def tiresias_order(
         j += 1
     # 4. demotions (running jobs), then promotions (waiting ones), each in index order
     ns = 0
-    for j in running_jobs:
+    for i in range(n_dem):
+        j = order[i]
         q = qid[j]
         if q >= 0 and q < nq - 1 and attained[j] - off[j] + eps >= thr[q]:
-            buf[ns] = j
+            order[ns] = j
             ns += 1
-    buf[:ns].sort()
+    order[:ns].sort()
     for i in range(ns):
-        j = buf[i]
+        j = order[i]
         s = attained[j] - off[j]
         to = qid[j] + 1
         if not sim_timing:
