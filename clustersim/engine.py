@@ -352,6 +352,7 @@ class _Run:
         # stints: one row per (job, node) each time a job's devices are released
         self.st_i = np.zeros((3, 4 * self.total_devices + 1024), dtype=np.int64)
         self.st_f = np.zeros((2, self.st_i.shape[1]))
+        self._st_done: list[tuple[IntArray, FloatArray]] = []  # filled ones, in order
 
         self._active = _EMPTY_I
         self._added: list[IntArray] = []
@@ -476,8 +477,9 @@ class _Run:
         """Compact the heaps if stale entries pile up, grow the arrays if needed, and count
         the decisions that fit again.
 
-        Arrays too small for :data:`ROOM_DECISIONS` more decisions grow to twice that, so
-        this runs about once per that many decisions, not at every other one.
+        Heaps too small for :data:`ROOM_DECISIONS` more decisions grow to twice that, so
+        this runs about once per that many decisions, not at every other one; stints go on
+        in a new array (kept in ``_st_done`` until the end).
         """
         ctr, need = self.ctr, self.total_devices + 1
         limit = 4 * int(ctr[CTR_RUN]) + 1024
@@ -490,8 +492,13 @@ class _Run:
         want = ROOM_DECISIONS * need
         grown = False
         if n_st + want > self.st_i.shape[1]:
-            self.st_i = _grown(self.st_i, 2 * (n_st + want))
-            self.st_f = _grown(self.st_f, self.st_i.shape[1])
+            # stints are only appended: keep the full arrays as they are and go on in new,
+            # larger ones (copying them all at each growth cost LAS on full Philly 0.25 s)
+            self._st_done.append((self.st_i[:, :n_st], self.st_f[:, :n_st]))
+            size = 2 * max(self.st_i.shape[1], want)
+            self.st_i = np.zeros((3, size), dtype=np.int64)
+            self.st_f = np.zeros((2, size))
+            ctr[CTR_STINTS] = n_st = 0
             grown = True
         if n_heap + want > self.heap_t.shape[1]:
             self.heap_t = _grown(self.heap_t, 2 * (n_heap + want))
@@ -1050,7 +1057,8 @@ class _Run:
         self.sync()
         self.sync_types()
         n_st = int(ctr[CTR_STINTS])
-        st_i, st_f = [self.st_i[:, :n_st]], [self.st_f[:, :n_st]]
+        st_i = [*(a for a, _ in self._st_done), self.st_i[:, :n_st]]
+        st_f = [*(b for _, b in self._st_done), self.st_f[:, :n_st]]
         for jj in np.sort(self.running_jobs()).tolist():  # stints still open at the end
             o, k = int(self.ji[JI_SLOT, jj]), int(self.ji[JI_PLACED, jj])
             st_i.append(np.stack([np.full(k, jj), *self.slots[:, o : o + k]]))

@@ -512,3 +512,17 @@ def test_rating_placements_before_the_run_changes_no_result(
         assert getattr(ahead, field).tobytes() == getattr(lazy, field).tobytes(), field
     assert ahead.seg_t.tobytes() == lazy.seg_t.tobytes()
     assert ahead.stints.end.tobytes() == lazy.stints.end.tobytes()
+
+
+def test_stints_are_whole_and_in_order_when_they_outgrow_their_first_array() -> None:
+    """Stints (one row per node each time a job releases devices) outgrow their first array on
+    a trace with many preemptions; the engine then goes on in new ones. The result still
+    lists every stint, in the order they ended, and they add up to each job's service."""
+    rows = [(0.0, 1, 3000.0), (0.0, 1, 5000.0)] + [(float(i), 1, 0.5) for i in range(1, 1501)]
+    t = jobs(rows, priority=[9, 1] + [5] * 1500)
+    r = finish(make_policy("priority"), t)
+    st = r.stints
+    assert len(st.job) > 4 * 2 + 1024  # past the first array's rows
+    assert (np.diff(st.end) >= 0).all()
+    held = np.bincount(st.job, weights=st.devices * (st.end - st.start), minlength=len(rows))
+    assert np.allclose(held, r.attained, rtol=0, atol=1e-6)
