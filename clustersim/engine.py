@@ -139,6 +139,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+_I64 = np.dtype(np.int64)
 #: Types with at most this many distinct links a placement can cross have the rates of every
 #: multi-device job rated before the run (:meth:`_Run._prefill_rates`).
 PREFILL_LINKS = 8
@@ -1194,7 +1195,8 @@ def _grown(a: _A, size: int) -> _A:
 def _contiguous(a: IntArray) -> IntArray:
     """``a`` as a writeable C-contiguous int64 array (one compiled kernel signature); a
     read-only array, such as a view of the engine's own, is copied."""
-    if a.flags.c_contiguous and a.flags.writeable and a.dtype == np.int64:
+    flags = a.flags  # (a new object at each access)
+    if flags.c_contiguous and flags.writeable and a.dtype == _I64:
         return a
     return np.array(a, dtype=np.int64)
 
