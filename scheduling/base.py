@@ -224,7 +224,7 @@ class State:
         """
         if self._source is not None and self._active is None:
             r = self._source.running_jobs()
-            if not r.flags.writeable:  # the engine's copy, read only already
+            if not r.flags.writeable:  # the engine's own read-only view
                 return r
             r = r.view()
         else:

@@ -18,6 +18,9 @@ class LAS(Policy):
     Source: Rai et al., "Analysis of LAS scheduling", SIGMETRICS'03; used for DL jobs by
     Tiresias (NSDI'19) and as Gavel's heterogeneity-agnostic max-min fairness baseline.
 
+    The policy keeps its previous order between calls only to sort the next one from it
+    (:func:`clustersim.kernels.least_first`); the order depends on the state alone.
+
     Parameters
     ----------
     quantum_s
