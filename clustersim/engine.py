@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,11 +104,13 @@ from clustersim.kernels import (
     choose,
     compiled_in_use,
     complete_due,
+    decide_greedy,
     decide_preemptive,
     heap_compact,
     heap_push,
     next_times,
     pop_marks,
+    queued_head,
     rearm_marks,
     rearm_whole_steps,
     record_start,
@@ -136,6 +139,13 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+_I64 = np.dtype(np.int64)
+#: Types with at most this many distinct links a placement can cross have the rates of every
+#: multi-device job rated before the run (:meth:`_Run._prefill_rates`).
+PREFILL_LINKS = 8
+#: The growable arrays (heaps, stints) are checked once per this many decisions at most:
+#: each decision adds at most one entry of each per device of the cluster.
+ROOM_DECISIONS = 16
 Status = tuple[int, int, int]  # what the decision kernels return (kernels.STATUS_*)
 SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
 _SYNC_FIELDS = {
@@ -323,7 +333,9 @@ class _Run:
         self.ctr = np.zeros(N_CTR, dtype=np.int64)
         # running jobs, in the order policies see them (ctr[CTR_RUN] of them)
         self.run_order = np.zeros(n, dtype=np.int64)
-        self._run_arr: IntArray | None = None  # a copy handed out, until the set changes
+        # what running_jobs() hands out: views of run_order that cannot write it
+        self._run_view = self.run_order.view()
+        self._run_view.flags.writeable = False
         # event heaps: completions (finish, job, epoch) and service marks
         cap0 = 2 * self.total_devices + 1024
         self.heap_t = np.zeros((2, cap0))
@@ -341,6 +353,7 @@ class _Run:
         # stints: one row per (job, node) each time a job's devices are released
         self.st_i = np.zeros((3, 4 * self.total_devices + 1024), dtype=np.int64)
         self.st_f = np.zeros((2, self.st_i.shape[1]))
+        self._st_done: list[tuple[IntArray, FloatArray]] = []  # filled ones, in order
 
         self._active = _EMPTY_I
         self._added: list[IntArray] = []
@@ -355,6 +368,7 @@ class _Run:
         self.seg_running: list[int] = []
         self.n_active = 0
         self._fits = 0  # decisions known to fit in the growable arrays (see _make_room)
+        self._st: State | None = None  # the policies' view, renewed at each call
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -386,24 +400,24 @@ class _Run:
         """
         if self._removed > 256 or len(self._added) > 64:
             self.active  # noqa: B018 - compact now and then, so this stays cheap
-        width = self.n_running + limit + self._removed
+        width = int(self.ctr[CTR_RUN]) + limit + self._removed
         a = self._active[:width]
         if len(a) < width and self._added:
             a = np.concatenate([a, *self._added])[:width]
-        return a[self.is_active[a] & ~self.running[a]][:limit]
+        return queued_head(a, self.is_active, self.running, limit)
 
     def running_jobs(self) -> IntArray:
-        """The running jobs in the engine's order (a copy, valid until the set changes)."""
-        if self._run_arr is None:
-            self._run_arr = self.run_order[: self.ctr[CTR_RUN]].copy()
-        return self._run_arr
+        """The running jobs in the engine's order: a read-only view of the engine's array,
+        valid until the set changes (a decision handing it back is applied from a copy, as
+        :func:`_contiguous` copies read-only arrays)."""
+        return self._run_view[: self.ctr[CTR_RUN]]
 
     def sync(self, field: str | None = None) -> None:
         """Bring ``field`` (or all of remaining/attained/executed) of running jobs to ``now``."""
         what = _SYNC_FIELDS.get(field)
         if what is None:
             raise ValueError(f"unknown field {field!r}")
-        k = int(self.ctr[CTR_RUN])
+        k = self.ctr[CTR_RUN]
         if k:
             sync_packed(self.run_order, k, what, self.now, self.capped, self.jf, self.ji)
 
@@ -416,7 +430,12 @@ class _Run:
             )
 
     def _state(self) -> State:
-        return State(
+        """The policies' view of now: one :class:`State` per run, renewed at each call."""
+        st = self._st
+        if st is not None:
+            st.renew(self.now, self.round_index, int(self.ctr[CTR_RUN]), self.pending)
+            return st
+        st = self._st = State(
             now=self.now,
             jobs=self.jobs,
             cluster=self.cluster,
@@ -440,6 +459,7 @@ class _Run:
             best_rate=self.best_rate,
             source=self,
         )
+        return st
 
     # ------------------------------------------------------------------ start / stop
     def _make_room(self) -> None:
@@ -456,7 +476,12 @@ class _Run:
 
     def _check_room(self) -> None:
         """Compact the heaps if stale entries pile up, grow the arrays if needed, and count
-        the decisions that fit again."""
+        the decisions that fit again.
+
+        Heaps too small for :data:`ROOM_DECISIONS` more decisions grow to twice that, so
+        this runs about once per that many decisions, not at every other one; stints go on
+        in a new array (kept in ``_st_done`` until the end).
+        """
         ctr, need = self.ctr, self.total_devices + 1
         limit = 4 * int(ctr[CTR_RUN]) + 1024
         if ctr[CTR_HEAP] > limit:
@@ -465,13 +490,23 @@ class _Run:
             self._compact(HEAP_MARK)
         n_st, n_heap, n_marks = ctr[:3].tolist()
         n_heap = max(n_heap, n_marks)
-        if n_st + need > self.st_i.shape[1]:
-            self.st_i = _grown(self.st_i, 2 * (n_st + need))
-            self.st_f = _grown(self.st_f, self.st_i.shape[1])
-        if n_heap + need > self.heap_t.shape[1]:
-            self.heap_t = _grown(self.heap_t, 2 * (n_heap + need))
+        want = ROOM_DECISIONS * need
+        grown = False
+        if n_st + want > self.st_i.shape[1]:
+            # stints are only appended: keep the full arrays as they are and go on in new,
+            # larger ones (copying them all at each growth cost LAS on full Philly 0.25 s)
+            self._st_done.append((self.st_i[:, :n_st], self.st_f[:, :n_st]))
+            size = 2 * max(self.st_i.shape[1], want)
+            self.st_i = np.zeros((3, size), dtype=np.int64)
+            self.st_f = np.zeros((2, size))
+            ctr[CTR_STINTS] = n_st = 0
+            grown = True
+        if n_heap + want > self.heap_t.shape[1]:
+            self.heap_t = _grown(self.heap_t, 2 * (n_heap + want))
             self.heap_je = _grown(self.heap_je, self.heap_t.shape[1])
-        self._bind()
+            grown = True
+        if grown:
+            self._bind()
         room = min(self.st_i.shape[1] - n_st, self.heap_t.shape[1] - n_heap)
         self._fits = room // need
 
@@ -550,13 +585,11 @@ class _Run:
             return
         self._make_room()
         stop_jobs(_contiguous(js), completed, self.now, *self._stop_args)
-        self._run_arr = None
 
     def _complete_due(self, t: float) -> int:
         """Complete the running jobs whose predicted finish is due by ``t``."""
         self._make_room()
         k = complete_due(t, self._done, self.heap_t, self.heap_je, *self._stop_args)
-        self._run_arr = None
         return int(k)
 
     def _reserve_and_start(self, cand: IntArray, m: int, i: int, greedy: bool) -> Status:
@@ -648,21 +681,79 @@ class _Run:
 
     def _cache_rates(self, miss: IntArray) -> None:
         """Add the placement rates of starts ``miss`` to the rate cache."""
+        s_i, s_f = self.s_i, self.s_f
+        self._add_rates(s_i[0, miss], s_i[1, miss], s_i[2, miss], s_f[0, miss], s_f[1, miss])
+
+    def _add_rates(
+        self, j: IntArray, t: IntArray, nd: IntArray, link: FloatArray, rate: FloatArray
+    ) -> None:
+        """Add rate-cache entries (m,): the rate of job ``j`` on ``nd`` devices of type ``t``
+        behind a slowest link of ``link`` GB/s; a job's entries come one after another."""
+        m = len(j)
         k = int(self.ctr[CTR_RC])
-        if k + len(miss) > self.rc_i.shape[1]:
-            size = 2 * (k + len(miss))
+        if k + m > self.rc_i.shape[1]:
+            size = 2 * (k + m)
             self.rc_i = _grown(self.rc_i, size)
             self.rc_f = _grown(self.rc_f, size)
             self._bind()
-        e = np.arange(k, k + len(miss))
-        j = self.s_i[0, miss]
+        e = np.arange(k, k + m)
         head = self.ji[JI_RC_HEAD]
-        self.rc_i[0, e] = head[j]
-        self.rc_i[1, e] = self.s_i[1, miss]
-        self.rc_i[2, e] = self.s_i[2, miss]
-        self.rc_f[:, e] = self.s_f[:, miss]
-        head[j] = e  # a job starts at most once per decision: no repeated index
-        self.ctr[CTR_RC] = k + len(miss)
+        after = np.zeros(m, dtype=bool)  # entry i follows one of the same job
+        after[1:] = j[1:] == j[:-1]
+        self.rc_i[0, e] = np.where(after, e - 1, head[j])
+        self.rc_i[1, e] = t
+        self.rc_i[2, e] = nd
+        self.rc_f[0, e] = link
+        self.rc_f[1, e] = rate
+        last = np.ones(m, dtype=bool)
+        last[:-1] = ~after[1:]
+        head[j[last]] = e[last]
+        self.ctr[CTR_RC] = k + m
+
+    def _prefill_rates(self, js: IntArray) -> None:
+        """Rate, in one call of the performance model, every placement of a multi-device job
+        of ``js`` on its gang that a run can meet: each type it can run on, behind each link
+        a placement there can have (:func:`clustersim.kernels.link_gbs`: a node's intra-node
+        link, a NIC, a NIC over a rack's oversubscription). The kernels then find the rates
+        in the cache instead of handing each first start back to Python (values are the
+        model's either way). Types with more than :data:`PREFILL_LINKS` such links, and
+        those that would take the entries past a few per job, are left to the lazy path."""
+        gang = self.jobs.num_gpus[js]
+        multi = js[gang > 1]
+        if not len(multi):
+            return
+        rack = self.nodes_i[NODE_RACK]
+        parts: list[tuple[IntArray, int, FloatArray]] = []
+        for t, nodes in enumerate(self.type_nodes):
+            if not len(nodes):
+                continue
+            nic = np.unique(self.nodes_f[1, nodes] / 8.0)
+            racks = np.unique(rack[nodes])
+            over = self.oversub[racks]
+            cross = (nic[:, None] / np.unique(over)[None, :]).ravel() if len(racks) > 1 else nic
+            links = np.unique(np.concatenate([self.nodes_f[0, nodes], nic, cross]))
+            on_t = multi[self.rate[multi, t] > 0]
+            if len(links) <= PREFILL_LINKS and len(on_t):
+                parts.append((on_t, t, links))
+        # a bound on the entries (the cache keeps them all run long): the types first
+        # listed, as long as their entries fit
+        budget = 4 * len(js) + 100_000
+        while parts and sum(len(a) * len(b) for a, _, b in parts) > budget:
+            parts.pop()
+        if not parts:
+            return
+        j = np.concatenate([np.repeat(on_t, len(links)) for on_t, _, links in parts])
+        t_ = np.concatenate([np.full(len(on_t) * len(links), t) for on_t, t, links in parts])
+        link = np.concatenate([np.tile(links, len(on_t)) for on_t, _, links in parts])
+        # one job's entries together (the cache chains them)
+        order = np.argsort(j, kind="stable")
+        j, t_, link = j[order], t_[order].astype(np.int64), link[order]
+        nd = self.jobs.num_gpus[j]
+        rate = np.empty(len(j))
+        for a in range(0, len(j), 1 << 16):  # the model's temporaries stay small
+            b = a + (1 << 16)
+            rate[a:b] = self.rates.placement_rate(j[a:b], t_[a:b], nd[a:b], link[a:b])
+        self._add_rates(j, t_, nd, link, rate)
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
@@ -672,14 +763,21 @@ class _Run:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)
         m = len(run)
+        if d.types is None and d.ndev is None:  # the usual decision: jobs, in order
+            if self.preemptive:
+                self._apply_preemptive(run, None, None)
+            elif m:
+                self._apply_greedy(run, None, None)
+            return
         types = None if d.types is None else np.asarray(d.types, dtype=np.int64)
         ndev = None if d.ndev is None else np.asarray(d.ndev, dtype=np.int64)
         if (types is not None and len(types) != m) or (ndev is not None and len(ndev) != m):
             raise SimulationError(f"policy {self.policy.name!r}: decision arrays differ in length")
         if m:
             # preemptive decisions list every active job: only the jobs chosen to run are
-            # checked (by the fill), the rest cannot matter
-            if not self.preemptive:
+            # checked (by the fill), the rest cannot matter; greedy ones are checked whole,
+            # here first when there is more to check, else by decide_greedy
+            if not self.preemptive and (ndev is not None or types is not None):
                 self._check_active(run)
             if ndev is not None and (
                 np.any(ndev < self.jobs.min_gpus[run]) or np.any(ndev > self.jobs.max_gpus[run])
@@ -690,8 +788,7 @@ class _Run:
         if self.preemptive:
             self._apply_preemptive(run, types, ndev)
         elif m:
-            nds = self.jobs.num_gpus[run] if ndev is None else ndev
-            self._apply_greedy(run, types, nds)
+            self._apply_greedy(run, types, ndev)
 
     def _check_active(self, run: IntArray) -> None:
         ok = self.is_active[run]
@@ -702,18 +799,30 @@ class _Run:
                 " which is not active"
             )
 
-    def _apply_greedy(self, run: IntArray, types: IntArray | None, nds: IntArray) -> None:
-        """Start listed queued jobs in order; running jobs are left alone."""
+    def _apply_greedy(self, run: IntArray, types: IntArray | None, ndev: IntArray | None) -> None:
+        """Start listed queued jobs in order; running jobs are left alone: one compiled call
+        unless Python must place a gang or rate a placement."""
         m = len(run)
-        cand = np.empty((3, m), dtype=np.int64)
-        cand[0] = run
-        cand[1] = -1 if types is None else types
-        cand[2] = nds
+        # the candidates go to the plan's scratch (a longer list repeats some job)
+        plan = self._plan if m <= self._plan.shape[1] else np.empty((3, m), dtype=np.int64)
         self._make_room()
-        status = self._reserve_and_start(cand, m, 0, True)
+        status = decide_greedy(
+            _contiguous(run),
+            _EMPTY_I if ndev is None else _contiguous(ndev),
+            _EMPTY_I if types is None else _contiguous(types),
+            self.blocking,
+            self.placing,
+            self.now,
+            self.rate,
+            self.marks,
+            self._mark,
+            plan,
+            *self._start_args,
+        )
+        if status[0] == STATUS_BAD:
+            self._check_active(run)  # raises, naming the job
         if status[0] != STATUS_DONE or status[1] >= 0:
-            self._finish(cand, m, status, True)
-        self._run_arr = None
+            self._finish(plan, m, status, True)
 
     def _apply_preemptive(
         self, run: IntArray, types: IntArray | None, ndev: IntArray | None
@@ -721,7 +830,9 @@ class _Run:
         """Plan which jobs run (by device count per type, in priority order), suspend the
         running jobs that are not kept where they are, reserve and start the others: one
         compiled call unless Python must place a gang or rate a placement."""
-        self._make_room()
+        self._fits -= 1  # self._make_room(), inline: this runs at every decision
+        if self._fits <= 0:
+            self._check_room()
         status = decide_preemptive(
             _contiguous(run),
             _EMPTY_I if ndev is None else _contiguous(ndev),
@@ -738,7 +849,6 @@ class _Run:
             )
         if status[0] != STATUS_DONE or status[1] >= 0:
             self._finish(self._plan, int(self.ctr[CTR_PLANNED]), status, False)
-        self._run_arr = None
 
     def _rearm_whole_steps(self, round_len: float) -> float:
         """Start a whole-step round: each running job may do ``floor(rate × round)`` units.
@@ -815,6 +925,7 @@ class _Run:
         self.drop[no_type] = DROP_NO_TYPE
         self.drop[~no_type & ~fits.any(axis=1)] = DROP_TOO_LARGE
         order = np.flatnonzero(self.drop == "")
+        self._prefill_rates(order)
         sub_arr = jobs.submit_time[order]
         sub = sub_arr.tolist()
         n_ok = len(order)
@@ -837,26 +948,41 @@ class _Run:
         completed = 0
         # plain-Python kernels while the run is short (clustersim.kernels.choose)
         switch_at = -1 if compiled_in_use() else kernels.COMPILE_AFTER_EVENTS
-        ctr, epoch = self.ctr, self.epoch
+        # the loop runs once per event batch: what it reads at each is bound to locals
+        ctr, epoch, busy, free, is_active = (
+            self.ctr,
+            self.epoch,
+            self.busy,
+            self.free,
+            self.is_active,
+        )
+        seg_times, seg_running, seg_queued = self.seg_t, self.seg_running, self.seg_queued
+        busy_rows = self.seg_busy
+        preemptive, schedule, apply = policy.preemptive, policy.schedule, self._apply
+        inf = math.inf
+        events = self.events
         while True:
-            t_arr = sub[ai] if ai < n_ok else np.inf
+            t_arr = sub[ai] if ai < n_ok else inf
             t_fin, t_mark = next_times(self.heap_t, self.heap_je, ctr, epoch)
-            has_active = self.n_active > 0
-            t_round = next_round if (has_active or t_arr <= next_round) else np.inf
-            t_next = min(t_arr, t_fin, t_round, min(wake, t_mark) if has_active else np.inf)
-            if t_next == np.inf or t_next > until:
+            n_active = self.n_active
+            if n_active:
+                t_next = min(t_arr, t_fin, next_round, wake, t_mark)
+            else:
+                t_next = min(t_arr, t_fin, next_round if t_arr <= next_round else inf)
+            if t_next == inf or t_next > until:
                 break
             self.now = t_next
-            self.events += 1
-            if self.events == switch_at:
-                choose(len(jobs), self.events)
+            events += 1
+            self.events = events
+            if events == switch_at:
+                choose(len(jobs), events)
             was_running = ctr[CTR_RUN] > 0
             changed = False
             # completions
             if t_fin <= t_next:
                 k_done = self._complete_due(t_next)
                 self._removed += k_done
-                self.n_active -= k_done
+                n_active -= k_done
                 completed += k_done
                 changed = True
             # arrivals
@@ -866,16 +992,18 @@ class _Run:
                 ai = hi
                 self.pending = n_ok - ai
                 if custom_admit:
+                    self.n_active = n_active
                     admit = np.asarray(policy.admit(self._state(), arriving), dtype=bool)
                     if admit.shape != arriving.shape:
                         raise SimulationError(f"policy {policy.name!r}: admit() gave a wrong shape")
                     self.drop[arriving[~admit]] = DROP_REJECTED
                     arriving = arriving[admit]
-                self.is_active[arriving] = True
+                is_active[arriving] = True
                 self._added.append(arriving)
-                self.n_active += len(arriving)
+                n_active += len(arriving)
                 changed = changed or len(arriving) > 0
-            at_round = bool(round_s) and t_next >= next_round
+            self.n_active = n_active
+            at_round = t_next >= next_round  # next_round is inf without rounds
             if relative and not ctr[CTR_RUN] and (changed or was_running):
                 # Gavel-style rounds: an idle cluster starts a round at once, and a round
                 # whose jobs have all finished ends there
@@ -883,28 +1011,27 @@ class _Run:
             if at_round:
                 self.round_index += 1
                 if relative:
-                    next_round = np.inf
+                    next_round = inf
                 else:  # next boundary of the fixed grid strictly after now
                     k = np.floor((t_next - self.opt.round_origin) / round_len) + 1
                     next_round = self.opt.round_origin + k * round_len
             at_wake = t_next >= wake
             if at_wake:
-                wake = np.inf
+                wake = inf
             due = self._pop_marks(t_next) if t_next >= t_mark else -1
             if due >= 0:
                 at_wake = True
-            call = at_round or at_wake or (changed and not relative)
-            if call and self.n_active:
+            if (at_round or at_wake or (changed and not relative)) and self.n_active:
                 if (
-                    not policy.preemptive
+                    not preemptive
                     and not at_round
-                    and (not self.free.any() or ctr[CTR_RUN] == self.n_active)
+                    and (not any(free.tolist()) or ctr[CTR_RUN] == self.n_active)
                 ):
                     pass  # nothing can start: skip the policy call
                 else:
-                    d = policy.schedule(self._state())
-                    self._apply(d)
-                    wake = np.inf
+                    d = schedule(self._state())
+                    apply(d)
+                    wake = inf
                     if d.wake_at is not None and d.wake_at > t_next:
                         wake = float(d.wake_at)
             if due > 0:
@@ -915,15 +1042,15 @@ class _Run:
                 else:
                     next_round = t_next + round_len
             # record the segment that starts now
-            self.seg_t.append(t_next)
-            if self.events > len(self.seg_busy):
-                self.seg_busy = np.concatenate([self.seg_busy, np.zeros_like(self.seg_busy)])
-            self.seg_busy[self.events - 1] = self.busy
+            seg_times.append(t_next)
+            if events > len(busy_rows):
+                busy_rows = self.seg_busy = np.concatenate([busy_rows, np.zeros_like(busy_rows)])
+            busy_rows[events - 1] = busy
             nr = int(ctr[CTR_RUN])
-            self.seg_running.append(nr)
-            self.seg_queued.append(self.n_active - nr)
-            if progress is not None and self.events % every == 0:
-                progress(Progress(t_next, self.events, ai, completed, n_ok))
+            seg_running.append(nr)
+            seg_queued.append(self.n_active - nr)
+            if progress is not None and events % every == 0:
+                progress(Progress(t_next, events, ai, completed, n_ok))
         if progress is not None:
             progress(Progress(self.now, self.events, ai, completed, n_ok))
         # close the timeline
@@ -931,7 +1058,8 @@ class _Run:
         self.sync()
         self.sync_types()
         n_st = int(ctr[CTR_STINTS])
-        st_i, st_f = [self.st_i[:, :n_st]], [self.st_f[:, :n_st]]
+        st_i = [*(a for a, _ in self._st_done), self.st_i[:, :n_st]]
+        st_f = [*(b for _, b in self._st_done), self.st_f[:, :n_st]]
         for jj in np.sort(self.running_jobs()).tolist():  # stints still open at the end
             o, k = int(self.ji[JI_SLOT, jj]), int(self.ji[JI_PLACED, jj])
             st_i.append(np.stack([np.full(k, jj), *self.slots[:, o : o + k]]))
@@ -1000,6 +1128,7 @@ def warm_up() -> None:
         ("fifo", "yarn"),
         ("tiresias", "first-fit"),
         ("gavel-las", "consolidate"),
+        ("las", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
     # Gavel's whole-step rounds (--compat gavel)
@@ -1009,7 +1138,7 @@ def warm_up() -> None:
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)
     # paths those runs may not take: a policy dropping running jobs, heap compaction,
-    # pushes of whole-step rounds (a stale entry, then compacted away)
+    # pushes of whole-step rounds (a stale entry, then compacted away), rating starts
     run = _Run(
         jobs, cluster, make_policy("fifo"), make_placement("consolidate"), rates, EngineOptions()
     )
@@ -1034,6 +1163,23 @@ def warm_up() -> None:
     )
     heap_push(run.heap_t, run.heap_je, run.ctr, HEAP_FINISH, 0.0, 0, -1)
     run._compact(HEAP_FINISH)
+    # starts rated by the performance model during the run (the rates of most are in the
+    # cache before it starts): none here, the call compiles the kernel
+    start_jobs(
+        0.0,
+        run.marks,
+        run.jf,
+        run.ji,
+        run.jb,
+        run.slots,
+        run.s_i,
+        run.s_nc,
+        run.s_f,
+        run.run_order,
+        run.heap_t,
+        run.heap_je,
+        run.ctr,
+    )
 
 
 _A = TypeVar("_A", bound="np.ndarray[Any, Any]")
@@ -1047,8 +1193,10 @@ def _grown(a: _A, size: int) -> _A:
 
 
 def _contiguous(a: IntArray) -> IntArray:
-    """``a`` as a writeable C-contiguous int64 array (one compiled kernel signature)."""
-    if a.flags.c_contiguous and a.flags.writeable and a.dtype == np.int64:
+    """``a`` as a writeable C-contiguous int64 array (one compiled kernel signature); a
+    read-only array, such as a view of the engine's own, is copied."""
+    flags = a.flags  # (a new object at each access)
+    if flags.c_contiguous and flags.writeable and a.dtype == _I64:
         return a
     return np.array(a, dtype=np.int64)
 

@@ -325,13 +325,17 @@ def plan_preemptive(
             break
     n_stop = 0
     if bad < 0:
+        # every kept job runs, so this pass also clears the marks of the kept ones
         for r_j in running_jobs:
             if mark[r_j] != 1:
                 stop[n_stop] = r_j
                 n_stop += 1
+            else:
+                mark[r_j] = 0
         stop[:n_stop].sort()
-    for i in range(n_kept):
-        mark[kept[i]] = 0
+    else:
+        for i in range(n_kept):
+            mark[kept[i]] = 0
     for i in range(n_go):
         mark[go_job[i]] = 0
     return n_go, n_kept, n_stop, bad, why
@@ -768,6 +772,8 @@ def stop_jobs(
     epoch is bumped (its heap entries go stale) and it leaves ``run_order``, whose other
     entries keep their order. The other arguments are the engine's packed state (see above).
     """
+    if len(js) == 0:  # (a decision that suspends nothing: run_order stays as it is)
+        return
     n_st = ctr[CTR_STINTS]
     node_free = nodes_i[NODE_FREE]
     node_group = nodes_i[NODE_GROUP]
@@ -1332,6 +1338,169 @@ def reserve_and_start(
 
 
 @_compiled
+def decide_greedy(
+    run: IntArray,
+    nds: IntArray,
+    types: IntArray,
+    blocking: bool,
+    placing: int,
+    now: float,
+    rate: FloatArray,
+    marks: FloatArray,
+    mark: Int8Array,
+    plan: IntArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    nodes_i: IntArray,
+    nodes_f: FloatArray,
+    oversub: FloatArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    type_off: IntArray,
+    slots: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    rc_i: IntArray,
+    rc_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> tuple[int, int, int]:
+    """Apply a greedy (non-preemptive) decision: check that every listed job is active, write
+    the candidates to ``plan`` (rows job, wanted type, devices) and :func:`reserve_and_start`
+    them with ``greedy``.
+
+    Parameters
+    ----------
+    run : (m,) int64
+        Jobs to start, in order.
+    nds : (m,) or (0,) int64
+        Devices per listed job; empty: each job's gang (``ji[JI_GANG]``).
+    types : (m,) or (0,) int64
+        Wanted type per listed job, -1 for the engine's choice; empty: all -1.
+    plan : (>= 3, >= m) int64
+        Out: the candidates, as :func:`reserve_and_start` takes them (and the caller resumes
+        it with).
+    Others
+        The engine's packed state (see above).
+
+    Returns
+    -------
+    (status, a, b)
+        ``(STATUS_BAD, job, BAD_INACTIVE)`` for the first listed job that is not active
+        (nothing changed), else as :func:`reserve_and_start` returns.
+    """
+    m = len(run)
+    use_nds = len(nds) == m
+    use_types = len(types) == m
+    for i in range(m):
+        j = run[i]
+        if not jb[JB_ACTIVE, j]:
+            return STATUS_BAD, j, BAD_INACTIVE
+        plan[0, i] = j
+        plan[1, i] = types[i] if use_types else -1
+        plan[2, i] = nds[i] if use_nds else ji[JI_GANG, j]
+    return reserve_and_start(
+        plan,
+        m,
+        0,
+        True,
+        blocking,
+        placing,
+        now,
+        rate,
+        marks,
+        mark,
+        jf,
+        ji,
+        jb,
+        nodes_i,
+        nodes_f,
+        oversub,
+        busy,
+        types_i,
+        type_off,
+        slots,
+        s_i,
+        s_nc,
+        s_f,
+        rc_i,
+        rc_f,
+        run_order,
+        heap_t,
+        heap_je,
+        ctr,
+    )
+
+
+@_compiled
+def queued_head(a: IntArray, is_active: BoolArray, running: BoolArray, limit: int) -> IntArray:
+    """The first ``limit`` jobs of ``a`` (k,) int64 that are active and not running, in the
+    order of ``a`` (a new array)."""
+    out = np.empty(max(0, min(limit, len(a))), dtype=np.int64)
+    k = 0
+    for j in a:
+        if k == len(out):
+            break
+        if is_active[j] and not running[j]:
+            out[k] = j
+            k += 1
+    return out[:k]
+
+
+@_compiled
+def least_first(active: IntArray, key: FloatArray, order: IntArray, k: int, mark: Int8Array) -> int:
+    """Order the ``active`` jobs (k', ascending) by ``key`` (n,) float64 ascending, ties to the
+    lower job index, starting from a previous order: a stable sort, cheap when the order
+    changes little between calls (least-attained-service policies).
+
+    ``order[:k]`` (n,) int64 holds the previous order on entry; its jobs no longer active are
+    dropped, the active jobs not in it are appended (ascending) and the whole is sorted in
+    place by insertion, or by a merge sort once the insertions have moved more than a few
+    entries per job. ``mark`` (n,) int8 is scratch, all zero on entry and on return; ``key``
+    holds no ``nan``. Returns how many jobs ``order`` now lists (``len(active)``).
+    """
+    for j in active:
+        mark[j] = 1
+    m = 0
+    for i in range(k):
+        j = order[i]
+        if mark[j] == 1:
+            order[m] = j
+            m += 1
+            mark[j] = 2
+    for j in active:
+        if mark[j] == 1:
+            order[m] = j
+            m += 1
+        mark[j] = 0
+    budget = 8 * m + 64  # entries moved before the insertion sort gives up
+    moved = 0
+    for i in range(1, m):
+        j = order[i]
+        x = key[j]
+        p = i - 1
+        while p >= 0 and (key[order[p]] > x or (key[order[p]] == x and order[p] > j)):
+            order[p + 1] = order[p]
+            p -= 1
+        order[p + 1] = j
+        moved += i - 1 - p
+        if moved > budget:
+            keys = np.empty(m)
+            # stable: ties keep their order, which is by job index ascending once sorted;
+            # sort by index first so that this holds whatever came before
+            order[:m].sort()
+            for q in range(m):
+                keys[q] = key[order[q]]
+            order[:m] = order[:m][np.argsort(keys, kind="mergesort")]
+            break
+    return m
+
+
+@_compiled
 def decide_preemptive(
     run: IntArray,
     nds: IntArray,
@@ -1809,12 +1978,24 @@ def tiresias_order(
             pos[j] = counters[0]
             # at the front: appending to the list read backwards
             _tq_append(j, q, 1, qid, blk, prv, nxt, tail, head)
-    # ... started ones to the end of their running block, in list order
+    # ... started ones to the end of their running block, in list order; the same pass
+    # notes the running jobs that step 4 may demote in ``order`` (free until step 5): those
+    # due now (the steps between change neither the queue nor the service of a job already
+    # queued) and those not seen yet (step 3 may queue them)
     ns = 0
+    n_dem = 0
     for j in running_jobs:
-        if qid[j] >= 0 and blk[j] == 1:
-            buf[ns] = j
-            ns += 1
+        q = qid[j]
+        if q >= 0:
+            if blk[j] == 1:
+                buf[ns] = j
+                ns += 1
+            if q < nq - 1 and attained[j] - off[j] + eps >= thr[q]:
+                order[n_dem] = j
+                n_dem += 1
+        elif q == TIRESIAS_UNSEEN:
+            order[n_dem] = j
+            n_dem += 1
     _tq_sort(buf, ns, qid, pos)
     for i in range(ns):
         j = buf[i]
@@ -1847,14 +2028,15 @@ def tiresias_order(
         j += 1
     # 4. demotions (running jobs), then promotions (waiting ones), each in index order
     ns = 0
-    for j in running_jobs:
+    for i in range(n_dem):
+        j = order[i]
         q = qid[j]
         if q >= 0 and q < nq - 1 and attained[j] - off[j] + eps >= thr[q]:
-            buf[ns] = j
+            order[ns] = j
             ns += 1
-    buf[:ns].sort()
+    order[:ns].sort()
     for i in range(ns):
-        j = buf[i]
+        j = order[i]
         s = attained[j] - off[j]
         to = qid[j] + 1
         if not sim_timing:

@@ -55,7 +55,8 @@ class StateSource(Protocol):
         """The first ``limit`` queued jobs, ascending, without building the whole set."""
 
     def running_jobs(self) -> IntArray:
-        """The running jobs, in no particular order (the engine's own array: read only)."""
+        """The running jobs, in no particular order (the engine's own array: read only; if
+        it is flagged so, the view hands it out as it is)."""
 
     def sync_types(self) -> None:
         """Bring ``type_time`` up to ``now``."""
@@ -115,6 +116,9 @@ class State:
         Wall-clock seconds the job has held devices (lazy).
     type_time : (n, n_types) float64
         Wall-clock seconds the job has held devices of each type (lazy).
+    snapshot : int
+        Which snapshot of the run this view shows: the engine reuses one view per run,
+        :meth:`renew` ing it for each decision, so ``(view, snapshot)`` names a snapshot.
     """
 
     def __init__(
@@ -169,6 +173,25 @@ class State:
         self._source = source
         self._synced: set[str] | None = None if source is None else set()
         self._synced_types = source is None
+        self.snapshot = 0
+
+    def renew(self, now: float, round_index: int, n_running: int, pending: int) -> None:
+        """Make this view the one of a new snapshot of the same engine (the engine's use:
+        its arrays are live, so only the scalars and the lazy parts change; building a new
+        view at every decision costs more than the decision of a simple policy).
+
+        ``snapshot`` counts the renewals: a policy that remembers its answer to a view (to
+        answer the same when asked twice about one snapshot) compares it too.
+        """
+        self.now = now
+        self.round_index = round_index
+        self.n_running = n_running
+        self.pending = pending
+        if self._source is not None:  # a view without an engine keeps what it was given
+            self._active = None
+            self._synced = set()
+            self._synced_types = False
+        self.snapshot += 1
 
     def _sync(self, field: str) -> None:
         if self._synced is not None and field not in self._synced:
@@ -200,7 +223,10 @@ class State:
         ``active[running[active]]``.
         """
         if self._source is not None and self._active is None:
-            r = self._source.running_jobs().view()
+            r = self._source.running_jobs()
+            if not r.flags.writeable:  # the engine's own read-only view
+                return r
+            r = r.view()
         else:
             r = self.active[self.running[self.active]]
         r.flags.writeable = False
@@ -213,7 +239,9 @@ class State:
 
     @property
     def attained(self) -> FloatArray:
-        self._sync("attained")
+        synced = self._synced
+        if synced is not None and "attained" not in synced:  # self._sync, inline
+            self._sync("attained")
         return self._attained
 
     @property

@@ -37,5 +37,5 @@ class FIFO(Policy):
     def schedule(self, state: State) -> Decision:
         if self.blocking:
             # each start takes at least one device, so the head of the queue is enough
-            return Decision(run=state.queued(limit=int(state.free.sum()) + 1))
+            return Decision(run=state.queued(limit=sum(state.free.tolist()) + 1))
         return Decision(run=state.queued())

@@ -124,6 +124,7 @@ class Tiresias(Policy):
             | (TQ_PREDICT if self._predict else 0)
         )
         self._n = -1
+        self._last: tuple[State, int, Decision] | None = None  # (view, snapshot, answer)
 
     def params(self) -> dict[str, object]:
         return {
@@ -134,7 +135,7 @@ class Tiresias(Policy):
 
     def reset(self, rng: np.random.Generator) -> None:
         self._n = -1
-        self._last: tuple[State, Decision] | None = None
+        self._last = None
 
     def _allocate(self, n: int, n_types: int) -> None:
         nq = len(self._thr) + 1
@@ -143,20 +144,21 @@ class Tiresias(Policy):
         self._mem[TQ_QID] = TIRESIAS_UNSEEN
         self._mem[TQ_NXT] = -1
         self._mem[TQ_PRV] = -1
+        self._order = self._mem[TQ_ORDER]
         self._ends = np.full(4 * nq + 3 + n_types, -1, dtype=np.int64)
         self._ends[4 * nq : 4 * nq + 2] = 0  # lowest and highest position given
         self._fmem = np.zeros((2, n))
         self._now = 0.0
 
     def schedule(self, state: State) -> Decision:
-        last = getattr(self, "_last", None)
-        if last is not None and last[0] is state:
-            return last[1]
-        if self._n != len(state.jobs):
-            self._allocate(len(state.jobs), len(state.capacity))
-        elapsed = state.now - self._now if self._now <= state.now else 0.0
-        self._now = state.now
-        jobs = state.jobs
+        last = self._last
+        if last is not None and last[0] is state and last[1] == state.snapshot:
+            return last[2]
+        jobs, now = state.jobs, float(state.now)
+        if self._n != len(jobs.submit_time):
+            self._allocate(len(jobs.submit_time), len(state.capacity))
+        elapsed = now - self._now if self._now <= now else 0.0
+        self._now = now
         k, wake = tiresias_order(
             state.running_jobs(),
             state.is_active,
@@ -167,8 +169,8 @@ class Tiresias(Policy):
             state.rate,
             state.alloc_type,
             state.capacity,
-            float(state.now),
-            float(elapsed),
+            now,
+            elapsed,
             self._thr,
             self._knob,
             self._flags,
@@ -177,8 +179,8 @@ class Tiresias(Policy):
             self._fmem,
         )
         d = Decision(
-            run=self._mem[TQ_ORDER, :k].copy(),
+            run=self._order[:k].copy(),
             wake_at=float(wake) if self._predict and wake < np.inf else None,
         )
-        self._last = (state, d)
+        self._last = (state, state.snapshot, d)
         return d

@@ -376,3 +376,153 @@ def test_dropping_stale_heap_entries_changes_no_result(monkeypatch: pytest.Monke
     assert with_compaction.preemptions.tolist() == without.preemptions.tolist()
     assert with_compaction.seg_t.tobytes() == without.seg_t.tobytes()
     assert with_compaction.preemptions[:2].tolist() == [0, 1500]
+
+
+def test_each_decision_sees_a_new_snapshot_of_one_view() -> None:
+    """The engine renews one view per run: each call sees the current time and counts, a new
+    ``snapshot`` number, and the dynamic arrays brought up to that time."""
+    seen: list[tuple[int, int, float, int, float]] = []
+
+    class Probe(Policy):
+        name = "probe"
+        preemptive = True
+
+        def schedule(self, state: State) -> Decision:
+            a = state.active
+            seen.append(
+                (id(state), state.snapshot, state.now, state.n_running, float(state.attained[0]))
+            )
+            assert state.n_running == int(state.running[a].sum())
+            return Decision(run=a)
+
+    finish(Probe(), table=jobs([(0, 1, 10), (2, 1, 4), (3, 2, 1)]))
+    assert len(seen) >= 3 and len({v for v, *_ in seen}) == 1
+    snaps = [s for _, s, *_ in seen]
+    assert snaps == sorted(set(snaps))
+    # job 0 runs alone on 1 of 2 GPUs from 0: its service at each call is the time so far
+    assert [att for *_, now, _, att in seen if now <= 3] == [0.0, 2.0, 3.0]
+
+
+def test_tiresias_answers_each_snapshot_of_a_renewed_view_anew() -> None:
+    """Tiresias remembers its answer to a view (so that asked twice about one snapshot it
+    answers the same): a renewed view is a new snapshot, asked about afresh."""
+    t = jobs([(0, 1, 100), (0, 1, 100)])
+    pol = make_policy("tiresias", thresholds=(10.0,))
+    pol.reset(np.random.default_rng(0))
+    n = len(t)
+    st = State(
+        now=0.0,
+        jobs=t,
+        cluster=ONE_GPU,
+        active=np.arange(n),
+        running=np.zeros(n, bool),
+        alloc_type=np.full(n, -1),
+        alloc_n=np.zeros(n, np.int64),
+        rate=np.ones((n, 1)),
+        first_start=np.full(n, np.nan),
+        last_start=np.full(n, np.nan),
+        preemptions=np.zeros(n, np.int64),
+        free=np.array([1]),
+        capacity=np.array([1]),
+        remaining=np.full(n, 100.0),
+        attained=np.zeros(n),
+        executed=np.zeros(n),
+        type_time=np.zeros((n, 1)),
+    )
+    first = pol.schedule(st)
+    assert pol.schedule(st) is first  # the same snapshot: the same answer
+    st.renew(0.0, 0, 0, 0)
+    assert pol.schedule(st) is not first
+
+
+@pytest.mark.parametrize("preemptive", [True, False])
+def test_a_decision_handing_back_the_running_set_is_applied_from_a_copy(
+    preemptive: bool,
+) -> None:
+    """``State.running_jobs()`` is a read-only view of the engine's own array; a decision that
+    hands it back (reordered) is applied as the same list copied would be, although applying
+    it rewrites that array."""
+
+    def policy(copy: bool) -> Policy:
+        class Keep(Policy):
+            name = "keep"
+
+            def schedule(self, state: State) -> Decision:
+                r = state.running_jobs()
+                if len(r) > 1:
+                    back = r[::-1]
+                    return Decision(run=back.copy() if copy else back)
+                return Decision(run=state.active if preemptive else state.queued())
+
+        Keep.preemptive = preemptive
+        return Keep()
+
+    table = jobs([(0, 1, 10), (0, 1, 4), (1, 1, 3), (2, 2, 1), (3, 1, 2)])
+    a = finish(policy(False), table=table, cl=cluster([("A", 3)]))
+    b = finish(policy(True), table=table, cl=cluster([("A", 3)]))
+    assert a.finish.tobytes() == b.finish.tobytes()
+    assert a.preemptions.tolist() == b.preemptions.tolist()
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "las"])
+@pytest.mark.parametrize("where", ["consolidate", "spread"])
+def test_rating_placements_before_the_run_changes_no_result(
+    policy: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the run, the engine rates in one call of the performance model every placement
+    a multi-device job can meet (each type, each link: intra-node, NIC, NIC over a rack's
+    oversubscription); the run then finds them in its cache. Rating each placement when it
+    is first met instead gives the same run, bit for bit, with many more calls."""
+    import dataclasses
+
+    from clustersim.perf import JobRates, PerformanceModel
+    from clustersim.presets import preset
+    from clustersim.synth import gavel_model, generate
+    from scheduling.registry import make_placement
+
+    base = preset("gavel-testbed")  # 3 types, a rack of 5 nodes each: make the links differ
+    cl = dataclasses.replace(
+        base,
+        node_rack=np.arange(len(base.node_type)) % 3,
+        node_nic_gbps=np.where(np.arange(len(base.node_type)) % 2, 100.0, 40.0),
+        rack_oversub=np.array([1.0, 2.0, 3.0]),
+    )
+    t = generate(gavel_model(), n_jobs=150, seed=4)
+    assert (t.num_gpus > 1).sum() >= 20
+    rates = PerformanceModel().prepare(t, cl)
+    calls: list[int] = []
+    real = JobRates.placement_rate
+
+    def counting(self, jobs, types, ndev, link_gbs):  # type: ignore[no-untyped-def]
+        calls.append(len(jobs))
+        return real(self, jobs, types, ndev, link_gbs)
+
+    monkeypatch.setattr(JobRates, "placement_rate", counting)
+
+    def run():  # type: ignore[no-untyped-def]
+        calls.clear()
+        r = simulate(t, cl, make_policy(policy), make_placement(where), rates=rates)
+        return r, len(calls)
+
+    ahead, n_ahead = run()
+    monkeypatch.setattr(engine._Run, "_prefill_rates", lambda self, js: None)
+    lazy, n_lazy = run()
+    assert n_lazy > 5 * n_ahead  # (a start on fewer devices than its gang still asks)
+    for field in ("finish", "first_start", "attained", "type_time", "preemptions", "migrations"):
+        assert getattr(ahead, field).tobytes() == getattr(lazy, field).tobytes(), field
+    assert ahead.seg_t.tobytes() == lazy.seg_t.tobytes()
+    assert ahead.stints.end.tobytes() == lazy.stints.end.tobytes()
+
+
+def test_stints_are_whole_and_in_order_when_they_outgrow_their_first_array() -> None:
+    """Stints (one row per node each time a job releases devices) outgrow their first array on
+    a trace with many preemptions; the engine then goes on in new ones. The result still
+    lists every stint, in the order they ended, and they add up to each job's service."""
+    rows = [(0.0, 1, 3000.0), (0.0, 1, 5000.0)] + [(float(i), 1, 0.5) for i in range(1, 1501)]
+    t = jobs(rows, priority=[9, 1] + [5] * 1500)
+    r = finish(make_policy("priority"), t)
+    st = r.stints
+    assert len(st.job) > 4 * 2 + 1024  # past the first array's rows
+    assert (np.diff(st.end) >= 0).all()
+    held = np.bincount(st.job, weights=st.devices * (st.end - st.start), minlength=len(rows))
+    assert np.allclose(held, r.attained, rtol=0, atol=1e-6)

@@ -305,8 +305,8 @@ def replay(sc: dict[str, Any]) -> tuple[_Run, list[dict[str, object]]]:
         d = np.array(order, dtype=np.int64)
         if sc["preemptive"]:
             run._apply_preemptive(d, None, None)
-        else:
-            run._apply_greedy(d, None, run.jobs.num_gpus[d])
+        else:  # device counts given, or each job's gang by default: the same
+            run._apply_greedy(d, None, run.jobs.num_gpus[d] if len(seen) % 2 else None)
         seen.append(snapshot(run))
     return run, seen
 
@@ -339,8 +339,8 @@ def test_decisions_do_what_the_naive_model_does(sc: dict[str, Any]) -> None:
         if sc["preemptive"]:
             run._apply_preemptive(d, None, None)
             model.preemptive(order, now)
-        else:
-            run._apply_greedy(d, None, run.jobs.num_gpus[d])
+        else:  # device counts given, or each job's gang by default: the same
+            run._apply_greedy(d, None, run.jobs.num_gpus[d] if dt % 2 else None)
             model.greedy(order, now)
         assert run.running_jobs().tolist() == model.order
         assert run.node_free.tolist() == model.node_free

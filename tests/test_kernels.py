@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from clustersim import engine, kernels
 from clustersim.engine import simulate
 from clustersim.kernels import BAD_INACTIVE, BAD_TWICE, best_fit_node, plan_preemptive
-from scheduling import placement, tiresias
+from scheduling import las, placement, tiresias
 from scheduling.base import SERVICE_EPS
 from scheduling.registry import make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs, yarn_reference
@@ -337,11 +337,19 @@ def test_the_switch_calls_the_compiled_or_the_plain_code() -> None:
     call goes to numba's dispatcher or to the source, as the switch says."""
     seen = {
         name
-        for module in (engine, tiresias, placement)
+        for module in (engine, tiresias, placement, las)
         for name, value in vars(module).items()
         if isinstance(value, kernels.Kernel)
     }
-    assert seen >= {"decide_preemptive", "reserve_and_start", "sync_packed", "tiresias_order"}
+    assert seen >= {
+        "decide_greedy",
+        "decide_preemptive",
+        "least_first",
+        "queued_head",
+        "reserve_and_start",
+        "sync_packed",
+        "tiresias_order",
+    }
     for name, kernel in kernels.kernels().items():
         assert getattr(kernels, name) is kernel
         assert type(kernel).__call__ is kernel.dispatcher  # compiled here (fixture)
@@ -587,9 +595,9 @@ def test_warm_up_compiles_every_kernel() -> None:
         pytest.fail("numba is a pinned dependency: the compiled kernels must be in use")
     code = (
         "from clustersim import engine, kernels\n"
-        "from scheduling import gavel, placement, tiresias\n"
+        "from scheduling import gavel, las, placement, tiresias\n"
         "engine.warm_up()\n"
-        "mods = (engine, placement, tiresias, gavel)\n"
+        "mods = (engine, placement, tiresias, gavel, las)\n"
         "ks = {k for m in mods for k in dir(m) if hasattr(getattr(m, k), 'py_func')}\n"
         "print(len(ks), sorted(k for k in ks if not getattr(kernels, k).signatures))\n"
     )
@@ -892,3 +900,53 @@ def test_rearm_whole_steps_is_the_numpy_round(seed: int, compiled: bool) -> None
         )
     )
     assert pushed == sorted(zip(fin[done].tolist(), j[done].tolist(), strict=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    limit=st.integers(-1, 12),
+    width=st.integers(0, 20),
+    compiled=st.booleans(),
+)
+def test_queued_head_is_the_first_queued_jobs_in_order(
+    seed: int, limit: int, width: int, compiled: bool
+) -> None:
+    """The head of the queue a greedy policy asks for (``State.queued(limit)``): the first
+    ``limit`` listed jobs that are active and not running, in the listed order."""
+    rng = np.random.default_rng(seed)
+    n = 20
+    a = np.sort(rng.choice(n, size=width, replace=False)).astype(np.int64)
+    is_active, running = rng.random(n) < 0.7, rng.random(n) < 0.4
+    fn = kernels.queued_head if compiled else kernels.queued_head.py_func
+    got = fn(a, is_active, running, limit)
+    want = [int(j) for j in a if is_active[j] and not running[j]][: max(limit, 0)]
+    assert got.dtype == np.int64 and got.tolist() == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**16), n=st.integers(0, 200), ties=st.booleans(), compiled=st.booleans()
+)
+def test_least_first_is_the_stable_sort_whatever_the_previous_order(
+    seed: int, n: int, ties: bool, compiled: bool
+) -> None:
+    """LAS's order: the active jobs by key, ties to the lower index, as a stable sort of the
+    ascending active jobs gives it, from any previous order (jobs gone, jobs new, any
+    shuffle; long shuffles take the merge sort)."""
+    rng = np.random.default_rng(seed)
+    key = rng.integers(0, 4, n).astype(float) if ties else rng.random(n) * 100
+    active = np.flatnonzero(rng.random(n) < 0.8).astype(np.int64)
+    prev = rng.permutation(n)[: int(rng.integers(0, n + 1))].astype(np.int64)
+    order = np.full(n, -1, dtype=np.int64)
+    order[: len(prev)] = prev
+    mark = np.zeros(n, dtype=np.int8)
+    fn = kernels.least_first if compiled else kernels.least_first.py_func
+    k = fn(active, key, order, len(prev), mark)
+    assert k == len(active)
+    assert order[:k].tolist() == active[np.argsort(key[active], kind="stable")].tolist()
+    assert not mark.any()
+    # and again from that order, after some keys grew (the usual case between two calls)
+    key[active[: len(active) // 2]] += rng.random(len(active) // 2) * 3
+    k = fn(active, key, order, k, mark)
+    assert order[:k].tolist() == active[np.argsort(key[active], kind="stable")].tolist()
