@@ -9,7 +9,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
 
 from api.representation import FastRepresentationMixin
 from planner import services
@@ -28,6 +29,33 @@ def _django_error(exc: DjangoValidationError) -> serializers.ValidationError:
     return serializers.ValidationError(exc.messages)
 
 
+class QueuedRunsLimitExceeded(APIException):
+    """429: the user has too many queued runs (``CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER``)."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_detail = "too many queued runs"
+    default_code = "queued_runs_limit"
+
+
+def queued_runs_limit(exc: services.QueuedRunsLimit) -> QueuedRunsLimitExceeded:
+    return QueuedRunsLimitExceeded(" ".join(exc.messages))
+
+
+class EditedFieldsMixin:
+    """``update`` saves only the fields the request edited (and ``updated``): a worker may be
+    writing the other columns of the same row (a workload's parse result) at the same time,
+    and a full save would write back what this request read before."""
+
+    def update(self, instance: Any, validated_data: dict[str, Any]) -> Any:
+        if not validated_data:
+            return instance
+        for attr, value in validated_data.items():
+            setattr(instance, attr, value)
+        instance.save(update_fields=[*validated_data, "updated"])
+        instance.refresh_from_db()  # answer with what the row holds now
+        return instance
+
+
 class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
     """A primary key among the requesting user's rows; others' look like missing ones."""
 
@@ -39,7 +67,9 @@ class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
 # -- accelerators -------------------------------------------------------------------------------
 
 
-class AcceleratorTypeSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+class AcceleratorTypeSerializer(
+    EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer
+):
     class Meta:
         model = AcceleratorType
         fields = (
@@ -121,7 +151,7 @@ class BuiltinAcceleratorSerializer(serializers.Serializer):
 # -- clusters -------------------------------------------------------------------------------------
 
 
-class ClusterSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+class ClusterSerializer(EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer):
     spec = serializers.JSONField(
         help_text="The simulator's cluster spec (see clustersim.spec): pools, racks, regions, "
         "accelerators."
@@ -197,7 +227,7 @@ class PresetSerializer(serializers.Serializer):
 # -- workloads ------------------------------------------------------------------------------------
 
 
-class WorkloadSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+class WorkloadSerializer(EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer):
     class Meta:
         model = Workload
         fields = (
@@ -488,6 +518,8 @@ class ExperimentCreateSerializer(serializers.Serializer):
     def create(self, validated_data: dict[str, Any]) -> Experiment:
         try:
             return services.create_experiment(self.context["request"].user, **validated_data)
+        except services.QueuedRunsLimit as exc:
+            raise queued_runs_limit(exc) from None
         except DjangoValidationError as exc:
             raise _django_error(exc) from None
 
