@@ -17,7 +17,7 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
-from planner import dispatch, parsing, runner, services
+from planner import dispatch, parsing, runner
 from planner.models import Experiment, Run, RunState, Workload, WorkloadStatus
 from tests.django.conftest import GAVEL_TRACE, PHILLY_SAMPLE
 
