@@ -98,12 +98,14 @@ class Stack:
         assert out.returncode == 0, out.stderr[-3000:]
         return out.stdout.strip()
 
-    def start(self, name: str, *cmd: str) -> subprocess.Popen[bytes]:
+    def start(
+        self, name: str, *cmd: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = (self.tmp / f"{name}.log").open("wb")
         proc = subprocess.Popen(
             cmd,
             cwd=ROOT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -111,7 +113,11 @@ class Stack:
         self.procs[name] = proc
         return proc
 
-    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
+    def start_worker(
+        self, name: str, roles: str = "", concurrency: int = 1
+    ) -> subprocess.Popen[bytes]:
+        """A worker serving the queues of ``roles`` (``sim``, ``parse``, ``housekeeping``,
+        comma-separated; blank: all three) of this stack's private queue prefix."""
         return self.start(
             name,
             str(BIN / "celery"),
@@ -119,13 +125,14 @@ class Stack:
             "config",
             "worker",
             "--concurrency",
-            "1",
+            str(concurrency),
             "--without-gossip",
             "--without-mingle",
             "--loglevel",
             "INFO",
             "-n",
             f"{name}@%h",
+            env={"CLUSTERSIM_WORKER_QUEUES": roles},
         )
 
     def kill(self, name: str, sig: int = signal.SIGTERM) -> None:
@@ -142,7 +149,9 @@ class Stack:
         path = self.tmp / f"{name}.log"
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
-    def up(self) -> None:
+    def up(self, workers: dict[str, str] | None = None) -> None:
+        """Database, web server, beat and the ``workers`` (name → roles; default: one worker
+        serving every queue)."""
         import psycopg
 
         with psycopg.connect(dbname="postgres", autocommit=True, **PG) as conn:
@@ -169,7 +178,8 @@ class Stack:
             "--schedule",
             str(self.tmp / "beat-schedule"),
         )
-        self.start_worker("worker1")
+        for name, roles in (workers or {"worker1": ""}).items():
+            self.start_worker(name, roles)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -189,10 +199,15 @@ class Stack:
 
     # -- HTTP --------------------------------------------------------------------------------
     def request(
-        self, method: str, path: str, body: bytes | None = None, ctype: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        ctype: str | None = None,
+        token: str = "",
     ) -> tuple[int, bytes, dict[str, str]]:
         req = urllib.request.Request(self.base + path, data=body, method=method)
-        req.add_header("Authorization", f"Token {self.token}")
+        req.add_header("Authorization", f"Token {token or self.token}")
         if ctype:
             req.add_header("Content-Type", ctype)
         try:
@@ -201,15 +216,16 @@ class Stack:
         except urllib.error.HTTPError as e:
             return e.code, e.read(), dict(e.headers)
 
-    def get(self, path: str) -> Any:
-        status, body, _ = self.request("GET", path)
+    def get(self, path: str, token: str = "") -> Any:
+        status, body, _ = self.request("GET", path, token=token)
         assert status == 200, (path, status, body[:500])
         return json.loads(body)
 
-    def post(self, path: str, data: dict[str, Any], expect: int) -> Any:
-        status, body, _ = self.request("POST", path, json.dumps(data).encode(), "application/json")
-        assert status == expect, (path, status, body[:1000])
-        return json.loads(body)
+    def post(self, path: str, data: dict[str, Any], expect: int, token: str = "") -> Any:
+        body = json.dumps(data).encode()
+        status, answer, _ = self.request("POST", path, body, "application/json", token)
+        assert status == expect, (path, status, answer[:1000])
+        return json.loads(answer)
 
     def upload(self, path: Path, name: str) -> Any:
         boundary = uuid.uuid4().hex
@@ -240,7 +256,8 @@ class Stack:
             if done(obj):
                 return obj
             if time.monotonic() > deadline:
-                logs = "\n".join(f"--- {n}\n{self.log(n)}" for n in ("worker1", "worker2", "beat"))
+                names = sorted({*self.procs, "worker1", "worker2", "beat"} - {"web"})
+                logs = "\n".join(f"--- {n}\n{self.log(n)}" for n in names)
                 pytest.fail(f"timed out waiting for {what or path}: {obj}\n{logs}")
             time.sleep(0.25)
 
