@@ -41,10 +41,11 @@ def queued_runs_limit(exc: services.QueuedRunsLimit) -> QueuedRunsLimitExceeded:
     return QueuedRunsLimitExceeded(" ".join(exc.messages))
 
 
+# no docstring: drf-spectacular would show it as the description of every serializer using it
 class EditedFieldsMixin:
-    """``update`` saves only the fields the request edited (and ``updated``): a worker may be
-    writing the other columns of the same row (a workload's parse result) at the same time,
-    and a full save would write back what this request read before."""
+    # ``update`` saves only the fields the request edited (and ``updated``): a worker may be
+    # writing the other columns of the same row (a workload's parse result) at the same time,
+    # and a full save would write back what this request read before.
 
     def update(self, instance: Any, validated_data: dict[str, Any]) -> Any:
         if not validated_data:

@@ -231,8 +231,8 @@ CLUSTERSIM_RUN_SOFT_TIME_LIMIT_S = env_int("CLUSTERSIM_RUN_SOFT_TIME_LIMIT_S", 3
 CLUSTERSIM_RUN_HARD_TIME_LIMIT_S = env_int("CLUSTERSIM_RUN_HARD_TIME_LIMIT_S", 3660)
 CLUSTERSIM_PARSE_SOFT_TIME_LIMIT_S = env_int("CLUSTERSIM_PARSE_SOFT_TIME_LIMIT_S", 900)
 CLUSTERSIM_PARSE_HARD_TIME_LIMIT_S = env_int("CLUSTERSIM_PARSE_HARD_TIME_LIMIT_S", 960)
-# memory a parse task may take beyond what its worker process held when the task started (an
-# address-space limit; past it the parse fails with the reason and the worker lives); 0: none
+# memory a parse task may allocate beyond what its worker process held when the task started (a
+# data-segment limit; past it the parse fails with the reason and the worker lives); 0: none
 CLUSTERSIM_PARSE_MAX_MEMORY_BYTES = env_int("CLUSTERSIM_PARSE_MAX_MEMORY_BYTES", 2 * 1024**3)
 CLUSTERSIM_HEARTBEAT_S = env_float("CLUSTERSIM_HEARTBEAT_S", 2.0)
 CLUSTERSIM_HEARTBEAT_THREAD = env_bool("CLUSTERSIM_HEARTBEAT_THREAD", True)
@@ -246,9 +246,10 @@ CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER = env_int("CLUSTERSIM_MAX_QUEUED_RUNS_PER_US
 # fair share (planner.dispatch): a user's runs sent to the simulation queue and not started yet;
 # the others wait in the database and are sent round-robin across users as runs start
 CLUSTERSIM_DISPATCH_PER_USER = env_int("CLUSTERSIM_DISPATCH_PER_USER", 2)
-# the sweeper (planner.tasks.sweep): how often beat runs it, and how long a message sent for a
-# queued run or a pending workload may go untaken before it counts as lost and is sent again
-# (a duplicate is harmless: claims are conditional)
+# the sweeper (planner.dispatch.sweep): how often beat runs it; a message sent for a queued run
+# or a pending workload counts as lost and is sent again when it was sent more than
+# CLUSTERSIM_STALE_AFTER_S ago and its queue is empty or something sent later has started, or
+# in any case after CLUSTERSIM_RESEND_AFTER_S (a duplicate is harmless: claims are conditional)
 CLUSTERSIM_SWEEP_EVERY_S = env_float("CLUSTERSIM_SWEEP_EVERY_S", 30.0)
 CLUSTERSIM_RESEND_AFTER_S = env_float("CLUSTERSIM_RESEND_AFTER_S", 3600.0)
 
