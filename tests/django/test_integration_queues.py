@@ -6,7 +6,8 @@ and Redis of the machine, a throwaway database and a private queue prefix (see
   worker's run goes back to "queued" although nothing else is running;
 - fair share: another user's single run starts after at most a few of the first user's many
   queued runs, on one simulation slot;
-- concurrent dispatchers on PostgreSQL keep exactly the per-user allowance in flight.
+- concurrent dispatchers on PostgreSQL keep exactly the per-user allowance in flight;
+- an upload that expands past the parse's memory bound fails, and the worker lives on.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tests.django.test_integration import (
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PER_USER = 2
+PARSE_MEMORY = 256 * 2**20
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +52,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         {
             "CLUSTERSIM_SWEEP_EVERY_S": "1",
             "CLUSTERSIM_DISPATCH_PER_USER": str(PER_USER),
+            "CLUSTERSIM_PARSE_MAX_MEMORY_BYTES": str(PARSE_MEMORY),
         }
     )
     try:
@@ -58,6 +61,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield s
     finally:
         s.down()
+        _drop_queues(s.env["CLUSTERSIM_CELERY_QUEUE"])
+
+
+def _drop_queues(prefix: str) -> None:
+    """Delete this stack's private queues (and kombu's bindings of them) from Redis."""
+    import redis
+
+    r = redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=2)
+    keys = list(r.scan_iter(match=f"*{prefix}*", count=1000))
+    if keys:
+        r.delete(*keys)
 
 
 def _poll(stack: Stack, path: str, done: Any, timeout: float, what: str, token: str = "") -> Any:
@@ -276,3 +290,23 @@ def test_concurrent_dispatchers_keep_exactly_the_allowance_in_flight(
     assert sent <= PER_USER
     assert r.llen(queue) == PER_USER
     stack.post(f"/api/v1/experiments/{exp['id']}/cancel/", {}, 200)
+
+
+def test_an_upload_that_expands_past_the_memory_bound_fails_and_the_worker_lives(
+    stack: Stack, tmp_path: Path
+) -> None:
+    import gzip
+
+    bomb = tmp_path / "bomb.csv.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:
+        chunk = b" " * 2**20
+        for _ in range(1024):  # 1 GiB of blanks, four times the bound, about 1 MB on disk
+            fh.write(chunk)
+    w = stack.upload(bomb, "bomb")
+    w = _poll(stack, f"/api/v1/workloads/{w['id']}/", _ready, 120, "the bomb to fail")
+    assert w["status"] == "failed", w
+    print("\nthe bomb:", w["error"])
+    assert stack.procs["housekeeping"].poll() is None  # the worker serving parse lives
+    ok = stack.upload(ROOT / "clustersim/data/demo/philly_sample.csv", "after the bomb")
+    ok = _poll(stack, f"/api/v1/workloads/{ok['id']}/", _ready, 60, "the next parse")
+    assert ok["status"] == "ready", ok["error"]
