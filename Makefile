@@ -23,21 +23,32 @@ DEPLOY_ENV := DJANGO_SETTINGS_MODULE=config.settings.production \
 	DJANGO_ALLOWED_HOSTS=clustersim.example DATABASE_URL=sqlite:///:memory:
 CHECK_ENV := DJANGO_SETTINGS_MODULE=config.settings.test
 
-# The embedded default: SQLite, a filesystem broker (no server) and a real Celery worker
-# (with beat for the stale-run reaper), the demo data, and the web app on 127.0.0.1:8000.
+# The embedded default: SQLite, a filesystem broker (no server), the demo data, the web app on
+# 127.0.0.1:8000 and three Celery workers, one per queue, so that none waits behind another:
+# simulations (2 slots), parsing (1 slot, memory-bounded) and housekeeping (the stale-run
+# reaper, the sweeper and the run dispatcher, with beat embedded to schedule them).
+CELERY_WORKER := $(BIN)/celery -A config worker --without-gossip --without-mingle --loglevel INFO
 run: install
 	$(MANAGE) migrate --noinput
 	$(MANAGE) planner demo
 	@mkdir -p var && rm -f var/celerybeat-schedule*  # only last-run times; a stale one can crash beat
 	@set -e; \
-	$(BIN)/celery -A config worker -B -s var/celerybeat-schedule --concurrency 2 \
-		--without-gossip --without-mingle --loglevel INFO --logfile var/worker.log & \
-	worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
+	CLUSTERSIM_WORKER_QUEUES=sim $(CELERY_WORKER) -n sim@%h --concurrency 2 \
+		--logfile var/worker-sim.log & \
+	sim=$$!; \
+	CLUSTERSIM_WORKER_QUEUES=parse $(CELERY_WORKER) -n parse@%h --concurrency 1 \
+		--max-memory-per-child 1048576 --logfile var/worker-parse.log & \
+	parse=$$!; \
+	CLUSTERSIM_WORKER_QUEUES=housekeeping $(CELERY_WORKER) -n housekeeping@%h --concurrency 1 \
+		-B -s var/celerybeat-schedule --logfile var/worker-housekeeping.log & \
+	housekeeping=$$!; \
+	trap 'kill $$sim $$parse $$housekeeping 2>/dev/null; wait $$sim $$parse $$housekeeping 2>/dev/null' \
+		EXIT INT TERM; \
 	echo ""; \
 	echo "clustersim: http://127.0.0.1:8000  (sign in as demo / demo)"; \
 	echo "  API token for demo: $$($(MANAGE) planner token demo)  (header: Authorization: Token ...)"; \
-	echo "  API docs: http://127.0.0.1:8000/api/docs/   worker log: var/worker.log"; \
+	echo "  API docs: http://127.0.0.1:8000/api/docs/"; \
+	echo "  worker logs: var/worker-sim.log, var/worker-parse.log, var/worker-housekeeping.log"; \
 	echo ""; \
 	$(MANAGE) runserver 127.0.0.1:8000 --noreload
 

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
 
 from api.representation import FastRepresentationMixin
@@ -28,6 +28,34 @@ from planner.models import (
 
 def _django_error(exc: DjangoValidationError) -> serializers.ValidationError:
     return serializers.ValidationError(exc.messages)
+
+
+class QueuedRunsLimitExceeded(APIException):
+    """429: the user has too many queued runs (``CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER``)."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_detail = "too many queued runs"
+    default_code = "queued_runs_limit"
+
+
+def queued_runs_limit(exc: services.QueuedRunsLimit) -> QueuedRunsLimitExceeded:
+    return QueuedRunsLimitExceeded(" ".join(exc.messages))
+
+
+# no docstring: drf-spectacular would show it as the description of every serializer using it
+class EditedFieldsMixin:
+    # ``update`` saves only the fields the request edited (and ``updated``): a worker may be
+    # writing the other columns of the same row (a workload's parse result) at the same time,
+    # and a full save would write back what this request read before.
+
+    def update(self, instance: Any, validated_data: dict[str, Any]) -> Any:
+        if not validated_data:
+            return instance
+        for attr, value in validated_data.items():
+            setattr(instance, attr, value)
+        instance.save(update_fields=[*validated_data, "updated"])
+        instance.refresh_from_db()  # answer with what the row holds now
+        return instance
 
 
 class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
@@ -63,7 +91,9 @@ class NameTaken(APIException):
         super().__init__({"name": [message]})
 
 
-class AcceleratorTypeSerializer(StrictInput, FastRepresentationMixin, serializers.ModelSerializer):
+class AcceleratorTypeSerializer(
+    StrictInput, EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer
+):
     fp16_tflops = PositiveFloatField(help_text="dense FP16/BF16 peak, TFLOPS")
     memory_gb = PositiveFloatField()
     memory_bw_tbs = PositiveFloatField(help_text="memory bandwidth, TB/s")
@@ -146,7 +176,9 @@ class BuiltinAcceleratorSerializer(serializers.Serializer):
 # -- clusters -------------------------------------------------------------------------------------
 
 
-class ClusterSerializer(StrictInput, FastRepresentationMixin, serializers.ModelSerializer):
+class ClusterSerializer(
+    StrictInput, EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer
+):
     spec = serializers.JSONField(
         help_text="The simulator's cluster spec (see clustersim.spec): pools, racks, regions, "
         "accelerators."
@@ -233,7 +265,9 @@ class PresetSerializer(serializers.Serializer):
 # -- workloads ------------------------------------------------------------------------------------
 
 
-class WorkloadSerializer(StrictInput, FastRepresentationMixin, serializers.ModelSerializer):
+class WorkloadSerializer(
+    StrictInput, EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer
+):
     class Meta:
         model = Workload
         fields = (
@@ -566,6 +600,8 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
     def create(self, validated_data: dict[str, Any]) -> Experiment:
         try:
             return services.create_experiment(self.context["request"].user, **validated_data)
+        except services.QueuedRunsLimit as exc:
+            raise queued_runs_limit(exc) from None
         except DjangoValidationError as exc:
             raise _django_error(exc) from None
 

@@ -44,6 +44,11 @@ CONFLICT = OpenApiResponse(s.DetailSerializer, description="still used by experi
 NAME_TAKEN = OpenApiResponse(
     OpenApiTypes.OBJECT, description="you already have one of this name: {name: [message]}"
 )
+TOO_MANY_QUEUED = OpenApiResponse(
+    s.DetailSerializer,
+    description="the runs would take you past the limit of queued runs per user "
+    "(CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER); nothing was created or queued",
+)
 
 
 class OwnedMixin:
@@ -358,7 +363,10 @@ class ExperimentViewSet(
     def get_queryset(self) -> Any:
         return _experiment_queryset(self.request.user)
 
-    @extend_schema(request=s.ExperimentCreateSerializer, responses={202: s.ExperimentSerializer})
+    @extend_schema(
+        request=s.ExperimentCreateSerializer,
+        responses={202: s.ExperimentSerializer, 429: TOO_MANY_QUEUED},
+    )
     def create(self, request: Request) -> Response:
         form = s.ExperimentCreateSerializer(data=request.data, context={"request": request})
         form.is_valid(raise_exception=True)
@@ -378,12 +386,15 @@ class ExperimentViewSet(
         runner.cancel_runs(exp.runs.all())
         return Response(s.ExperimentSerializer(self.get_queryset().get(pk=exp.pk)).data)
 
-    @extend_schema(request=None, responses={202: s.ExperimentSerializer})
+    @extend_schema(request=None, responses={202: s.ExperimentSerializer, 429: TOO_MANY_QUEUED})
     @action(detail=True, methods=["post"])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         """Queue the failed and cancelled runs again."""
         exp = self.get_object()
-        services.rerun(exp)
+        try:
+            services.rerun(exp)
+        except services.QueuedRunsLimit as exc:
+            raise s.queued_runs_limit(exc) from None
         data = s.ExperimentSerializer(self.get_queryset().get(pk=exp.pk)).data
         return Response(data, status=status.HTTP_202_ACCEPTED)
 

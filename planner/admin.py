@@ -1,24 +1,40 @@
+from typing import Any
+
 from django.contrib import admin
 
 from planner.models import AcceleratorType, Artefact, Cluster, Experiment, Run, Workload
 
 
+class EditedFieldsAdmin(admin.ModelAdmin):
+    """Saving a change writes only the fields the form changed: a worker may be writing the
+    row's other columns (a parse result, a run's progress) at the same time."""
+
+    def save_model(self, request: Any, obj: Any, form: Any, change: bool) -> None:
+        if not change:
+            obj.save()
+            return
+        concrete = {f.name for f in obj._meta.concrete_fields if not f.primary_key}
+        fields = [name for name in form.changed_data if name in concrete]
+        if fields:
+            obj.save(update_fields=[*fields, "updated"])
+
+
 @admin.register(AcceleratorType)
-class AcceleratorTypeAdmin(admin.ModelAdmin):
+class AcceleratorTypeAdmin(EditedFieldsAdmin):
     list_display = ("name", "owner", "kind", "fp16_tflops", "memory_gb", "price_per_hour")
     list_filter = ("kind",)
     search_fields = ("name",)
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(EditedFieldsAdmin):
     list_display = ("name", "owner", "preset", "total_devices", "created")
     search_fields = ("name",)
     raw_id_fields = ("parent",)
 
 
 @admin.register(Workload)
-class WorkloadAdmin(admin.ModelAdmin):
+class WorkloadAdmin(EditedFieldsAdmin):
     list_display = ("name", "owner", "status", "detected_format", "upload_size", "created")
     list_filter = ("status", "detected_format")
     exclude = ("source", "jobs")
@@ -35,14 +51,14 @@ class RunInline(admin.TabularInline):
 
 
 @admin.register(Experiment)
-class ExperimentAdmin(admin.ModelAdmin):
+class ExperimentAdmin(EditedFieldsAdmin):
     list_display = ("name", "owner", "state", "runs_total", "created", "finished_at")
     list_filter = ("state",)
     inlines = (RunInline,)
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(EditedFieldsAdmin):
     list_display = (
         "id",
         "experiment",

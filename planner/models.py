@@ -266,9 +266,18 @@ class Workload(Owned):
     error = models.TextField(blank=True)
     parse_started = models.DateTimeField(null=True, blank=True)
     parsed_at = models.DateTimeField(null=True, blank=True)
+    parse_attempts = models.PositiveIntegerField(
+        default=0, help_text="claims of the parse (a worker lost or a database outage each)"
+    )
+    dispatched_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when its parse message was last sent; null: not sent (the sweeper sends it)",
+    )
 
     class Meta:
         ordering = ("-created", "-id")
+        indexes = (models.Index(fields=["status", "dispatched_at"]),)
 
     def __str__(self) -> str:
         return self.name
@@ -347,6 +356,9 @@ class Run(Owned):
     ``attempts`` counts claims; the claim number is the fencing token: a worker writes
     progress and results only while the row is ``running`` with its own attempt number, so a
     redelivered or reaped task can never write a second result.
+
+    A queued run with ``dispatched_at`` null waits in the database; the dispatcher
+    (:mod:`planner.dispatch`) sends it to the simulation queue, a few runs per user at a time.
     """
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
@@ -364,6 +376,12 @@ class Run(Owned):
     worker = models.CharField(max_length=255, blank=True)
     heartbeat = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(default=timezone.now)
+    dispatched_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when its simulate message was last sent; null while it waits for the "
+        "dispatcher (planner.dispatch)",
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     wall_s = models.FloatField(null=True, blank=True, help_text="seconds the simulation took")
@@ -393,6 +411,7 @@ class Run(Owned):
         indexes = (
             models.Index(fields=["state", "heartbeat"]),
             models.Index(fields=["experiment", "state"]),
+            models.Index(fields=["state", "dispatched_at"]),
         )
 
     def __str__(self) -> str:

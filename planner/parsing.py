@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from clustersim.errors import ClustersimError, TraceError
@@ -32,16 +32,67 @@ def safe_filename(name: str) -> str:
 
 
 def claim_workload(workload_id: int) -> bool:
-    """Move a pending upload to parsing; a parse abandoned by a dead worker may be retaken."""
+    """Move a pending upload to parsing; a parse abandoned by a dead worker may be retaken.
+
+    ``parse_attempts`` counts claims (compare-and-swap on it: two deliveries of one message
+    cannot both win); a workload claimed ``CLUSTERSIM_RUN_MAX_ATTEMPTS`` times without an
+    outcome is failed with the last reason instead.
+    """
     abandoned = timezone.now() - timedelta(seconds=settings.CLUSTERSIM_PARSE_HARD_TIME_LIMIT_S)
-    return bool(
-        Workload.objects.filter(pk=workload_id)
-        .filter(
-            Q(status=WorkloadStatus.PENDING)
-            | Q(status=WorkloadStatus.PARSING, parse_started__lt=abandoned)
-        )
-        .update(status=WorkloadStatus.PARSING, parse_started=timezone.now(), error="")
+    claimable = Q(status=WorkloadStatus.PENDING) | Q(
+        status=WorkloadStatus.PARSING, parse_started__lt=abandoned
     )
+    row = (
+        Workload.objects.filter(pk=workload_id)
+        .filter(claimable)
+        .values("status", "parse_attempts", "error")
+        .first()
+    )
+    if row is None:
+        return False
+    mine = Workload.objects.filter(
+        pk=workload_id, status=row["status"], parse_attempts=row["parse_attempts"]
+    ).filter(claimable)
+    if row["parse_attempts"] >= settings.CLUSTERSIM_RUN_MAX_ATTEMPTS:
+        last = row["error"] or "its worker was lost each time"
+        mine.update(
+            status=WorkloadStatus.FAILED,
+            error=f"gave up after {row['parse_attempts']} attempts; the last: {last}"[:5000],
+            parsed_at=timezone.now(),
+        )
+        return False
+    return bool(
+        mine.update(
+            status=WorkloadStatus.PARSING,
+            parse_started=timezone.now(),
+            error="",
+            parse_attempts=row["parse_attempts"] + 1,
+        )
+    )
+
+
+def fail_workload(workload_id: int, reason: str) -> bool:
+    """Fail a workload that is parsing with ``reason`` (the task's last resort)."""
+    return bool(
+        Workload.objects.filter(pk=workload_id, status=WorkloadStatus.PARSING).update(
+            status=WorkloadStatus.FAILED, error=reason[:5000], parsed_at=timezone.now()
+        )
+    )
+
+
+def release_workload(workload_id: int, reason: str, *, last_try: bool = False) -> bool:
+    """Give a parsing workload back (a transient error): pending again, for the task's retry
+    (the claim is given back, as for runs: :func:`planner.runner.release`) or, after its
+    ``last_try``, for the sweeper to send again (the claim is kept: a workload whose every
+    try meets the error fails after ``CLUSTERSIM_RUN_MAX_ATTEMPTS`` rounds)."""
+    mine = Workload.objects.filter(pk=workload_id, status=WorkloadStatus.PARSING)
+    fields: dict[str, Any] = {"status": WorkloadStatus.PENDING, "error": reason[:5000]}
+    if last_try:
+        fields["dispatched_at"] = None
+    else:
+        fields["dispatched_at"] = timezone.now()
+        fields["parse_attempts"] = F("parse_attempts") - 1
+    return bool(mine.filter(parse_attempts__gt=0).update(**fields))
 
 
 def _copy_upload(source: Artefact, out: IO[bytes]) -> None:

@@ -4,7 +4,8 @@ Transitions (all conditional updates on the row; the row is the truth)::
 
     queued ──claim──▶ running ──store──▶ succeeded
       │                 │ ├──fail───▶ failed        (bad input, time limit, internal error)
-      │                 │ └──cancel─▶ cancelled     (user; the worker notices at its next beat)
+      │                 │ ├──cancel─▶ cancelled     (user; the worker notices at its next beat)
+      │                 │ └──release▶ queued        (transient error: the task retries it)
       │                 └──reap───▶ queued          (heartbeat stale: worker lost; re-enqueued)
       └──cancel──▶ cancelled
 
@@ -13,6 +14,9 @@ results are written only ``WHERE state = 'running' AND attempts = <mine>``. A ta
 was cancelled, reaped or claimed again finds that its write touched no row and stops, so a
 redelivered task never produces a second result. A run claimed ``CLUSTERSIM_RUN_MAX_ATTEMPTS``
 times without finishing is failed with the reason.
+
+Which queued runs have a message on the way is :mod:`planner.dispatch`'s business
+(``dispatched_at``); a run put back in the queue here is left for it to send.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -67,17 +72,23 @@ def claim(run_id: int, worker: str) -> int | None:
     died; the broker redelivered the message). The update is a compare-and-swap on
     ``attempts``, so two deliveries of one task cannot both win.
     """
-    row = Run.objects.filter(pk=run_id).filter(_claimable()).values("state", "attempts").first()
+    row = (
+        Run.objects.filter(pk=run_id)
+        .filter(_claimable())
+        .values("state", "attempts", "error")
+        .first()
+    )
     if row is None:
         return None
     max_attempts = settings.CLUSTERSIM_RUN_MAX_ATTEMPTS
     base = Run.objects.filter(pk=run_id, state=row["state"], attempts=row["attempts"])
     now = _now()
     if row["attempts"] >= max_attempts:
+        last = row["error"] or "the worker was lost each time"
         if base.update(
             state=RunState.FAILED,
             finished_at=now,
-            error=f"gave up after {row['attempts']} attempts: the worker was lost each time",
+            error=f"gave up after {row['attempts']} attempts; the last: {last}"[:5000],
         ):
             refresh_experiment(_experiment_of(run_id))
         return None
@@ -328,28 +339,46 @@ def fail(run_id: int, attempt: int, reason: str) -> bool:
     )
 
 
-def release(run_id: int, attempt: int, reason: str) -> bool:
-    """Give the run back to the queue (a transient error); the caller retries the task.
+def release(run_id: int, attempt: int, reason: str, *, last_try: bool = False) -> bool:
+    """Give the run back to the queue (a transient error).
 
-    The attempt is given back too: ``CLUSTERSIM_RUN_MAX_ATTEMPTS`` counts workers lost in
-    the middle of a run, not database hiccups (the task's own ``max_retries`` bounds those),
-    so a run that met a few locked tables is not failed as if its worker kept dying. The
-    retry's claim gets the same attempt number, which is safe: this attempt has stopped.
+    Before the task's last retry the caller retries the task, and the attempt is given back
+    too: ``CLUSTERSIM_RUN_MAX_ATTEMPTS`` counts workers lost in the middle of a run, not
+    database hiccups (the task's own ``max_retries`` bounds those), so a run that met a few
+    locked tables is not failed as if its worker kept dying. The retry's claim gets the same
+    attempt number, which is safe: this attempt has stopped. ``dispatched_at`` is now: the
+    retry is the message on its way.
+
+    After the last retry (``last_try``) no message will come: the run waits for the dispatcher
+    (``dispatched_at`` null) and keeps the attempt, so a run whose every try meets the error
+    is failed after ``CLUSTERSIM_RUN_MAX_ATTEMPTS`` rounds with this reason, not retried for
+    ever, while one that met an outage of a minute runs again once the database is back.
     """
     return bool(
         Run.objects.filter(pk=run_id, state=RunState.RUNNING, attempts=attempt).update(
-            state=RunState.QUEUED, worker="", error=reason[:5000], attempts=attempt - 1
+            state=RunState.QUEUED,
+            worker="",
+            error=reason[:5000],
+            attempts=attempt if last_try else attempt - 1,
+            dispatched_at=None if last_try else _now(),
         )
     )
 
 
-def execute_run(run_id: int, worker: str = "", *, last_try: bool = False) -> str:
+def execute_run(
+    run_id: int,
+    worker: str = "",
+    *,
+    last_try: bool = False,
+    on_claim: Callable[[Run], None] | None = None,
+) -> str:
     """Claim, simulate and store one run. Returns what happened (for logs and tests).
 
     Errors a user can cause (bad spec, unknown policy, bad parameters) and internal errors
     fail the run with the reason; transient database errors propagate (the task retries
-    them) after giving the run back to the queue, unless this is the task's ``last_try``:
-    then the run fails with the reason (never left queued with no message to run it).
+    them) after giving the run back to the queue (:func:`release`; after the task's
+    ``last_try`` for the dispatcher to send again). ``on_claim`` is called with the run once
+    it is claimed (the task dispatches the user's next run then).
     """
     from planner.tasks import TRANSIENT_ERRORS
 
@@ -360,6 +389,8 @@ def execute_run(run_id: int, worker: str = "", *, last_try: bool = False) -> str
         refresh_experiment(_experiment_of(run_id))
         return "skipped"
     run = Run.objects.select_related("cluster", "workload", "experiment", "owner").get(pk=run_id)
+    if on_claim is not None:
+        on_claim(run)
     try:
         with Heartbeat(run_id, attempt) as beat:
             outcome = simulate_run(run, beat)
@@ -402,22 +433,19 @@ def execute_run(run_id: int, worker: str = "", *, last_try: bool = False) -> str
 def _release_for_retry(
     run_id: int, attempt: int, reason: str, last_try: bool = False, tries: int = 5
 ) -> None:
-    """Give the run back to the queue so the task's retry can claim it again (on the task's
-    ``last_try``, fail it with the reason instead).
+    """Give the run back to the queue so the task's retry can claim it again (after the
+    task's ``last_try``, for the dispatcher to send again: see :func:`release`).
 
     The database may still be unavailable for a moment, so this tries a few times; if every
     try fails, the reaper requeues the run once its heartbeat has gone stale.
     """
     from planner.tasks import TRANSIENT_ERRORS
 
+    if last_try:
+        reason = reason.replace(", will retry", ", retries exhausted; queued again")
     for i in range(tries):
         try:
-            if last_try:
-                reason = reason.replace(", will retry", ", retries exhausted")
-                if fail(run_id, attempt, reason):
-                    refresh_experiment(_experiment_of(run_id))
-            else:
-                release(run_id, attempt, reason)
+            release(run_id, attempt, reason, last_try=last_try)
             return
         except TRANSIENT_ERRORS:
             time.sleep(0.2 * (i + 1))
@@ -469,7 +497,7 @@ def cancel_runs(runs: Any, reason: str = "cancelled by user") -> int:
 
 
 def requeue_runs(runs: Any) -> list[int]:
-    """Put failed or cancelled runs back in the queue (a re-run); the caller enqueues them."""
+    """Put failed or cancelled runs back in the queue (a re-run) for the dispatcher to send."""
     ids = list(
         runs.filter(state__in=(RunState.FAILED, RunState.CANCELLED)).values_list("pk", flat=True)
     )
@@ -483,6 +511,7 @@ def requeue_runs(runs: Any) -> list[int]:
         started_at=None,
         finished_at=None,
         queued_at=_now(),
+        dispatched_at=None,
         summary=None,
         per_job=None,
         timeseries=None,
@@ -497,7 +526,7 @@ def requeue_runs(runs: Any) -> list[int]:
 def reap_stale_runs() -> dict[str, list[int]]:
     """Requeue (or, after the last attempt, fail) running rows whose heartbeat went stale.
 
-    Returns the ids requeued and failed; the caller enqueues the requeued ones.
+    Returns the ids requeued and failed; the requeued ones wait for the dispatcher.
     """
     stale_after = settings.CLUSTERSIM_STALE_AFTER_S
     max_attempts = settings.CLUSTERSIM_RUN_MAX_ATTEMPTS
@@ -518,7 +547,7 @@ def reap_stale_runs() -> dict[str, list[int]]:
                 failed.append(pk)
                 refresh_experiment(exp_id)
         elif base.filter(heartbeat__lt=_stale_before()).update(
-            state=RunState.QUEUED, worker="", error=f"{lost}; requeued"
+            state=RunState.QUEUED, worker="", error=f"{lost}; requeued", dispatched_at=None
         ):
             requeued.append(pk)
     return {"requeued": requeued, "failed": failed}

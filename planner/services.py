@@ -1,4 +1,10 @@
-"""Operations the API and the forms share: create things and enqueue their work on commit."""
+"""Operations the API and the forms share: create things and send their work on commit.
+
+The work of a new object is sent to the broker after the transaction commits; if the broker
+cannot be reached, the object is stored all the same (the request succeeds) and the sweeper
+sends its work once the broker is back (:mod:`planner.dispatch`): never an object stored with
+no way to start, and no reason for a client to retry and store it twice.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,33 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from planner import runner
-from planner.models import Artefact, Cluster, Experiment, Run, Workload, WorkloadStatus
+from planner.models import (
+    Artefact,
+    Cluster,
+    Experiment,
+    Run,
+    RunState,
+    Workload,
+    WorkloadStatus,
+)
+
+
+class QueuedRunsLimit(ValidationError):
+    """More queued runs than ``CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER`` (the API answers 429)."""
+
+
+def _on_commit(func: Any) -> None:
+    """Run ``func`` after commit; an error there is logged, never the request's 500 (in eager
+    mode, as in tests, it propagates)."""
+    from config.celery import app
+
+    transaction.on_commit(func, robust=not app.conf.task_always_eager)
+
+
+def _send_workload_on_commit(workload_id: int) -> None:
+    from planner.dispatch import send_workload
+
+    _on_commit(lambda: send_workload(workload_id))
 
 
 def cluster_summary(spec: dict[str, Any], owner: Any) -> tuple[int, list[str]]:
@@ -101,13 +133,12 @@ def create_workload(
     description: str = "",
     enqueue: bool = True,
 ) -> Workload:
-    """Store an upload and enqueue its parsing after commit.
+    """Store an upload and send its parsing after commit.
 
     ``raw`` is the bytes, or a file (a Django ``UploadedFile``) streamed into storage in
     chunks without being read whole (:func:`planner.storage.store`).
     """
     from planner import storage
-    from planner.tasks import parse_workload
 
     with transaction.atomic():
         source = storage.store(owner, Artefact.Kind.UPLOAD, raw, filename=filename)
@@ -122,7 +153,7 @@ def create_workload(
             status=WorkloadStatus.PENDING,
         )
         if enqueue:
-            transaction.on_commit(lambda: parse_workload.delay(workload.pk))
+            _send_workload_on_commit(workload.pk)
     return workload
 
 
@@ -150,9 +181,7 @@ def _recipe_workload(
     parent: Workload | None,
     enqueue: bool,
 ) -> Workload:
-    """Store a workload to be built from ``recipe`` and enqueue the build after commit."""
-    from planner.tasks import parse_workload
-
+    """Store a workload to be built from ``recipe`` and send the build after commit."""
     with transaction.atomic():
         workload = Workload.objects.create(
             owner=owner,
@@ -165,7 +194,7 @@ def _recipe_workload(
             status=WorkloadStatus.PENDING,
         )
         if enqueue:
-            transaction.on_commit(lambda: parse_workload.delay(workload.pk))
+            _send_workload_on_commit(workload.pk)
     return workload
 
 
@@ -256,6 +285,7 @@ def create_experiment(
         limit = settings.CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT
         raise ValidationError(f"{len(grid)} runs; at most {limit} per experiment")
     with transaction.atomic():
+        check_queued_runs(owner.pk, len(grid))
         exp = Experiment.objects.create(
             owner=owner,
             name=name,
@@ -290,16 +320,48 @@ def create_experiment(
     return exp
 
 
-def launch(experiment_id: int) -> None:
-    """Enqueue the experiment's fan-out once the current transaction commits."""
-    from planner.tasks import launch_experiment
+def check_queued_runs(owner_id: int, adding: int) -> None:
+    """Raise :class:`QueuedRunsLimit` if ``adding`` more queued runs would take the user past
+    ``CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER`` (0: no limit).
 
-    transaction.on_commit(lambda: launch_experiment.delay(experiment_id))
+    Call it inside the transaction that adds the runs: the owner's row is locked (on
+    PostgreSQL; SQLite serialises writers), so two requests at once cannot both slip in.
+    """
+    limit = settings.CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER
+    if limit <= 0 or adding <= 0:
+        return
+    from django.contrib.auth import get_user_model
+
+    list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk"))
+    queued = Run.objects.filter(owner_id=owner_id, state=RunState.QUEUED).count()
+    if queued + adding > limit:
+        raise QueuedRunsLimit(
+            f"{adding} more runs would make {queued + adding} queued; at most {limit} runs may "
+            f"be queued per user (you have {queued}): wait for some to finish or cancel some",
+            code="queued_runs_limit",
+        )
+
+
+def launch(experiment_id: int) -> None:
+    """Dispatch the experiment owner's queued runs once the current transaction commits.
+
+    If the broker cannot be reached then, the runs wait in the database and the sweeper
+    dispatches them later (:mod:`planner.dispatch`).
+    """
+    from planner.dispatch import dispatch
+
+    owner = Experiment.objects.values_list("owner_id", flat=True).get(pk=experiment_id)
+    _on_commit(lambda: dispatch([owner]))
 
 
 def rerun(experiment: Experiment) -> int:
-    """Requeue the experiment's failed and cancelled runs and launch them."""
+    """Requeue the experiment's failed and cancelled runs and launch them (raises
+    :class:`QueuedRunsLimit` past the user's limit of queued runs, and requeues none)."""
+    from planner.models import FINAL_STATES
+
     with transaction.atomic():
+        again = experiment.runs.filter(state__in=FINAL_STATES).exclude(state=RunState.SUCCEEDED)
+        check_queued_runs(experiment.owner_id, again.count())
         ids = runner.requeue_runs(experiment.runs.all())
         if ids:
             launch(experiment.pk)

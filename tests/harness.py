@@ -12,9 +12,11 @@ broker come from is a *services* object:
   started by the test, which may stop, kill and restart them (``tests/chaos``,
   ``bench/chaos.py``).
 
-The Celery worker's command line is built in one place, :meth:`Stack.worker_command`; its
-queues and concurrency are the class attributes :attr:`Stack.worker_queues` and
-:attr:`Stack.worker_concurrency` (``None`` queues: the worker's default).
+The Celery worker's command line is built in one place, :meth:`Stack.worker_command`; the
+queues a worker serves are its *roles* (``sim``, ``parse``, ``housekeeping``, comma-separated;
+blank: all three), given to it as ``CLUSTERSIM_WORKER_QUEUES`` (see the README's "Queues and
+workers"); the defaults are the class attributes :attr:`Stack.worker_roles` and
+:attr:`Stack.worker_concurrency`.
 """
 
 from __future__ import annotations
@@ -477,8 +479,8 @@ class Stack:
     :class:`SharedServices`); ``env`` is added to (and overrides) the processes' environment.
     """
 
-    #: Queues the workers consume (``-Q``); ``None``: Celery's default for this app.
-    worker_queues: tuple[str, ...] | None = None
+    #: Roles (queues) the workers serve, comma-separated; blank: all three.
+    worker_roles = ""
     #: Prefork processes of each worker (``--concurrency``).
     worker_concurrency = 1
     #: Per-process address-space cap of the workers (``ulimit -v``), bytes; ``None``: none.
@@ -518,6 +520,7 @@ class Stack:
             **(env or {}),
         }
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.worker_names: set[str] = set()
         self.token = ""
 
     # -- processes ---------------------------------------------------------------------------
@@ -534,7 +537,11 @@ class Stack:
         return out.stdout.strip()
 
     def start(
-        self, name: str, *cmd: str, max_address_space: int | None = None
+        self,
+        name: str,
+        *cmd: str,
+        max_address_space: int | None = None,
+        env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         """Start ``cmd`` as ``name`` in a session of its own, logging to ``<tmp>/<name>.log``."""
         if max_address_space is not None:
@@ -544,7 +551,7 @@ class Stack:
         proc = subprocess.Popen(
             cmd,
             cwd=ROOT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -552,9 +559,7 @@ class Stack:
         self.procs[name] = proc
         return proc
 
-    def worker_command(
-        self, name: str, queues: tuple[str, ...] | None, concurrency: int
-    ) -> list[str]:
+    def worker_command(self, name: str, concurrency: int) -> list[str]:
         """The one place the Celery worker's command line is built."""
         cmd = [
             str(BIN / "celery"),
@@ -570,22 +575,27 @@ class Stack:
             "-n",
             f"{name}@%h",
         ]
-        if queues:
-            cmd += ["-Q", ",".join(queues)]
         return cmd
 
     def start_worker(
         self,
         name: str = "worker1",
-        queues: tuple[str, ...] | None = None,
+        roles: str | None = None,
         concurrency: int | None = None,
     ) -> subprocess.Popen[bytes]:
+        """A worker ``name`` serving the queues of ``roles`` (default :attr:`worker_roles`)
+        of this stack's private queue prefix."""
         cmd = self.worker_command(
-            name,
-            self.worker_queues if queues is None else queues,
-            self.worker_concurrency if concurrency is None else concurrency,
+            name, self.worker_concurrency if concurrency is None else concurrency
         )
-        return self.start(name, *cmd, max_address_space=self.worker_max_address_space)
+        roles = self.worker_roles if roles is None else roles
+        self.worker_names.add(name)
+        return self.start(
+            name,
+            *cmd,
+            max_address_space=self.worker_max_address_space,
+            env={"CLUSTERSIM_WORKER_QUEUES": roles},
+        )
 
     def start_workers(self) -> list[str]:
         """Start the stack's Celery workers (here one, ``worker1``); their names."""
@@ -622,7 +632,7 @@ class Stack:
         _stop_group(proc, sig)
 
     def workers(self) -> dict[str, subprocess.Popen[bytes]]:
-        return {n: p for n, p in self.procs.items() if n.startswith("worker")}
+        return {n: p for n, p in self.procs.items() if n in self.worker_names}
 
     def log(self, name: str, tail: int = 4000) -> str:
         path = self.tmp / f"{name}.log"
@@ -651,13 +661,19 @@ class Stack:
                 assert time.monotonic() < deadline, self.log("web")
                 time.sleep(0.3)
 
-    def up(self) -> None:
+    def up(self, workers: dict[str, str] | None = None) -> None:
+        """Database, web server, beat and the workers: ``workers`` (name → roles), or
+        :meth:`start_workers`'."""
         self.services.create_database(self.db)
         self.manage("migrate", "--noinput")
         self.token = self.manage("planner", "token", "it-owner", "--create-user")
         self.start_web()
         self.start_beat()
-        self.start_workers()
+        if workers is None:
+            self.start_workers()
+        else:
+            for name, roles in workers.items():
+                self.start_worker(name, roles)
         self.wait_web()
 
     def down(self) -> None:

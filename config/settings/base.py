@@ -262,8 +262,9 @@ else:
     # heartbeat reaper usually requeues the run much sooner
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env_int("CLUSTERSIM_BROKER_VISIBILITY_TIMEOUT", 4 * 3600),
+        # a broker host that does not answer fails a publish in seconds, not minutes
+        "socket_connect_timeout": env_float("CLUSTERSIM_BROKER_CONNECT_TIMEOUT_S", 5.0),
     }
-CELERY_TASK_DEFAULT_QUEUE = env_str("CLUSTERSIM_CELERY_QUEUE", "celery")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
@@ -275,22 +276,77 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TIMEZONE = "UTC"
+# a publish while the broker is away gives up after about a second; the request that made the
+# object still succeeds and the sweeper sends the work later (planner.tasks.sweep)
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 3,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+
+# -- queues: three, so that none waits behind another (README, "Production shape") -----------
+# ``<prefix>.sim``: simulations; ``<prefix>.parse``: parsing uploads, building synthetic and
+# derived workloads; ``<prefix>.housekeeping``: the reaper, the sweeper, the run dispatcher.
+# A worker serves the roles listed in CLUSTERSIM_WORKER_QUEUES ("sim", "parse,housekeeping";
+# config/celery.py applies it), else the queues named by `celery worker -Q`, else all three.
+# The prefix keeps deployments (and test runs) that share a broker apart.
+CLUSTERSIM_CELERY_QUEUE = env_str("CLUSTERSIM_CELERY_QUEUE", "clustersim")
+CLUSTERSIM_QUEUES = {
+    role: f"{CLUSTERSIM_CELERY_QUEUE}.{role}" for role in ("sim", "parse", "housekeeping")
+}
+CLUSTERSIM_WORKER_QUEUES = env_list("CLUSTERSIM_WORKER_QUEUES", [])
+CELERY_TASK_QUEUES = {
+    name: {"exchange": name, "exchange_type": "direct", "routing_key": name}
+    for name in CLUSTERSIM_QUEUES.values()
+}
+CELERY_TASK_DEFAULT_QUEUE = CLUSTERSIM_QUEUES["housekeeping"]
+CELERY_TASK_ROUTES = {
+    "planner.simulate_run": {"queue": CLUSTERSIM_QUEUES["sim"]},
+    "planner.parse_workload": {"queue": CLUSTERSIM_QUEUES["parse"]},
+    "planner.reap_stale_runs": {"queue": CLUSTERSIM_QUEUES["housekeeping"]},
+    "planner.sweep": {"queue": CLUSTERSIM_QUEUES["housekeeping"]},
+    "planner.dispatch_runs": {"queue": CLUSTERSIM_QUEUES["housekeeping"]},
+    "planner.launch_experiment": {"queue": CLUSTERSIM_QUEUES["housekeeping"]},
+}
 
 # run bookkeeping (planner.runner / planner.tasks)
 CLUSTERSIM_RUN_SOFT_TIME_LIMIT_S = env_int("CLUSTERSIM_RUN_SOFT_TIME_LIMIT_S", 3600)
 CLUSTERSIM_RUN_HARD_TIME_LIMIT_S = env_int("CLUSTERSIM_RUN_HARD_TIME_LIMIT_S", 3660)
 CLUSTERSIM_PARSE_SOFT_TIME_LIMIT_S = env_int("CLUSTERSIM_PARSE_SOFT_TIME_LIMIT_S", 900)
 CLUSTERSIM_PARSE_HARD_TIME_LIMIT_S = env_int("CLUSTERSIM_PARSE_HARD_TIME_LIMIT_S", 960)
+# memory a parse task may allocate beyond what its worker process held when the task started (a
+# data-segment limit; past it the parse fails with the reason and the worker lives); 0: none
+CLUSTERSIM_PARSE_MAX_MEMORY_BYTES = env_int("CLUSTERSIM_PARSE_MAX_MEMORY_BYTES", 2 * 1024**3)
 CLUSTERSIM_HEARTBEAT_S = env_float("CLUSTERSIM_HEARTBEAT_S", 2.0)
 CLUSTERSIM_HEARTBEAT_THREAD = env_bool("CLUSTERSIM_HEARTBEAT_THREAD", True)
 CLUSTERSIM_STALE_AFTER_S = env_float("CLUSTERSIM_STALE_AFTER_S", 60.0)
 CLUSTERSIM_REAPER_EVERY_S = env_float("CLUSTERSIM_REAPER_EVERY_S", 30.0)
 CLUSTERSIM_RUN_MAX_ATTEMPTS = env_int("CLUSTERSIM_RUN_MAX_ATTEMPTS", 3)
 CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT = env_int("CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT", 500)
+# queued runs one user may have at once; creating or re-running past it answers 429 (API) or
+# a form error (web); 0: no limit
+CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER = env_int("CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER", 1000)
+# fair share (planner.dispatch): a user's runs sent to the simulation queue and not started yet;
+# the others wait in the database and are sent round-robin across users as runs start
+CLUSTERSIM_DISPATCH_PER_USER = env_int("CLUSTERSIM_DISPATCH_PER_USER", 2)
+# the sweeper (planner.dispatch.sweep): how often beat runs it; a message sent for a queued run
+# or a pending workload counts as lost and is sent again when it was sent more than
+# CLUSTERSIM_STALE_AFTER_S ago and its queue is empty or something sent later has started, or
+# in any case after CLUSTERSIM_RESEND_AFTER_S (a duplicate is harmless: claims are conditional)
+CLUSTERSIM_SWEEP_EVERY_S = env_float("CLUSTERSIM_SWEEP_EVERY_S", 30.0)
+CLUSTERSIM_RESEND_AFTER_S = env_float("CLUSTERSIM_RESEND_AFTER_S", 3600.0)
 
 CELERY_BEAT_SCHEDULE = {
+    # a beat message not taken within its period expires: no pile-up while a worker is away
     "reap-stale-runs": {
         "task": "planner.reap_stale_runs",
         "schedule": CLUSTERSIM_REAPER_EVERY_S,
+        "options": {"expires": CLUSTERSIM_REAPER_EVERY_S},
+    },
+    "sweep": {
+        "task": "planner.sweep",
+        "schedule": CLUSTERSIM_SWEEP_EVERY_S,
+        "options": {"expires": CLUSTERSIM_SWEEP_EVERY_S},
     },
 }

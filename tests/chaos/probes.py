@@ -57,22 +57,32 @@ CHAOS_ENV = {
     # the readers' caps, low enough that the probes' uploads cross them at once
     "CLUSTERSIM_TRACE_MAX_DECOMPRESSED_BYTES": str(256 * MiB),
     "CLUSTERSIM_TRACE_MAX_HEADER_FIELDS": "10000",
+    # the sweeper acts well within a probe's 90 s (the default is every 30 s)
+    "CLUSTERSIM_SWEEP_EVERY_S": "1",
+    # the probes send hundreds of requests from a few clients
+    "CLUSTERSIM_THROTTLE_ANON": "off",
+    "CLUSTERSIM_THROTTLE_USER": "off",
+    "CLUSTERSIM_THROTTLE_EXPENSIVE": "off",
 }
 
 
 @dataclass(frozen=True)
 class WorkerGroup:
-    """One Celery worker process of the stack: the queues it consumes (``None``: the
-    worker's default) and its prefork slots."""
+    """One Celery worker process of the stack: the roles (queues) it serves, comma-separated
+    (blank: all three), and its prefork slots."""
 
     role: str
-    queues: tuple[str, ...] | None = None
+    roles: str = ""
     concurrency: int = 2
 
 
-#: The stack's Celery workers, as the production shape runs them (``docker-compose.yml``):
-#: the one place that says which queues are served, by how many slots.
-WORKERS = (WorkerGroup("all", None, 2),)
+#: The stack's Celery workers, as the production shape runs them (``docker-compose.yml``: a
+#: worker per queue): the one place that says which queues are served, by how many slots.
+WORKERS = (
+    WorkerGroup("sim", "sim", 2),
+    WorkerGroup("parse", "parse", 1),
+    WorkerGroup("housekeeping", "housekeeping", 1),
+)
 
 
 class ChaosStack(Stack):
@@ -171,7 +181,7 @@ class ChaosStack(Stack):
         names = []
         for group in self.worker_groups:
             name = f"worker-{group.role}-{self.generation}"
-            self.start_worker(name, group.queues, group.concurrency)
+            self.start_worker(name, group.roles, group.concurrency)
             names.append(name)
         return names
 

@@ -12,7 +12,17 @@ import yaml
 
 from tests.django.conftest import ROOT
 
-EXPECTED = {"postgres", "redis", "web", "worker", "beat"}
+EXPECTED = {
+    "postgres",
+    "redis",
+    "web",
+    "worker",
+    "parse-worker",
+    "housekeeping-worker",
+    "beat",
+}
+#: the Celery worker services and the queue roles each serves
+WORKERS = {"worker": ["sim"], "parse-worker": ["parse"], "housekeeping-worker": ["housekeeping"]}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +45,7 @@ def test_every_service_has_a_health_check(compose: dict[str, Any]) -> None:
 
 
 def test_app_services_build_the_project_image(compose: dict[str, Any]) -> None:
-    for name in ("web", "worker", "beat"):
+    for name in ("web", *WORKERS, "beat"):
         service = compose["services"][name]
         assert service["build"] == "."
         assert (ROOT / "Dockerfile").is_file()
@@ -63,14 +73,34 @@ def test_web_runs_migrations_static_files_and_gunicorn(compose: dict[str, Any]) 
     assert callable(getattr(importlib.import_module(module), attr))
 
 
-@pytest.mark.parametrize("name", ["worker", "beat"])
+@pytest.mark.parametrize("name", [*WORKERS, "beat"])
 def test_celery_services_name_the_project_app(compose: dict[str, Any], name: str) -> None:
     args = _command(compose["services"][name])
     assert args[0] == "celery"
     app_module = args[args.index("-A") + 1]
     app = importlib.import_module(app_module).celery_app
     assert app.main == "clustersim"
-    assert args[args.index("-A") + 2] == name
+    assert args[args.index("-A") + 2] == ("beat" if name == "beat" else "worker")
+
+
+def test_each_queue_has_a_worker_service_of_its_own(compose: dict[str, Any]) -> None:
+    from django.conf import settings
+
+    from config.celery import worker_queues
+
+    served = []
+    for name, roles in WORKERS.items():
+        service = compose["services"][name]
+        assert service["environment"]["CLUSTERSIM_WORKER_QUEUES"] == ",".join(roles)
+        worker_queues(roles, settings.CLUSTERSIM_QUEUES)  # known roles
+        # the health check pings this worker by the name it was given
+        node = _command(service)[_command(service).index("-n") + 1].split("@")[0]
+        assert f"-d {node}@" in " ".join(service["healthcheck"]["test"])
+        served += roles
+    assert sorted(served) == sorted(settings.CLUSTERSIM_QUEUES)
+    # the web app and beat only send: they serve no queue
+    for name in ("web", "beat"):
+        assert "CLUSTERSIM_WORKER_QUEUES" not in compose["services"][name]["environment"]
 
 
 def test_the_beat_schedule_names_registered_tasks() -> None:

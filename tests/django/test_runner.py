@@ -303,12 +303,17 @@ def test_the_heartbeat_thread_beats_and_notices_cancellation(
             beat(0.3)
 
 
-def test_the_last_retry_fails_the_run_with_the_reason_instead_of_leaving_it_queued(
+def test_after_the_last_retry_the_run_waits_for_the_dispatcher_and_runs_once_the_db_is_back(
     run: Run, monkeypatch: Any
 ) -> None:
+    """A database outage longer than the task's retries: the run is neither failed nor left
+    queued with no message on the way; the next dispatch sends it again."""
     from django.db import OperationalError
 
+    from planner import dispatch
     from planner.tasks import simulate_run
+
+    real_store = runner.store
 
     def locked(*args: Any, **kwargs: Any) -> bool:
         raise OperationalError("database table is locked")
@@ -317,8 +322,36 @@ def test_the_last_retry_fails_the_run_with_the_reason_instead_of_leaving_it_queu
     with pytest.raises(OperationalError):  # eager tasks propagate; a worker logs it
         simulate_run.apply(args=(run.pk,), retries=simulate_run.max_retries)
     run.refresh_from_db()
-    assert run.state == RunState.FAILED
+    assert (run.state, run.dispatched_at, run.attempts) == (RunState.QUEUED, None, 1)
     assert "retries exhausted" in run.error and "table is locked" in run.error
+    monkeypatch.setattr(runner, "store", real_store)
+    assert dispatch.dispatch() == 1  # eager: sent and run
+    run.refresh_from_db()
+    assert (run.state, run.attempts, run.error) == (RunState.SUCCEEDED, 2, "")
+    assert Experiment.objects.get(pk=run.experiment_id).state == "succeeded"
+
+
+def test_a_run_whose_every_try_meets_a_transient_error_fails_after_its_attempts(
+    run: Run, monkeypatch: Any, settings: Any
+) -> None:
+    from django.db import OperationalError
+
+    from planner import dispatch
+    from planner.tasks import simulate_run
+
+    settings.CLUSTERSIM_RUN_MAX_ATTEMPTS = 2
+
+    def locked(*args: Any, **kwargs: Any) -> bool:
+        raise OperationalError("database table is locked")
+
+    monkeypatch.setattr(runner, "store", locked)
+    for _ in range(2):
+        with pytest.raises(OperationalError):
+            simulate_run.apply(args=(run.pk,), retries=simulate_run.max_retries)
+    assert dispatch.dispatch() == 1  # the claim gives up
+    run.refresh_from_db()
+    assert run.state == RunState.FAILED
+    assert "gave up after 2 attempts" in run.error and "table is locked" in run.error
     assert Experiment.objects.get(pk=run.experiment_id).state == "failed"
 
 
