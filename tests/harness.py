@@ -762,7 +762,7 @@ class Stack:
 
 
 def long_trace(path: Path, n: int) -> Path:
-    """A Philly-format trace of ``n`` jobs that keeps a small cluster busy for a while (FIFO)."""
+    """A Philly-format trace of ``n`` jobs that overloads a small cluster (4 P100 nodes)."""
     import datetime as dt
 
     import numpy as np

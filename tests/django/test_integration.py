@@ -118,7 +118,9 @@ def test_a_worker_killed_mid_run_leaves_the_run_retried_once_to_success(
             "name": "kill",
             "clusters": [cluster["id"]],
             "workloads": [w["id"]],
-            "policies": [{"name": "fifo"}],
+            # srtf: some 20 s on this machine, so that the run is still running when the
+            # test acts (FIFO takes about a second)
+            "policies": [{"name": "srtf"}],
         },
         202,
     )
@@ -166,7 +168,9 @@ def test_cancelling_a_running_run_stops_the_worker(stack: Stack, tmp_path: Path)
             "name": "cancel",
             "clusters": [cluster["id"]],
             "workloads": [w["id"]],
-            "policies": [{"name": "fifo"}],
+            # srtf: some 20 s on this machine, so that the run is still running when the
+            # test acts (FIFO takes about a second)
+            "policies": [{"name": "srtf"}],
         },
         202,
     )
