@@ -343,7 +343,8 @@ def table(rows: list[dict]) -> str:
 
 def bench_chaos() -> None:
     print("## Chaos: lost workers and databases, hostile uploads, one user's flood (issue 11)")
-    print("private PostgreSQL and Redis; gunicorn ×2, one worker ×2 slots, beat; stale 10 s\n")
+    workers = ", ".join(f"{g.role} ×{g.concurrency}" for g in probes.WORKERS)
+    print(f"private PostgreSQL and Redis; gunicorn ×2; workers: {workers} slots; beat\n")
     missing = harness.missing_binaries()
     if missing:
         message = f"chaos: needs {', '.join(missing)} (private PostgreSQL and Redis)"

@@ -86,7 +86,7 @@ WORKERS = (
 
 
 class ChaosStack(Stack):
-    """The production shape on private services: one worker with two slots, and beat.
+    """The production shape on private services: a worker per queue (:data:`WORKERS`), and beat.
 
     Workers run with an address-space cap (:attr:`worker_max_address_space`) so that a probe
     can never take the shared machine's memory: it is a safety net above the product's own
