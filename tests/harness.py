@@ -53,6 +53,19 @@ REDIS = ("127.0.0.1", 6379)
 REQUIRE_SERVICES = os.environ.get("CLUSTERSIM_REQUIRE_SERVICES") == "1"
 
 
+def require(missing: list[str], what: str) -> None:
+    """Skip the test when ``missing`` names anything (``what`` says what is missing), or fail
+    it under ``CLUSTERSIM_REQUIRE_SERVICES=1`` (CI)."""
+    import pytest
+
+    if not missing:
+        return
+    message = f"{what} missing: " + "; ".join(missing)
+    if REQUIRE_SERVICES:
+        pytest.fail(message + " (CLUSTERSIM_REQUIRE_SERVICES=1)")
+    pytest.skip(message)
+
+
 def free_port() -> int:
     """A TCP port nobody listens on right now (the OS picks it)."""
     with socket.socket() as s:

@@ -13,22 +13,17 @@ import pytest
 
 from tests.chaos.probes import ChaosStack
 from tests.harness import (
-    REQUIRE_SERVICES,
     PrivatePostgres,
     PrivateRedis,
     PrivateServices,
     missing_binaries,
+    require,
 )
 
 
 @pytest.fixture(scope="session")
 def private_pg() -> Iterator[PrivatePostgres]:
-    missing = missing_binaries()
-    if missing:
-        message = "programs for the private services missing: " + ", ".join(missing)
-        if REQUIRE_SERVICES:
-            pytest.fail(message + " (CLUSTERSIM_REQUIRE_SERVICES=1)")
-        pytest.skip(message)
+    require(missing_binaries(), "programs for the private services")
     pg = PrivatePostgres()
     try:
         pg.start()

@@ -7,7 +7,6 @@ otherwise they are skipped.
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.django.conftest import PHILLY_SAMPLE
-from tests.harness import PG, REDIS, SharedServices, Stack, long_trace
+from tests.harness import PG, REDIS, SharedServices, Stack, long_trace, require
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -26,12 +25,7 @@ __all__ = ["PG", "REDIS", "Stack"]  # bench/product.py builds on this module's s
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    missing = SharedServices().missing()
-    if missing:
-        message = "integration services missing: " + "; ".join(missing)
-        if os.environ.get("CLUSTERSIM_REQUIRE_SERVICES") == "1":
-            pytest.fail(message + " (CLUSTERSIM_REQUIRE_SERVICES=1)")
-        pytest.skip(message)
+    require(SharedServices().missing(), "integration services")
     s = Stack(tmp_path_factory.mktemp("stack"))
     try:
         s.up()

@@ -24,7 +24,7 @@ import pytest
 
 from tests.django.conftest import ROOT
 from tests.django.test_integration import _experiment_done, _ready
-from tests.harness import SharedServices, Stack
+from tests.harness import SharedServices, Stack, require
 from tests.harness import long_trace as _long_trace
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,14 +35,7 @@ PARSE_MEMORY = 256 * 2**20
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    import os
-
-    missing = SharedServices().missing()
-    if missing:
-        message = "integration services missing: " + "; ".join(missing)
-        if os.environ.get("CLUSTERSIM_REQUIRE_SERVICES") == "1":
-            pytest.fail(message + " (CLUSTERSIM_REQUIRE_SERVICES=1)")
-        pytest.skip(message)
+    require(SharedServices().missing(), "integration services")
     s = Stack(tmp_path_factory.mktemp("queues"))
     s.env.update(
         {

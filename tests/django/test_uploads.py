@@ -2,7 +2,7 @@
 
 The limits are made small here (1 MiB a file) so that the tests move little data; the
 production figures (a 2 GB body refused, a 255 MB upload stored) are measured on gunicorn by
-``bench/uploads.py``.
+``bench/chaos.py``.
 """
 
 from __future__ import annotations
