@@ -272,7 +272,6 @@ def bench_product() -> None:
 
 SECTIONS["product"] = bench_product
 SECTIONS["chaos"] = lambda: __import__("bench.chaos", fromlist=["bench_chaos"]).bench_chaos()
-SECTIONS["uploads"] = lambda: __import__("bench.uploads", fromlist=["main"]).main()
 
 
 def main(argv: list[str]) -> int:

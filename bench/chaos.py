@@ -20,7 +20,8 @@ Rows:
   (accepted) and a 240 MiB Philly CSV (the largest accepted upload). Target ≤ 2 GiB each;
   each must also end ``ready`` or ``failed`` (with a reason), and the worker stay alive.
 * **upload memory**: gunicorn's peak (highest ``VmHWM`` of one of its processes, fresh
-  server) while it receives a 2 GiB upload, and the 240 MiB one. Target ≤ 400 MB. The
+  server) while it receives a 2 GiB upload, the 240 MiB one, and 240 MiB of random bytes
+  (incompressible: the stored copy is as large). Target ≤ 400 MB. The
   total of all its processes at the worst moment is shown beside it.
 * **database outage**: the probe of ``tests/chaos/probes.py`` with PostgreSQL stopped 20 s.
 
@@ -263,7 +264,16 @@ def measure_upload_memory(stack: Any, tmp: Path) -> list[dict]:
     big = tmp / "big.csv"
     if not big.exists():
         _big_philly(big, 240 * MiB)
-    for label, path, size in (("2 GiB upload", None, 2 * GiB), ("240 MiB Philly CSV", big, 0)):
+    noise = tmp / "noise.bin"  # incompressible: the worst case for the stored copy
+    with noise.open("wb") as out:
+        for _ in range(240):
+            out.write(os.urandom(MiB))
+    cases = (
+        ("2 GiB upload", None, 2 * GiB),
+        ("240 MiB Philly CSV", big, 0),
+        ("file of 240 MiB random bytes", noise, 0),
+    )
+    for label, path, size in cases:
         name = f"upload memory: gunicorn receiving a {label}"
         goal = f"≤ {TARGET_WEB_MB:.0f} MB"
         stack.kill("web")
