@@ -53,6 +53,7 @@ SUMMARY_ROWS = (
     ("jobs_total", "jobs"),
     ("jobs_completed", "completed"),
     ("jobs_dropped", "dropped"),
+    ("jobs_fit_nowhere", "dropped: no device can hold them"),
     ("jct_mean_s", "JCT mean [s]"),
     ("jct_p50_s", "JCT p50 [s]"),
     ("jct_p95_s", "JCT p95 [s]"),

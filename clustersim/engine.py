@@ -125,6 +125,7 @@ from clustersim.kernels import (
 from clustersim.perf import JobRates, PerformanceModel
 from clustersim.result import (
     DROP_ABANDONED,
+    DROP_NO_FIT,
     DROP_NO_TYPE,
     DROP_REJECTED,
     DROP_TOO_LARGE,
@@ -923,6 +924,8 @@ class _Run:
         no_type = ~runnable.any(axis=1)
         fits = (jobs.min_gpus[:, None] <= self.capacity[None, :]) & runnable
         self.drop[no_type] = DROP_NO_TYPE
+        if len(self.rates.fits_nowhere):
+            self.drop[no_type & self.rates.fits_nowhere] = DROP_NO_FIT
         self.drop[~no_type & ~fits.any(axis=1)] = DROP_TOO_LARGE
         order = np.flatnonzero(self.drop == "")
         self._prefill_rates(order)

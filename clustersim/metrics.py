@@ -9,6 +9,8 @@ Definitions
 Jobs
     *completed*: ``finish`` is finite. *dropped*: ``drop_reason != ""`` (this includes jobs
     still unfinished when the simulation ended). *started*: ``first_start`` is finite.
+    *fit nowhere* (``jobs_fit_nowhere``): dropped because no device of the cluster can hold
+    them (device memory or framework, :mod:`clustersim.fit`), a subset of *dropped*.
 JCT
     ``finish - submit`` over completed jobs. Mean and percentiles (numpy's default linear
     interpolation) p50/p95/p99.
@@ -42,8 +44,8 @@ Jain's index
     ``Σ attained / Σ num_gpus × (end - submit)``, with ``end`` the finish time, or the end of
     the timeline for jobs that did not complete. 1 means the user's jobs always held their full
     gang from submission on. Jobs dropped without being admitted (too large, no usable type,
-    rejected) are excluded; jobs left unfinished count. Jobs whose user is ``""`` count as one
-    user each, so a trace without users gives Jain's index over jobs.
+    fitting no device, rejected) are excluded; jobs left unfinished count. Jobs whose user is
+    ``""`` count as one user each, so a trace without users gives Jain's index over jobs.
 Finish-time fairness (Themis)
     ``ρ = JCT / JCT_isolated`` per completed job. ``JCT_isolated = standalone ×
     max(1, N × num_gpus / devices)``: the job's run time if it had an equal ``1/N`` share of
@@ -88,7 +90,7 @@ import numpy.typing as npt
 from clustersim.carbon import DEFAULT_START, J_PER_KWH, CarbonSeries, load_zone
 from clustersim.cluster import Cluster
 from clustersim.errors import ClustersimError
-from clustersim.result import DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
 
 if TYPE_CHECKING:  # pandas only for the per-job tables, not on the simulation path
     import pandas as pd
@@ -105,7 +107,7 @@ SIZE_BUCKETS: tuple[tuple[str, int, int], ...] = (
     ("5_8", 5, 8),
     ("9_plus", 9, np.iinfo(np.int64).max),
 )
-_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_REJECTED)
+_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_REJECTED)
 _RHO_TOL = 1e-9
 
 
@@ -338,6 +340,7 @@ def summary(
     out["jobs_total"] = len(jobs)
     out["jobs_completed"] = int(done.sum())
     out["jobs_dropped"] = int(result.dropped.sum())
+    out["jobs_fit_nowhere"] = int(np.count_nonzero(result.drop_reason == DROP_NO_FIT))
     out["jobs_started"] = int(started.sum())
 
     jct = result.finish[done] - submit[done]

@@ -23,6 +23,7 @@ SUMMARY_ROWS = (
     "jobs_total",
     "jobs_completed",
     "jobs_dropped",
+    "jobs_fit_nowhere",
     *figures.TABLE_METRICS[1:],
     "queue_delay_p99_s",
     "preemptions",
@@ -34,6 +35,7 @@ SUMMARY_ROWS = (
 _UNITS = {
     "jobs_total": "jobs",
     "jobs_dropped": "jobs",
+    "jobs_fit_nowhere": "jobs",
     "queue_delay_p99_s": "time",
     "preemptions": "count",
     "migrations": "count",
@@ -44,6 +46,7 @@ _UNITS = {
 _LABELS = {
     "jobs_total": "Jobs",
     "jobs_dropped": "Jobs dropped",
+    "jobs_fit_nowhere": "Jobs no device can hold (dropped)",
     "queue_delay_p99_s": "p99 queueing delay",
     "preemptions": "Preemptions",
     "migrations": "Migrations",

@@ -63,6 +63,25 @@ def test_oversized_jobs_are_reported_as_dropped(
     assert out["jobs_dropped"] == 1 and out["jobs_completed"] == 1
 
 
+def test_jobs_no_device_can_hold_are_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ResNet-50 bs64 needs 8.04 GB per device, bs16 2.62 GB: an Orin Nano has 8 GB
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,work,job_type\n"
+        "a,0,1,100,ResNet-50 (batch size 64)\n"
+        "b,0,1,100,ResNet-50 (batch size 16)\n"
+    )
+    args = ["run", "--cluster", "Jetson-Orin-Nano-8GB:2:1", "--trace", str(trace)]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["jobs_dropped"], out["jobs_fit_nowhere"], out["jobs_completed"]) == (1, 1, 1)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "dropped: no device can hold them" in text and "ResNet-50" in text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

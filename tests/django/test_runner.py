@@ -280,6 +280,25 @@ def test_the_job_table_round_trips_through_parquet(owner: Any, make_workload: An
         np.testing.assert_array_equal(getattr(again, name), getattr(jobs, name))
 
 
+def test_gpu_sharing_requests_round_trip_and_old_tables_read_as_whole_devices() -> None:
+    import io
+
+    import pandas as pd
+
+    from clustersim.jobs import JobTable
+
+    jobs = JobTable.from_columns(
+        job_id=["a", "b"], submit_time=[0, 1], num_gpus=[1, 2], work=[5, 6], gpu_fraction=[0.46, 1]
+    )
+    assert from_parquet(to_parquet(jobs)).gpu_fraction.tolist() == [0.46, 1.0]
+    # a table stored before the column existed
+    frame = pd.read_parquet(io.BytesIO(to_parquet(jobs))).drop(columns=["gpu_fraction"])
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    old = from_parquet(buf.getvalue())
+    assert old.gpu_fraction.tolist() == [1.0, 1.0] and old.work.tolist() == [5.0, 6.0]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_thread_beats_and_notices_cancellation(
     owner: Any, make_experiment: Any, settings: Any
