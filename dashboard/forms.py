@@ -112,6 +112,14 @@ class ExperimentForm(forms.Form):
         help_text="To compare with a reference simulator's numbers; it accepts only the policies"
         " it has (gavel: gavel-fifo, gavel-las; tiresias: fifo, tiresias).",
     )
+    cost_horizon_hours = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        label="Cost horizon (hours)",
+        help_text="Planning horizon of the owned-cluster cost: capital and energy paid over this"
+        " many hours whatever the policy does. Blank: each workload's arrival span (at least"
+        " 1 h). The cloud cost always counts the device-hours each run held.",
+    )
 
     def __init__(self, *args: Any, owner: Any = None, **kwargs: Any) -> None:
         from scheduling.registry import PLACEMENTS, POLICIES
@@ -136,6 +144,12 @@ class ExperimentForm(forms.Form):
         if any(v < 0 for v in values):
             raise ValidationError("seeds must be non-negative")
         return values
+
+    def clean_cost_horizon_hours(self) -> float | None:
+        value = self.cleaned_data.get("cost_horizon_hours")
+        if value is not None and not value > 0:
+            raise ValidationError("the cost horizon must be more than 0 hours")
+        return value
 
     def clean_params(self) -> dict[str, Any]:
         text = (self.cleaned_data.get("params") or "").strip()

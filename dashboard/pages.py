@@ -25,34 +25,40 @@ SUMMARY_ROWS = (
     "jobs_dropped",
     "jobs_fit_nowhere",
     *figures.TABLE_METRICS[1:],
+    "wait_p99_s",
     "queue_delay_p99_s",
     "preemptions",
     "migrations",
     "idle_while_queued",
     "avg_power_kw",
+    "horizon_s",
+    "cost_owned_capital_usd",
+    "cost_owned_energy_usd",
     "electricity_cost_usd",
 )
 _UNITS = {
     "jobs_total": "jobs",
     "jobs_dropped": "jobs",
     "jobs_fit_nowhere": "jobs",
-    "queue_delay_p99_s": "time",
     "preemptions": "count",
     "migrations": "count",
     "idle_while_queued": "%",
     "avg_power_kw": "kW",
+    "cost_owned_capital_usd": "USD",
+    "cost_owned_energy_usd": "USD",
     "electricity_cost_usd": "USD",
 }
 _LABELS = {
     "jobs_total": "Jobs",
     "jobs_dropped": "Jobs dropped",
     "jobs_fit_nowhere": "Jobs no device can hold (dropped)",
-    "queue_delay_p99_s": "p99 queueing delay",
     "preemptions": "Preemptions",
     "migrations": "Migrations",
     "idle_while_queued": "Idle devices while jobs wait",
     "avg_power_kw": "Average facility power",
-    "electricity_cost_usd": "Electricity cost",
+    "cost_owned_capital_usd": "Owned cost: amortised capital over the horizon",
+    "cost_owned_energy_usd": "Owned cost: energy over the horizon",
+    "electricity_cost_usd": "Electricity cost of the run (first submit to last busy)",
 }
 
 

@@ -251,6 +251,7 @@ def create_experiment(
     placement: str | None = None,
     compat: str = "",
     until_s: float | None = None,
+    cost_horizon_hours: float | None = None,
     description: str = "",
     enqueue: bool = True,
 ) -> Experiment:
@@ -258,7 +259,9 @@ def create_experiment(
 
     ``placement`` ``None`` (or blank): ``consolidate``, or under a compatibility mode
     (``compat``, :mod:`clustersim.compat`) each policy's placement in that simulator; a mode
-    that does not cover a policy or placement is refused, naming both.
+    that does not cover a policy or placement is refused, naming both. ``cost_horizon_hours``
+    is the planning horizon of every run's owned-cluster cost (``None``: each workload's
+    arrival span at its load factor, at least 1 h; ``docs/metrics.md``).
     """
     from clustersim.compat import resolve
     from clustersim.errors import ClustersimError
@@ -277,6 +280,8 @@ def create_experiment(
         )
     if any(not (f > 0) for f in load_factors):
         raise ValidationError("load factors must be positive")
+    if cost_horizon_hours is not None and not (0 < cost_horizon_hours < float("inf")):
+        raise ValidationError("the cost horizon must be a positive number of hours")
     not_ready = [w.name for w in workloads if w.status != WorkloadStatus.READY]
     if not_ready:
         raise ValidationError(f"workloads not parsed (yet): {', '.join(not_ready)}")
@@ -296,6 +301,7 @@ def create_experiment(
             load_factors=[float(f) for f in load_factors],
             seeds=[int(s) for s in seeds],
             until_s=until_s,
+            cost_horizon_hours=cost_horizon_hours,
             runs_total=len(grid),
         )
         exp.clusters.set(clusters)
