@@ -34,6 +34,7 @@ RUN_FIELDS = (
     "params",
     "load_factor",
     "seed",
+    "seed_independent",
     "state",
     "summary",
     "per_job_id",

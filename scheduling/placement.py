@@ -76,6 +76,7 @@ class RandomPlacement(Placement):
     """Nodes in a random order (seeded), filled in that order."""
 
     name = "random"
+    uses_seed = True
 
     def reset(self, rng: np.random.Generator) -> None:
         self._rng = rng
