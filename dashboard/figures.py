@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.numbers import RUN_ONCE, cell_value, is_count, mean_spread, run_once, seeds_text
+from dashboard.numbers import RUN_ONCE, cell_value, is_count, mean_spread, seeds_text
 from dashboard.plotting import (
     CARBON,
     DASHES,
@@ -200,7 +200,7 @@ def metric_table(grid: Grid) -> Chart:
     columns: list[dict[str, Any]] = [
         {"key": "policy", "label": "Policy"},
         {"key": "config", "label": "Configuration"},
-        {"key": "seeds", "label": "Seeds", "unit": "runs"},
+        {"key": "seeds", "label": "Seeds", "unit": "runs", "nowrap": True},
     ]
     columns += [
         {
@@ -218,7 +218,7 @@ def metric_table(grid: Grid) -> Chart:
             runs = grid.cells.get((policy, config))
             if not runs:
                 continue
-            once = run_once(runs)
+            once = grid.run_once(runs)
             row: dict[str, Any] = {
                 "policy": policy,
                 "colour": colour[policy],
@@ -297,7 +297,9 @@ def metric_bars(grid: Grid, key: str) -> Chart:
                     "color": "#333",
                 },
                 "customdata": [
-                    seeds_text(grid.cells[(policy, c)], None if sd is None else sd * f, unit)
+                    seeds_text(
+                        grid.cells[(policy, c)], None if sd is None else sd * f, unit, grid.seeds
+                    )
                     for c, (_, sd, _) in zip(configs, stats, strict=True)
                 ],
                 "hovertemplate": f"{policy}<br>%{{x}}<br>%{{y:.4g}} {unit}"
@@ -314,7 +316,7 @@ def metric_bars(grid: Grid, key: str) -> Chart:
         showlegend=not one_config,
     )
     note = "Error bars: sample standard deviation over seeds." if spread else ""
-    if any(run_once(runs) for runs in grid.cells.values()):
+    if any(grid.run_once(runs) for runs in grid.cells.values()):
         note = f"{note} Some bars are {RUN_ONCE}.".strip()
     return Chart(
         title=title,

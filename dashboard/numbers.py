@@ -31,11 +31,6 @@ def is_count(key: str) -> bool:
     return key.startswith("jobs_") or key in COUNT_KEYS
 
 
-def run_once(runs: Sequence[Any]) -> bool:
-    """Whether a cell's runs are one run that stands for every seed (``seed_independent``)."""
-    return len(runs) == 1 and bool(getattr(runs[0], "seed_independent", False))
-
-
 def count_value(values: Sequence[Any]) -> int | str | None:
     """A count over a cell's runs: the exact integer, ``"lo–hi"`` when the runs disagree,
     ``None`` when no run has it."""
@@ -69,9 +64,12 @@ def cell_value(key: str, values: Sequence[Any], factor: float = 1.0, digits: int
     return rounded([mean, sd], digits)
 
 
-def seeds_text(runs: Sequence[Any], sd: float | None = None, unit: str = "") -> str:
-    """How many seeds a cell's value stands for, and its spread (bar hover texts)."""
-    if run_once(runs):
+def seeds_text(
+    runs: Sequence[Any], sd: float | None = None, unit: str = "", seeds_listed: int = 1
+) -> str:
+    """How many seeds a cell's value stands for, and its spread (bar hover texts); a cell run
+    once for several seeds listed says so."""
+    if seeds_listed > 1 and len(runs) == 1 and getattr(runs[0], "seed_independent", False):
         return RUN_ONCE
     n = len(runs)
     if n == 1:

@@ -92,6 +92,8 @@ def summary_rows(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]
 
 def seed_note(exp: Experiment) -> str:
     """What the experiment page says of the runs made once for all seeds ("" if none)."""
+    if len(exp.seeds or []) < 2:  # one seed: nothing was collapsed
+        return ""
     pairs = sorted(set(exp.runs.filter(seed_independent=True).values_list("policy", "placement")))
     if not pairs:
         return ""

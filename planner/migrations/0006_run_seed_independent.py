@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('planner', '0005_dispatch'),
+        ("planner", "0005_dispatch"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='seed_independent',
-            field=models.BooleanField(default=False, help_text="its results do not depend on the seed (neither the policy nor the placement draws from it): run once, with the experiment's first seed, for all its seeds"),
+            model_name="run",
+            name="seed_independent",
+            field=models.BooleanField(
+                default=False,
+                help_text="its results do not depend on the seed (neither the policy nor the placement draws from it): run once, with the experiment's first seed, for all its seeds",
+            ),
         ),
     ]

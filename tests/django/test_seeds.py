@@ -162,8 +162,10 @@ def test_the_experiment_page_says_a_cell_was_run_once(
         "0, standing for seed(s) 0, 1, 2." in html
     )
     assert '0 <span class="small">(run once: does not depend on the seed)</span>' in html
-    (row,) = table(web, exp)["table"]["rows"]
+    payload = table(web, exp)["table"]
+    (row,) = payload["rows"]
     assert row["seeds"] == RUN_ONCE
+    assert {"key": "seeds", "label": "Seeds", "unit": "runs", "nowrap": True} in payload["columns"]
     mean, sd = row["jct_mean_s"]
     assert mean > 0 and sd is None  # no "± 0" for a single run
     assert row["jobs_completed"] == DEMO_JOBS
@@ -171,6 +173,18 @@ def test_the_experiment_page_says_a_cell_was_run_once(
     (trace,) = bars["figure"]["data"]
     assert trace["error_y"]["array"] == [None] and trace["customdata"] == [RUN_ONCE]
     assert "±" not in trace["hovertemplate"]
+
+
+def test_with_one_seed_listed_nothing_was_collapsed_and_nothing_is_said(
+    web: Client, owner: Any, make_experiment: Any, finish: Any
+) -> None:
+    exp = finish(make_experiment(owner, policies=("fifo",), seeds=(0,), name="one seed"))
+    html = web.get(f"/experiments/{exp.pk}/").content.decode()
+    assert RUN_ONCE not in html
+    (row,) = table(web, exp)["table"]["rows"]
+    assert row["seeds"] == 1 and row["jct_mean_s"][1] is None
+    bars = json.loads(web.get(f"/charts/experiments/{exp.pk}/bars-jct_mean_s/").content)
+    assert bars["figure"]["data"][0]["customdata"] == ["1 seed"]
 
 
 def test_a_seeded_grid_shows_its_spread_and_exact_unpooled_job_counts(
@@ -230,7 +244,8 @@ def test_the_bar_hover_text_says_how_many_seeds_and_whether_they_differ() -> Non
         def __init__(self, once: bool = False) -> None:
             self.seed_independent = once
 
-    assert seeds_text([R(once=True)]) == RUN_ONCE
+    assert seeds_text([R(once=True)], seeds_listed=3) == RUN_ONCE
+    assert seeds_text([R(once=True)]) == "1 seed"  # one seed listed: nothing was collapsed
     assert seeds_text([R()]) == "1 seed"
     assert seeds_text([R(), R()]) == "the same for all 2 seeds"
     assert seeds_text([R(), R(), R()], 1.234, "h") == "± 1.2 h (sd over 3 seeds)"
