@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("planner", "0005_dispatch"),
+        ("planner", "0006_capital_cost_and_cost_horizon"),
     ]
 
     operations = [
