@@ -568,6 +568,10 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         child=serializers.IntegerField(min_value=0, max_value=2**31 - 1),
         default=[0],
         allow_empty=False,
+        help_text="Seeds only matter where the policy or the placement draws from them "
+        "(`uses_seed` in /api/v1/policies/ and /api/v1/placements/, e.g. placement `random`). "
+        "A combination that draws nothing is run once, with the first seed, for all the seeds "
+        "(its run says `seed_independent`).",
     )
     compat = serializers.ChoiceField(
         choices=[name for name, _ in COMPAT_CHOICES],
@@ -641,6 +645,7 @@ class RunSerializer(FastRepresentationMixin, serializers.ModelSerializer):
             "placement",
             "load_factor",
             "seed",
+            "seed_independent",
             "state",
             "progress",
             "attempts",
@@ -717,12 +722,19 @@ class PolicySerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="Compatibility modes (reference simulators) that cover this policy.",
     )
+    uses_seed = serializers.BooleanField(
+        help_text="The policy draws from the run's seed; false: its decisions do not depend on "
+        "it (with a placement that does not either, an experiment runs it once for all seeds)."
+    )
 
 
 class PlacementSerializer(serializers.Serializer):
     name = serializers.CharField()
     summary = serializers.CharField()
     description = serializers.CharField()
+    uses_seed = serializers.BooleanField(
+        help_text="The strategy draws from the run's seed (e.g. random); false: deterministic."
+    )
 
 
 class TraceFormatSerializer(serializers.Serializer):

@@ -354,7 +354,8 @@ class ExperimentViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Grids of clusters × workloads × policies × load factors × seeds; one run per point.
+    """Grids of clusters × workloads × policies × load factors × seeds; one run per point
+    (one for all the seeds where neither the policy nor the placement draws from the seed).
 
     Creating one answers 202: the runs are queued and Celery workers simulate them.
     """

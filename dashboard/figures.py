@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dashboard.numbers import RUN_ONCE, cell_value, is_count, mean_spread, seeds_text
 from dashboard.plotting import (
     CARBON,
     DASHES,
@@ -199,7 +200,7 @@ def metric_table(grid: Grid) -> Chart:
     columns: list[dict[str, Any]] = [
         {"key": "policy", "label": "Policy"},
         {"key": "config", "label": "Configuration"},
-        {"key": "seeds", "label": "Seeds", "unit": "runs"},
+        {"key": "seeds", "label": "Seeds", "unit": "runs", "nowrap": True},
     ]
     columns += [
         {
@@ -217,12 +218,13 @@ def metric_table(grid: Grid) -> Chart:
             runs = grid.cells.get((policy, config))
             if not runs:
                 continue
+            once = grid.run_once(runs)
             row: dict[str, Any] = {
                 "policy": policy,
                 "colour": colour[policy],
                 "config": grid.config_label(config),
                 "group": config.key,
-                "seeds": len(runs),
+                "seeds": RUN_ONCE if once else len(runs),
             }
             flat: dict[str, Any] = {
                 "policy": policy,
@@ -230,19 +232,25 @@ def metric_table(grid: Grid) -> Chart:
                 "workload": config.workload,
                 "load_factor": config.load,
                 "seeds": len(runs),
+                "seed_independent": once,
             }
             for k in TABLE_METRICS:
-                mean, sd, _ = mean_sd(_summary_values(runs, k))
-                f = units[k][1]
-                row[k] = rounded(
-                    [None if mean is None else mean * f, None if sd is None else sd * f], 4
-                )
-                flat[f"{k}_mean"], flat[f"{k}_sd"] = mean, sd
+                values = _summary_values(runs, k)
+                row[k] = cell_value(k, values, units[k][1])
+                if is_count(k):  # exact, per run: never a mean of counts
+                    known = [int(v) for v in values if v is not None]
+                    flat[f"{k}_min"] = min(known) if known else None
+                    flat[f"{k}_max"] = max(known) if known else None
+                else:
+                    flat[f"{k}_mean"], flat[f"{k}_sd"], _ = mean_spread(values)
             rows.append(row)
             export.append(flat)
     note = (
         f"{len(grid.runs)} of {grid.total} runs succeeded." if len(grid.runs) < grid.total else ""
     )
+    note += " Counts are exact (lo–hi if the seeds' runs differ); ± only where they differ."
+    if any(r["seeds"] == RUN_ONCE for r in rows):
+        note += f" “{RUN_ONCE}”: neither the policy nor the placement draws from the seed."
     return Chart(
         title=title,
         table={"columns": columns, "rows": rows},
@@ -257,7 +265,7 @@ def metric_bars(grid: Grid, key: str) -> Chart:
     if not grid.runs:
         return empty(title, NO_RUNS)
     colour = colours(grid.policies)
-    cells = {(p, c): mean_sd(_summary_values(runs, key)) for (p, c), runs in grid.cells.items()}
+    cells = {(p, c): mean_spread(_summary_values(runs, key)) for (p, c), runs in grid.cells.items()}
     if all(m is None for m, _, _ in cells.values()):
         return empty(
             title,
@@ -267,14 +275,14 @@ def metric_bars(grid: Grid, key: str) -> Chart:
     unit, f = metric.display([m for m, _, _ in cells.values()])
     one_config = len(grid.configs) == 1
     traces = []
-    seeds_max = 1
+    spread = False
     for policy in grid.policies:
         configs = [c for c in grid.configs if (policy, c) in cells]
         stats = [cells[(policy, c)] for c in configs]
-        seeds_max = max([seeds_max, *(n for _, _, n in stats)])
+        spread = spread or any(sd is not None for _, sd, _ in stats)
         x = [policy] if one_config else [grid.config_label(c) for c in configs]
         y = [None if m is None else m * f for m, _, _ in stats]
-        err = [0.0 if sd is None else sd * f for _, sd, _ in stats]
+        err = [None if sd is None else sd * f for _, sd, _ in stats]  # no bar: no spread
         traces.append(
             {
                 "type": "bar",
@@ -288,9 +296,14 @@ def metric_bars(grid: Grid, key: str) -> Chart:
                     "visible": True,
                     "color": "#333",
                 },
-                "customdata": [n for _, _, n in stats],
-                "hovertemplate": f"{policy}<br>%{{x}}<br>%{{y:.4g}} {unit} "
-                f"± %{{error_y.array:.2g}}<br>%{{customdata}} seed(s)<extra></extra>",
+                "customdata": [
+                    seeds_text(
+                        grid.cells[(policy, c)], None if sd is None else sd * f, unit, grid.seeds
+                    )
+                    for c, (_, sd, _) in zip(configs, stats, strict=True)
+                ],
+                "hovertemplate": f"{policy}<br>%{{x}}<br>%{{y:.4g}} {unit}"
+                "<br>%{customdata}<extra></extra>",
             }
         )
     better = "higher is better" if metric.higher_is_better else "lower is better"
@@ -302,7 +315,9 @@ def metric_bars(grid: Grid, key: str) -> Chart:
         barmode="overlay" if one_config else "group",
         showlegend=not one_config,
     )
-    note = "Error bars: sample standard deviation over seeds." if seeds_max > 1 else ""
+    note = "Error bars: sample standard deviation over seeds." if spread else ""
+    if any(grid.run_once(runs) for runs in grid.cells.values()):
+        note = f"{note} Some bars are {RUN_ONCE}.".strip()
     return Chart(
         title=title,
         figure={"data": traces, "layout": lay},
@@ -333,23 +348,36 @@ def _pooled(runs: Sequence[Run], column: str) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
+def _completed(run: Run) -> int:
+    """Jobs a run completed (finite JCT in its per-job table)."""
+    return int(np.isfinite(parquet_columns(run.per_job_id, ("jct",))["jct"].to_numpy()).sum())
+
+
+def _jobs_label(counts: Sequence[int]) -> str:
+    """A curve's job count: one run's, never the sum over seed replicas (a range if they
+    differ)."""
+    lo, hi = min(counts), max(counts)
+    return f"{lo:,} jobs" if lo == hi else f"{lo:,}–{hi:,} jobs per seed"
+
+
 def cdf_chart(title: str, series: Sequence[Series], *, note: str = "") -> Chart:
     """Empirical CDFs of completed jobs' JCT, one curve per series (≤ 2,000 points each)."""
     if not series:
         return empty(title, NO_RUNS)
     pooled = [(s, _pooled(s.runs, "jct")) for s in series]
+    per_run = [[_completed(r) for r in s.runs] for s in series]
     if all(len(v) == 0 for _, v in pooled):
         return empty(title, "No job completed in these runs, so there is no JCT to plot.")
     medians = [float(np.median(v)) for _, v in pooled if len(v)]
     unit, scale = time_unit(medians)
     traces = []
-    for s, values in pooled:
+    for (s, values), counts in zip(pooled, per_run, strict=True):
         x, y = cdf_points(values[values > 0], MAX_CDF_POINTS)
         traces.append(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": f"{s.label} ({len(values):,} jobs)",
+                "name": f"{s.label} ({_jobs_label(counts)})",
                 "legendgroup": s.group or s.label,
                 "x": rounded_array(x / scale),
                 "y": rounded_array(100.0 * y, 5),
@@ -622,7 +650,9 @@ def load_curve(grid: Grid, key: str = "jct_mean_s") -> Chart:
     pairs = sorted({(c.cluster_id, c.workload_id, c.cluster, c.workload) for c in grid.configs})
     stats: dict[tuple[str, int, int, float], tuple[float | None, float | None, int]] = {}
     for (policy, c), runs in grid.cells.items():
-        stats[(policy, c.cluster_id, c.workload_id, c.load)] = mean_sd(_summary_values(runs, key))
+        stats[(policy, c.cluster_id, c.workload_id, c.load)] = mean_spread(
+            _summary_values(runs, key)
+        )
     unit, f = metric.display([s[0] for s in stats.values()])
     traces = []
     for policy in grid.policies:
@@ -642,7 +672,7 @@ def load_curve(grid: Grid, key: str = "jct_mean_s") -> Chart:
                     "y": rounded([None if m is None else m * f for m, _, _ in st]),
                     "error_y": {
                         "type": "data",
-                        "array": rounded([0.0 if sd is None else sd * f for _, sd, _ in st]),
+                        "array": rounded([None if sd is None else sd * f for _, sd, _ in st]),
                         "visible": True,
                     },
                     "line": {"color": colour[policy], "dash": DASHES[j % len(DASHES)]},

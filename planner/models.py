@@ -306,7 +306,13 @@ COMPAT_CHOICES = (
 
 
 class Experiment(Owned):
-    """A grid: clusters × workloads × policies (with parameters) × load factors × seeds."""
+    """A grid: clusters × workloads × policies (with parameters) × load factors × seeds.
+
+    A point of the grid whose results cannot depend on the seed (neither its policy nor its
+    placement draws from it: :func:`clustersim.engine.seed_matters`) is run once, with the
+    first of ``seeds``, and that run is marked ``seed_independent``; the others get one run
+    per seed. ``seeds`` keeps every seed asked for; ``runs_total`` counts the runs made.
+    """
 
     class State(models.TextChoices):
         QUEUED = "queued"
@@ -389,6 +395,11 @@ class Run(Owned):
     placement = models.CharField(max_length=32, default="consolidate")
     load_factor = models.FloatField(default=1.0)
     seed = models.IntegerField(default=0)
+    seed_independent = models.BooleanField(
+        default=False,
+        help_text="its results do not depend on the seed (neither the policy nor the placement "
+        "draws from it): run once, with the experiment's first seed, for all its seeds",
+    )
 
     state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
     progress = models.FloatField(default=0.0, help_text="share of jobs arrived, 0..1")

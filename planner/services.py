@@ -262,6 +262,10 @@ def create_experiment(
     that does not cover a policy or placement is refused, naming both. ``cost_horizon_hours``
     is the planning horizon of every run's owned-cluster cost (``None``: each workload's
     arrival span at its load factor, at least 1 h; ``docs/metrics.md``).
+
+    A policy whose results cannot depend on the seed with its placement
+    (:func:`seed_independent`) gets one run per cluster × workload × load factor, with the
+    first seed, marked ``seed_independent``; the others one run per seed as well.
     """
     from clustersim.compat import resolve
     from clustersim.errors import ClustersimError
@@ -285,7 +289,14 @@ def create_experiment(
     not_ready = [w.name for w in workloads if w.status != WorkloadStatus.READY]
     if not_ready:
         raise ValidationError(f"workloads not parsed (yet): {', '.join(not_ready)}")
-    grid = list(itertools.product(clusters, workloads, policies, load_factors, seeds))
+    once = seed_independent(policies, where)
+    grid = [
+        (c, w, p, f, s, once[i])
+        for c, w, (i, p), f in itertools.product(
+            clusters, workloads, enumerate(policies), load_factors
+        )
+        for s in (seeds[:1] if once[i] else seeds)
+    ]
     if len(grid) > settings.CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT:
         limit = settings.CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT
         raise ValidationError(f"{len(grid)} runs; at most {limit} per experiment")
@@ -318,12 +329,26 @@ def create_experiment(
                 placement=placement_of[p["name"]],
                 load_factor=float(f),
                 seed=int(s),
+                seed_independent=alone,
             )
-            for c, w, p, f, s in grid
+            for c, w, p, f, s, alone in grid
         )
         if enqueue:
             launch(exp.pk)
     return exp
+
+
+def seed_independent(policies: Sequence[dict[str, Any]], placements: Sequence[str]) -> list[bool]:
+    """For each ``{"name", "params"}`` of ``policies`` with its resolved placement: whether its
+    results cannot depend on the run's seed (:func:`clustersim.engine.seed_matters`, from the
+    registry's ``uses_seed`` declarations), so that one run stands for every seed."""
+    from clustersim.engine import seed_matters
+    from scheduling.registry import PLACEMENTS, POLICIES
+
+    return [
+        not seed_matters(POLICIES[p["name"]], PLACEMENTS[where])
+        for p, where in zip(policies, placements, strict=True)
+    ]
 
 
 def check_queued_runs(owner_id: int, adding: int) -> None:

@@ -243,7 +243,7 @@ def test_the_periodic_task_re_enqueues_what_it_requeued(run: Run) -> None:
 
 
 def test_rerun_requeues_failed_and_cancelled_runs(owner: Any, make_experiment: Any) -> None:
-    exp = make_experiment(owner, seeds=(0, 1))
+    exp = make_experiment(owner, seeds=(0, 1), placement="random")  # one run per seed
     first, second = exp.runs.order_by("pk")
     runner.cancel_runs(Run.objects.filter(pk=first.pk))
     assert runner.execute_run(second.pk, "w") == "succeeded"
