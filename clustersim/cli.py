@@ -68,6 +68,8 @@ SUMMARY_ROWS = (
     ("horizon_s", "cost horizon [s]"),
     ("cost_owned_usd", "cost, owned, over horizon [$]"),
     ("cost_cloud_usd", "cost, cloud, device-h held [$]"),
+    ("busy_device_hours", "capacity used [device-h]"),
+    ("reference_gpu_hours_completed", "work completed [ref GPU-h]"),
     ("work_per_dollar", "work/$, owned [ref GPU-h/$]"),
     ("work_per_dollar_cloud", "work/$, cloud [ref GPU-h/$]"),
     ("energy_kwh", "energy [kWh]"),

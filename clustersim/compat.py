@@ -234,6 +234,7 @@ def prepare(
             extrapolated=rates.extrapolated,
             generic=rates.generic,
             measured=np.zeros_like(rates.rate, dtype=bool),
+            ref_gpu_s=rates.ref_gpu_s,
             notes=(*rates.notes, f"--compat {m.name}: every job runs for its duration"),
         )
     return Prepared(jobs, rates, pol, where, engine)

@@ -243,6 +243,8 @@ class _Run:
         self.best_rate = self.rate.max(axis=1) if n_types else np.zeros(n)
         if self.rate.shape != (n, n_types):
             raise SimulationError(f"rate matrix has shape {self.rate.shape}, want {(n, n_types)}")
+        if len(rates.ref_gpu_s) not in (0, n):  # empty: rates built by hand (RunResult default)
+            raise SimulationError(f"ref_gpu_s has {len(rates.ref_gpu_s)} entries, want {n}")
         # cluster state, packed (kernels.TYPE_*, NODE_* rows)
         self.types_i = np.zeros((2, n_types), dtype=np.int64)
         self.types_i[TYPE_CAPACITY] = cluster.devices_per_type()
@@ -1096,6 +1098,7 @@ class _Run:
             seg_busy=seg_busy,
             seg_queued=np.array(self.seg_queued, dtype=np.int64),
             seg_running=np.array(self.seg_running, dtype=np.int64),
+            ref_gpu_s=self.rates.ref_gpu_s,
             stints=Stints(
                 job=stints_i[0],
                 node=stints_i[1],

@@ -42,7 +42,10 @@ Utilisation
     Busy device-seconds / (devices × window length), overall and per accelerator type
     (``utilisation_<type>``, the type name lower-cased with every run of characters other
     than letters and digits replaced by ``_``). All devices count as available (node
-    availability of edge devices is not subtracted).
+    availability of edge devices is not subtracted). ``busy_device_hours`` = busy
+    device-seconds over the window / 3600: the capacity the run used, on every type alike
+    (restore delays and slow devices included; compare the completed work,
+    ``reference_gpu_hours_completed``).
 Idle while queued
     ``idle_while_queued``: idle device-seconds in segments where at least one job waits, over
     available device-seconds. An upper bound on fragmentation (free devices no queued job can
@@ -99,13 +102,19 @@ Electricity cost (``electricity_cost_usd``)
     Σ region energy over the accounting window × region ``price_per_kwh`` (the energy of
     ``energy_kwh``); informational, not part of either cost.
 Cost-normalised throughput
-    ``reference_gpu_hours_completed`` = Σ over completed jobs of their device-seconds on all
-    types / 3600 (device-hours the completed jobs held, restore delays included; a device-hour
-    counts the same on every type). ``reference_gpu_hours_in_horizon`` = the same over jobs
-    that completed by the end of the horizon. ``work_per_dollar`` =
-    ``reference_gpu_hours_in_horizon / cost_owned_usd`` (the same horizon, so the same
-    denominator up to energy, for every policy); ``work_per_dollar_cloud`` =
-    ``reference_gpu_hours_completed / cost_cloud_usd``.
+    Completed *work*, not capacity used (DESIGN §3.6). ``reference_gpu_hours_completed`` =
+    Σ over completed jobs of ``RunResult.ref_gpu_s`` / 3600: each job's whole work in
+    reference GPU-hours, the device-hours its full gang needs on the reference placement
+    (P100; ``num_gpus × work / reference rate``, :attr:`clustersim.perf.JobRates.ref_gpu_s`).
+    It depends on the job alone: the same job counts the same whether it ran on K80s or
+    H100s, consolidated or spread, preempted or not, so a policy cannot raise it by holding
+    devices longer (that shows in ``busy_device_hours``, the capacity figure). A job whose
+    reference work is undefined (``nan``: it cannot run on P100 at its scale) counts 0.
+    ``reference_gpu_hours_in_horizon`` = the same over jobs that completed by the end of the
+    horizon. ``work_per_dollar`` = ``reference_gpu_hours_in_horizon / cost_owned_usd`` (the
+    same horizon, so the same denominator up to energy, for every policy);
+    ``work_per_dollar_cloud`` = ``reference_gpu_hours_completed / cost_cloud_usd``. Both in
+    reference GPU-hours per dollar.
 Undefined values
     A mean, percentile, ratio or index over nothing (no completed job, a zero-length window,
     no deadline, zero cost) is ``None``; counts, sums, energy, carbon and cloud cost are then
@@ -536,10 +545,11 @@ def summary(
     cloud = float((price * busy_type_s).sum()) / 3600.0
     out["cost_cloud_usd"] = cloud
 
-    device_h = result.device_time.sum(axis=1) / 3600.0
-    ref_gpu_h = float(device_h[done].sum())
+    # Completed work in reference GPU-hours (policy-independent per job), not device-hours held.
+    work_h = np.nan_to_num(np.asarray(result.ref_gpu_s, dtype=np.float64), nan=0.0) / 3600.0
+    ref_gpu_h = float(work_h[done].sum())
     in_horizon = done & (np.nan_to_num(result.finish, nan=np.inf) <= h_start + h_len)
-    ref_gpu_h_horizon = float(device_h[in_horizon].sum())
+    ref_gpu_h_horizon = float(work_h[in_horizon].sum())
     out["reference_gpu_hours_completed"] = ref_gpu_h
     out["reference_gpu_hours_in_horizon"] = ref_gpu_h_horizon
     out["work_per_dollar"] = _ratio(ref_gpu_h_horizon, owned)
@@ -635,12 +645,13 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
     """One row per job with its outcome.
 
     Columns: ``job_id, submit, first_start, finish, jct, queue_delay, num_gpus, job_type,
-    user, vc, attained_gpu_s, preemptions, migrations, drop_reason, ftf_rho, held, wait``.
-    Times in seconds; ``queue_delay`` is the first-start delay, ``held`` the wall-clock time
-    the job held devices and ``wait`` its total wait ``jct - held`` (see the module
-    docstring); ``jct``/``finish``/``wait`` are NaN for jobs that did not complete,
-    ``first_start`` and ``queue_delay`` for jobs that never started, ``ftf_rho`` for jobs that
-    did not complete.
+    user, vc, attained_gpu_s, preemptions, migrations, drop_reason, ftf_rho, held, wait,
+    ref_gpu_s``. Times in seconds; ``queue_delay`` is the first-start delay, ``held`` the
+    wall-clock time the job held devices and ``wait`` its total wait ``jct - held`` (see the
+    module docstring); ``attained_gpu_s`` the device-seconds it held, ``ref_gpu_s`` its whole
+    work in reference GPU-seconds (``RunResult.ref_gpu_s``, NaN where undefined).
+    ``jct``/``finish``/``wait`` are NaN for jobs that did not complete, ``first_start`` and
+    ``queue_delay`` for jobs that never started, ``ftf_rho`` for jobs that did not complete.
     """
     import pandas as pd
 
@@ -664,6 +675,7 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
             "ftf_rho": _ftf_rho(result),
             "held": _held(result),
             "wait": _wait(result),
+            "ref_gpu_s": result.ref_gpu_s,
         }
     )
 

@@ -138,6 +138,42 @@ to computation matters; the speed on type ``a`` is the roofline speed with
 ``generic_compute_fraction`` (or the override), and the rate is normalised by the same model on
 the reference placement.
 
+Reference work
+--------------
+A job's work in steps of one model and another job's in reference seconds do not add up, and
+device-hours held measure capacity used, not work done (the same job holds more of them on a
+slow type). :attr:`JobRates.ref_gpu_s` states every job's whole work in one unit that depends
+on the job alone: *reference GPU-seconds*, the device-seconds its full gang needs on the
+reference placement (the P100 nodes defined under Units, consolidated)::
+
+    ref_gpu_s = num_gpus × work / R
+
+with ``R`` the full gang's rate on the reference placement, in the job's work units:
+
+* no measured job type (work in reference seconds of the gang): ``R = 1`` by definition, so
+  ``ref_gpu_s = num_gpus × work``;
+* a measured job type at a measured scale factor (1, 2, 4 or 8 devices, which fit the
+  reference node): Gavel's consolidated P100 throughput, exactly (the calibration reproduces
+  it on any interconnect);
+* a measured job type at another scale factor: the step model at ``num_gpus`` with the P100
+  calibration of the nearest measured scale factor, over :data:`REFERENCE_INTRA_GBS` up to
+  :data:`REFERENCE_NODE_DEVICES` devices and :data:`REFERENCE_NETWORK_GBS` beyond — what a
+  cluster of reference nodes gives it;
+* a job type the throughput table has no P100 measurement of (every type of the shipped table
+  has one; a custom table may not): the P100 rate extrapolated with the roofline rule from the
+  closest measured Gavel type, as for any type without measurements (noted);
+* a measured 0 on P100 at that scale factor (the job does not fit there; none in the shipped
+  table): ``nan``, noted; the metrics count such a job's work as 0.
+
+The P100 is calibrated as one more, virtual column even when the cluster has no P100, and the
+reference ignores the cluster, ``gpu_type`` constraints, the fit check, speed overrides (the
+reference type's speed is 1 by definition) and ``placement_aware``. So a job completes the same
+reference work on a K80 or an H100 cluster, under any policy and placement; alone on a cluster
+of reference nodes, consolidated and never preempted, it holds exactly ``ref_gpu_s``
+device-seconds. It does depend on the model's table and calibration (``throughputs``,
+``measured_network_gbs``): compare runs prepared with the same performance model. Devices are
+counted whole (``gpu_fraction`` is not modelled).
+
 Constraints
 -----------
 The rate is 0 on types other than the job's ``gpu_type`` constraint. A constraint matches a
@@ -532,6 +568,10 @@ def _empty_bool() -> BoolArray:
     return np.zeros(0, dtype=bool)
 
 
+def _empty_float() -> FloatArray:
+    return np.zeros(0, dtype=np.float64)
+
+
 @dataclass(eq=False)
 class JobRates:
     """Per-job performance data prepared for one (jobs, cluster) pair.
@@ -568,6 +608,14 @@ class JobRates:
         framework, :mod:`clustersim.fit`): every rate 0 because of that check alone. The
         engine drops them as :data:`clustersim.result.DROP_NO_FIT`. Empty when the check
         is off or for rates built by hand.
+    ref_gpu_s : (n,) float64
+        The job's whole work in *reference GPU-seconds*: the device-seconds its full gang
+        needs on the reference placement, ``num_gpus × work / reference rate`` (module doc,
+        "Reference work"). It depends on the job alone, not on the cluster, the policy or
+        the placement, so completed work compares across all of them. ``nan`` where the
+        reference placement cannot run the job (a measured 0 on P100). Empty for rates
+        built by hand: the engine then reads ``work`` as reference seconds
+        (:class:`clustersim.result.RunResult`).
     """
 
     rate: FloatArray
@@ -579,6 +627,7 @@ class JobRates:
     notes: tuple[str, ...] = ()
     tables: RateTables | None = field(default=None, repr=False)
     fits_nowhere: BoolArray = field(default_factory=_empty_bool)
+    ref_gpu_s: FloatArray = field(default_factory=_empty_float)
 
     def placement_rate(
         self, jobs: IntArray, types: IntArray, ndev: IntArray, link_gbs: FloatArray
@@ -812,6 +861,14 @@ class PerformanceModel:
         worker = np.array([gavel_worker(t) for t in cluster.types], dtype=np.int64)
         specs = [_spec(t) for t in cluster.types]
         is_ref = worker == GAVEL_WORKERS.index("p100")
+        # Column ``nt`` of the calibration is the reference placement's P100 (Gavel's P100 on
+        # REFERENCE_INTRA_GBS), calibrated like any type whether or not the cluster has one:
+        # it gives the reference work (module doc, "Reference work").
+        ref_col = nt
+        worker_x = np.append(worker, GAVEL_WORKERS.index("p100"))
+        l_cal_x = np.append(l_cal, REFERENCE_INTRA_GBS)
+        specs_x = [*specs, GAVEL_DEVICES["p100"][:2]]
+        over_x = np.append(over, np.nan)
 
         job_type = np.asarray(jobs.job_type, dtype=str) if n else np.zeros(0, dtype=str)
         names, grp = np.unique(job_type, return_inverse=True)
@@ -819,14 +876,15 @@ class PerformanceModel:
         n_groups = len(names)
         num_gpus = jobs.num_gpus
 
-        compute = np.full((n_groups, nt, n_slots), np.inf)
-        grad = np.zeros((n_groups, nt, n_slots))
-        slot_ok = np.zeros((n_groups, nt, n_slots), dtype=bool)
-        slot_meas = np.zeros((n_groups, nt, n_slots), dtype=bool)
+        compute = np.full((n_groups, nt + 1, n_slots), np.inf)
+        grad = np.zeros((n_groups, nt + 1, n_slots))
+        slot_ok = np.zeros((n_groups, nt + 1, n_slots), dtype=bool)
+        slot_meas = np.zeros((n_groups, nt + 1, n_slots), dtype=bool)
         tidx = np.array([table.index(str(x)) for x in names], dtype=np.int64)
         generic_g = tidx < 0
         counts = np.bincount(grp, minlength=n_groups)
         used_types: dict[int, str] = {}
+        ref_from: dict[str, str] = {}  # job type without a P100 measurement -> its anchor
         nospec: set[int] = set()
         caps = 0
 
@@ -858,8 +916,8 @@ class PerformanceModel:
             cons = table.consolidated[:, j, :]  # (3, S)
             unc = table.unconsolidated[:, j, :]
             has = np.asarray(~np.isnan(cons).all(axis=1), dtype=bool)  # (3,) measured at all
-            for a in range(nt):
-                w = int(worker[a])
+            for a in range(nt + 1):
+                w = int(worker_x[a])
                 if w >= 0 and has[w]:
                     for k in np.flatnonzero(~np.isnan(cons[w])):
                         tc, m = float(cons[w, k]), float(sfs[k])
@@ -868,7 +926,7 @@ class PerformanceModel:
                             continue  # measured: does not run (compute stays inf)
                         vol = 2.0 * (m - 1.0) / m
                         tau_c = m / tc
-                        lc = float(l_cal[a])
+                        lc = float(l_cal_x[a])
                         gg = g_phys
                         tu = float(unc[w, k])
                         if m > 1 and tu == tu and tu > 0 and lc > l_net:
@@ -877,7 +935,7 @@ class PerformanceModel:
                                 gg = fit
                         if m > 1 and vol * gg / lc > _MAX_COMM_SHARE * tau_c:
                             gg = _MAX_COMM_SHARE * tau_c * lc / vol
-                            caps += 1
+                            caps += int(a < nt)
                         compute[g, a, k] = tau_c - vol * gg / lc
                         grad[g, a, k] = gg
                     continue
@@ -885,12 +943,12 @@ class PerformanceModel:
                 cand = [b for b in range(len(GAVEL_WORKERS)) if has[b]]
                 if not cand:
                     continue
-                fa, ba = specs[a]
-                if over[a] == over[a]:
+                fa, ba = specs_x[a]
+                if over_x[a] == over_x[a]:
                     p = GAVEL_WORKERS.index("p100")
                     b = p if p in cand else cand[-1]
                     phi_b = float(time_factor(f_c, *GAVEL_DEVICES[GAVEL_WORKERS[b]][:2]))
-                    ratio = float(over[a]) * phi_b  # speed of a relative to b
+                    ratio = float(over_x[a]) * phi_b  # speed of a relative to b
                 else:
                     phi_a = float(time_factor(f_c, fa, ba))
                     if phi_a != phi_a:
@@ -900,7 +958,10 @@ class PerformanceModel:
                     b = _closest(cand, fa, ba)
                     phi_b = float(time_factor(f_c, *GAVEL_DEVICES[GAVEL_WORKERS[b]][:2]))
                     ratio = phi_b / phi_a
-                used_types[a] = GAVEL_WORKERS[b]
+                if a == ref_col:
+                    ref_from[jt] = GAVEL_WORKERS[b]
+                else:
+                    used_types[a] = GAVEL_WORKERS[b]
                 l_tb = GAVEL_DEVICES[GAVEL_WORKERS[b]][2]
                 for k in np.flatnonzero(~np.isnan(cons[b])):
                     tc, m = float(cons[b, k]), float(sfs[k])
@@ -912,16 +973,56 @@ class PerformanceModel:
                     comm = min(2.0 * (m - 1.0) / m * g_phys / l_tb, _MAX_COMM_SHARE * tau_c)
                     compute[g, a, k] = (tau_c - comm) / ratio
 
+        # The reference column apart; the cluster's types keep their own tables.
+        ref_tables = RateTables(
+            group=grp,
+            norm=np.ones(n),
+            allowed=np.ones((n, 1), dtype=bool),
+            log2_sf=np.log2(sfs.astype(np.float64)),
+            compute_s=np.ascontiguousarray(compute[:, ref_col:]),
+            grad_gb=np.ascontiguousarray(grad[:, ref_col:]),
+            slot_ok=np.ascontiguousarray(slot_ok[:, ref_col:]),
+        )
+        compute = np.ascontiguousarray(compute[:, :nt])
+        grad = np.ascontiguousarray(grad[:, :nt])
+        slot_ok = np.ascontiguousarray(slot_ok[:, :nt])
+        slot_meas = np.ascontiguousarray(slot_meas[:, :nt])
+
         # Unit normaliser: 1 for steps; the nominal model on the reference placement otherwise.
         norm = np.ones(n)
         gen_job = generic_g[grp] if n else np.zeros(0, dtype=bool)
+        big = num_gpus.astype(np.float64)
+        l_ref = _reference_link(big)
         if gen_job.any():
-            big = num_gpus.astype(np.float64)
-            l_ref = np.where(
-                big <= REFERENCE_NODE_DEVICES, REFERENCE_INTRA_GBS, REFERENCE_NETWORK_GBS
-            )
             comm_ref = 2.0 * (big - 1.0) / big * self.generic_grad_gb / l_ref
             norm = np.where(gen_job, big / (self.generic_step_s + comm_ref), 1.0)
+
+        # Reference work: the full gang's device-seconds on the reference placement. Generic
+        # work is in reference seconds of the gang (rate 1 there by definition); measured job
+        # types run the P100 column at num_gpus over the reference link.
+        ref_gpu_s = big * jobs.work
+        meas_j = np.flatnonzero(~gen_job)
+        if len(meas_j):
+            r_ref = ref_tables.evaluate(
+                meas_j, np.zeros(len(meas_j), dtype=np.int64), num_gpus[meas_j], l_ref[meas_j]
+            )
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ref_gpu_s[meas_j] = np.where(r_ref > 0, ref_gpu_s[meas_j] / r_ref, np.nan)
+        for jt, src in sorted(ref_from.items()):
+            notes.append(
+                f"{jt}: no P100 measurement; its reference work uses a P100 rate extrapolated "
+                f"from {src.upper()} with the roofline rule"
+            )
+        no_ref = ~np.isfinite(ref_gpu_s)
+        if no_ref.any():
+            kinds = sorted({str(x) for x in job_type[no_ref]})
+            n_undef = int(no_ref.sum())
+            what = "job" if n_undef == 1 else "jobs"
+            notes.append(
+                f"{n_undef} {what} ({', '.join(kinds)}) cannot run on the reference placement (a "
+                "measured 0 on P100): reference work undefined, counted 0 in "
+                "reference_gpu_hours"
+            )
 
         tables = RateTables(
             group=grp,
@@ -1032,7 +1133,15 @@ class PerformanceModel:
             notes=tuple(notes),
             tables=tables if self.placement_aware else None,
             fits_nowhere=nowhere,
+            ref_gpu_s=ref_gpu_s,
         )
+
+
+def _reference_link(num_gpus: FloatArray) -> FloatArray:
+    """(n,) slowest link (GB/s) of the reference placement of gangs of ``num_gpus`` devices:
+    the reference node's interconnect up to :data:`REFERENCE_NODE_DEVICES`, the network
+    beyond (a single device crosses no link; the rate model ignores its value)."""
+    return np.where(num_gpus <= REFERENCE_NODE_DEVICES, REFERENCE_INTRA_GBS, REFERENCE_NETWORK_GBS)
 
 
 def _closest(cand: list[int], flops: float, bw: float) -> int:

@@ -99,6 +99,13 @@ class RunResult:
         Devices held (busy) in each segment, by accelerator type and region.
     seg_queued, seg_running : (s,) int64
         Jobs waiting / holding devices in each segment.
+    ref_gpu_s : (n,) float64
+        Each job's whole work in reference GPU-seconds: the device-seconds its full gang needs
+        on the reference placement (:attr:`clustersim.perf.JobRates.ref_gpu_s`), whatever
+        type it ran on. The engine copies it from the rates of the run. Left out (a result
+        built by hand, or rates built by hand), it is ``num_gpus × work``: ``work`` read as
+        reference seconds of the whole gang, which is what it is for every job without a
+        measured job type. ``nan`` where undefined (the metrics count it 0).
     stints : Stints
         Device placements over time (for Gantt views).
     events : int
@@ -125,10 +132,20 @@ class RunResult:
     seg_busy: FloatArray
     seg_queued: IntArray
     seg_running: IntArray
+    ref_gpu_s: FloatArray = field(default_factory=lambda: np.zeros(0))
     stints: Stints = field(default_factory=_no_stints)
     events: int = 0
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.jobs)
+        ref = np.asarray(self.ref_gpu_s, dtype=np.float64)
+        if ref.size == 0 and n:
+            ref = self.jobs.num_gpus * self.jobs.work
+        if ref.shape != (n,):
+            raise ValueError(f"ref_gpu_s has shape {ref.shape}, want {(n,)}")
+        self.ref_gpu_s = ref
 
     @property
     def completed(self) -> npt.NDArray[np.bool_]:

@@ -118,13 +118,15 @@ def make_result(
     deadline: Sequence[float] | None = None,
     drop_reason: Sequence[str] | None = None,
     preemptions: Sequence[int] | None = None,
+    work: Sequence[float] | None = None,
+    ref_gpu_s: Sequence[float] | None = None,
 ) -> RunResult:
     n = len(submit)
     jobs = JobTable.from_columns(
         job_id=[f"j{i}" for i in range(n)],
         submit_time=np.asarray(submit, dtype=np.float64),
         num_gpus=np.asarray(gpus, dtype=np.int64),
-        work=np.ones(n),
+        work=np.ones(n) if work is None else np.asarray(work, dtype=np.float64),
         user=list(users) if users is not None else [""] * n,
         deadline=np.asarray(deadline, dtype=np.float64) if deadline is not None else None,
     )
@@ -150,13 +152,16 @@ def make_result(
         ),
         seg_queued=np.asarray(seg_queued, dtype=np.int64),
         seg_running=np.asarray(seg_running, dtype=np.int64),
+        **({} if ref_gpu_s is None else {"ref_gpu_s": np.asarray(ref_gpu_s, dtype=np.float64)}),
     )
 
 
 def two_jobs(**kw: object) -> RunResult:
     """2 devices on one node. Job 0 (1 GPU, alice) runs [0, 1 h); job 1 (2 GPUs, bob), submitted
-    at 0 too, waits for it and runs [1 h, 2 h)."""
+    at 0 too, waits for it and runs [1 h, 2 h). Both have 2 h of work in reference seconds (the
+    devices run twice as fast as the reference P100)."""
     args: dict[str, object] = dict(
+        work=[2 * H, 2 * H],
         submit=[0.0, 0.0],
         gpus=[1, 2],
         first_start=[0.0, H],
@@ -208,11 +213,13 @@ def test_summary_of_two_jobs_matches_hand_computation() -> None:
     assert m["cost_usd"] == m["cost_owned_usd"]
     # cloud: $2/h × 3 busy device-hours
     assert m["cost_cloud_usd"] == pytest.approx(6.0)
-    # completed work 3 device-hours, of which job 0's 1 by the horizon's end (1 h)
-    assert m["reference_gpu_hours_completed"] == pytest.approx(3.0)
-    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(1.0)
-    assert m["work_per_dollar"] == pytest.approx(1.0 / 2.0675)
-    assert m["work_per_dollar_cloud"] == pytest.approx(0.5)
+    # capacity used: 3 device-hours; completed work: num_gpus × work = 1 × 2 h + 2 × 2 h = 6
+    # reference GPU-hours, of which job 0's 2 by the horizon's end (1 h)
+    assert m["busy_device_hours"] == pytest.approx(3.0)
+    assert m["reference_gpu_hours_completed"] == pytest.approx(6.0)
+    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(2.0)
+    assert m["work_per_dollar"] == pytest.approx(2.0 / 2.0675)
+    assert m["work_per_dollar_cloud"] == pytest.approx(1.0)
     # job 0 holds its GPU from submit to finish (wait 0); job 1 waits 1 h, holds 1 h
     assert m["wait_mean_s"] == pytest.approx(1800.0)
     assert m["wait_p50_s"] == pytest.approx(1800.0)
@@ -239,9 +246,9 @@ def test_owned_cost_over_a_longer_horizon_pays_idle_power_after_the_run() -> Non
     # energy: 675 W for 1 h, 1050 W for 1 h, then idle (2 × 50 W + 100 W) × 1.5 = 300 W for 1 h
     assert m["cost_owned_energy_usd"] == pytest.approx((0.675 + 1.05 + 0.3) * 0.1)
     assert m["cost_owned_usd"] == pytest.approx(6.2025)
-    # both jobs complete by 3 h: 3 device-hours of work over the owned cost
-    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(3.0)
-    assert m["work_per_dollar"] == pytest.approx(3.0 / 6.2025)
+    # both jobs complete by 3 h: 6 reference GPU-hours of work over the owned cost
+    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(6.0)
+    assert m["work_per_dollar"] == pytest.approx(6.0 / 6.2025)
     # the cloud cost does not depend on the horizon
     assert m["cost_cloud_usd"] == pytest.approx(6.0)
     assert m["energy_kwh"] == pytest.approx(1.725)
@@ -252,7 +259,7 @@ def test_a_run_longer_than_the_horizon_pays_only_the_part_inside() -> None:
     assert m["cost_owned_capital_usd"] == pytest.approx(3.0)
     # 675 W for 1 h and 1050 W for the half hour left
     assert m["cost_owned_energy_usd"] == pytest.approx((0.675 + 0.525) * 0.1)
-    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(1.0)  # job 1 ends at 2 h
+    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(2.0)  # job 1 ends at 2 h
 
 
 def test_the_default_horizon_is_the_arrival_span_with_a_one_hour_floor() -> None:
@@ -593,7 +600,9 @@ def test_per_job_frame_has_the_documented_columns() -> None:
         "ftf_rho",
         "held",
         "wait",
+        "ref_gpu_s",
     ]
+    assert frame["ref_gpu_s"].tolist() == [2 * H, 4 * H]
     assert frame["jct"].tolist() == [H, 2 * H]
     assert frame["held"].tolist() == [H, H]
     assert frame["wait"].tolist() == [0.0, H]
@@ -663,3 +672,103 @@ def test_policies_on_the_same_workload_pay_the_same_owned_capital() -> None:
     assert fifo["cost_owned_usd"] == pytest.approx(las["cost_owned_usd"])
     assert fifo["cost_cloud_usd"] == pytest.approx(las["cost_cloud_usd"])
     assert fifo["cost_cloud_usd"] == pytest.approx(21 / 3600)  # 21 device-seconds at $1/h
+
+
+# -- completed work in reference GPU-hours -------------------------------------------------------
+
+
+def test_a_hand_built_result_reads_work_as_reference_seconds_of_the_whole_gang() -> None:
+    # no ref_gpu_s given: num_gpus × work = 1 × 100 s and 2 × 30 s
+    assert two_jobs(work=[100.0, 30.0]).ref_gpu_s.tolist() == [100.0, 60.0]
+    m = summary(two_jobs(work=[100.0, 30.0]))
+    assert m["reference_gpu_hours_completed"] == pytest.approx(160.0 / H)
+    # an undefined reference work (nan) counts 0
+    given = two_jobs(ref_gpu_s=[H, NAN])
+    assert summary(given)["reference_gpu_hours_completed"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="ref_gpu_s"):
+        two_jobs(ref_gpu_s=[H])
+
+
+def catalog_cluster(*names: str, devices: int = 1) -> Cluster:
+    """One node of ``devices`` devices per catalog type (32 GB/s inside, 100 Gbit/s NICs)."""
+    from clustersim.catalog import load_catalog
+
+    cat = load_catalog()
+    n = len(names)
+    return Cluster(
+        name="test",
+        types=tuple(cat.get(x) for x in names),
+        node_type=np.arange(n, dtype=np.int64),
+        node_devices=np.full(n, devices, dtype=np.int64),
+        node_rack=np.zeros(n, dtype=np.int64),
+        node_region=np.zeros(n, dtype=np.int64),
+        node_intra_gbs=np.full(n, 32.0),
+        node_nic_gbps=np.full(n, 100.0),
+        node_overhead_w=np.zeros(n),
+        rack_oversub=np.ones(1),
+        regions=(Region("home", pue=1.0, price_per_kwh=0.1, carbon_g_per_kwh=400.0),),
+    )
+
+
+def run_with_model(policy: str, table: JobTable, cluster: Cluster) -> RunResult:
+    """``table`` on ``cluster`` with the full performance model, consolidated placement."""
+    from clustersim.engine import simulate
+    from clustersim.perf import PerformanceModel
+    from scheduling.registry import make_policy
+
+    return simulate(table, cluster, make_policy(policy), perf=PerformanceModel())
+
+
+def test_the_same_generic_jobs_complete_the_same_work_on_k80s_and_on_v100s() -> None:
+    from clustersim.perf import PerformanceModel
+    from tests.simple import jobs
+
+    # reference seconds of the whole gang: 1 GPU × 1 h + 2 GPUs × 0.5 h = 2 reference GPU-hours
+    table = jobs([(0, 1, H), (0, 2, 0.5 * H)])
+    out = {}
+    for name in ("K80", "V100-SXM2-16GB"):
+        cl = catalog_cluster(name, devices=2)
+        r = run_with_model("fifo", table, cl)
+        assert r.completed.all()
+        rate = PerformanceModel().prepare(table, cl).rate[:, 0]  # reference seconds per second
+        out[name] = (summary(r), rate, cl.types[0].price_per_hour)
+    (k80, k_rate, k_price), (v100, v_rate, v_price) = out.values()
+    assert k80["reference_gpu_hours_completed"] == pytest.approx(2.0, rel=1e-12)
+    assert v100["reference_gpu_hours_completed"] == pytest.approx(2.0, rel=1e-12)
+    # the capacity used differs: the K80s are slower than the P100, the V100s faster
+    assert k80["busy_device_hours"] > 2.0 > v100["busy_device_hours"]
+    # one type: the cloud pays price × (1 h / r0 + 2 × 0.5 h / r1) device-hours for the
+    # same 2 reference GPU-hours (it was 1 / price whatever the type)
+    for m, rate, price in ((k80, k_rate, k_price), (v100, v_rate, v_price)):
+        held = 1.0 / rate[0] + 1.0 / rate[1]
+        assert m["busy_device_hours"] == pytest.approx(held, rel=1e-9)
+        assert m["work_per_dollar_cloud"] == pytest.approx(2.0 / (price * held), rel=1e-9)
+        assert m["work_per_dollar_cloud"] != pytest.approx(1.0 / price)
+
+
+@pytest.mark.parametrize(
+    ("job_type", "work", "want_h"),
+    [
+        # reference seconds: 1 × 2 h + 1 × 1 h
+        ("", (2 * H, H), 3.0),
+        # 30,000 steps at Gavel's 2.6194694075770055 steps/s on one P100
+        ("ResNet-50 (batch size 64)", (20_000.0, 10_000.0), 30_000 / 2.6194694075770055 / H),
+    ],
+)
+def test_policies_placing_the_same_jobs_on_different_types_complete_the_same_work(
+    job_type: str, work: tuple[float, float], want_h: float
+) -> None:
+    from tests.simple import jobs
+
+    # One K80 and one V100. FIFO starts the long job A first, on the faster V100, and B on
+    # the K80; SRTF starts the short job B first, on the V100, and A on the K80.
+    table = jobs([(0, 1, work[0]), (0, 1, work[1])], job_type=[job_type, job_type])
+    cl = catalog_cluster("K80", "V100-SXM2-16GB")
+    fifo, srtf = run_with_model("fifo", table, cl), run_with_model("srtf", table, cl)
+    assert fifo.completed.all() and srtf.completed.all()
+    assert np.argmax(fifo.type_time, axis=1).tolist() == [1, 0]
+    assert np.argmax(srtf.type_time, axis=1).tolist() == [0, 1]
+    a, b = summary(fifo), summary(srtf)
+    assert a["busy_device_hours"] != pytest.approx(b["busy_device_hours"], rel=1e-3)
+    assert a["reference_gpu_hours_completed"] == pytest.approx(want_h, rel=1e-12)
+    assert b["reference_gpu_hours_completed"] == pytest.approx(want_h, rel=1e-12)

@@ -539,12 +539,13 @@ def test_hand_built_rates_have_no_placement_model() -> None:
         np.array([0, 0]), np.array([1, 0]), np.array([4, 1]), np.array([1.0, INF])
     )
     assert got.tolist() == [2.0, 1.0]
+    assert r.ref_gpu_s.shape == (0,)  # not given: the engine reads work as reference seconds
 
 
 def test_it_copes_with_no_jobs() -> None:
     empty = JobTable.from_columns(job_id=[], submit_time=[], num_gpus=[], work=[])
     r = PerformanceModel().prepare(empty, GAVEL)
-    assert r.rate.shape == (0, 3) and r.restore_s.shape == (0,)
+    assert r.rate.shape == (0, 3) and r.restore_s.shape == (0,) and r.ref_gpu_s.shape == (0,)
     z = np.zeros(0, dtype=np.int64)
     assert r.placement_rate(z, z, z, np.zeros(0)).shape == (0,)
 
@@ -579,3 +580,127 @@ def test_prepare_handles_a_philly_sized_trace() -> None:
     assert r.rate.shape == (n, 7)
     assert (r.rate > 0).any(axis=1).all()
     np.testing.assert_array_equal(r.rate[:100], small.rate)  # row-wise, independent of n
+
+
+# ------------------------------------------------------------------ reference work
+
+
+def test_reference_work_of_a_measured_job_is_its_gang_over_the_measured_p100_rate() -> None:
+    # e.g. ResNet-50 (batch size 64) on 2 GPUs, 1000 steps: 2 × 1000 / 5.515986118186492
+    # steps/s (Gavel, 2 P100s) = 362.58 reference GPU-seconds, on every cluster below.
+    pairs = measured_pairs()
+    want = np.array([sf * 1000.0 / TABLE.value("p100", jt, sf) for jt, sf in pairs])
+    assert want[pairs.index(("ResNet-50 (batch size 64)", 2))] == pytest.approx(362.58249, 1e-7)
+    models_and_clusters = [
+        (PerformanceModel(), GAVEL),
+        (PerformanceModel(), make_cluster([K80, V100])),  # no P100
+        (PerformanceModel(), make_cluster([H100], devices=4, intra_gbs=900.0)),
+        # the settings of the compatibility modes, and a speed override
+        (PerformanceModel(restore_s=0.0, placement_aware=False, fit_check=False), GAVEL),
+        (PerformanceModel(speed_overrides={"H100-SXM": 3.0}), make_cluster([H100, T4])),
+    ]
+    for model, cl in models_and_clusters:
+        r = model.prepare(make_jobs(pairs), cl)
+        np.testing.assert_allclose(r.ref_gpu_s, want, rtol=1e-12)
+
+
+def test_reference_work_of_a_generic_job_is_its_gang_times_its_reference_seconds() -> None:
+    rows = [("", 1), ("", 4), ("", 16), ("bert", 2)]  # work 1000 reference seconds each
+    for cl in (make_cluster([K80]), make_cluster([V100]), make_cluster([H100, T4])):
+        for model in (PerformanceModel(), PerformanceModel(generic_step_s=2.0)):
+            r = model.prepare(make_jobs(rows), cl)
+            assert r.ref_gpu_s.tolist() == [1000.0, 4000.0, 16000.0, 2000.0]
+
+
+def test_reference_work_is_what_a_job_holds_alone_on_reference_nodes() -> None:
+    from clustersim.engine import simulate
+    from scheduling.fifo import FIFO
+    from scheduling.placement import Consolidate
+
+    rows = [
+        ("A3C", 4),  # measured on one device only: the sf-1 calibration at 4 devices
+        ("ResNet-50 (batch size 64)", 16),  # two reference nodes, over the network
+        ("Transformer (batch size 32)", 8),
+        ("LM (batch size 20)", 3),
+        ("", 16),
+    ]
+    # two nodes of 8 PCIe P100s (32 GB/s) joined by 100 Gbit/s: the reference placement
+    ref_nodes = make_cluster([P100], devices=8, intra_gbs=REFERENCE_INTRA_GBS, nic_gbps=100.0)
+    model = PerformanceModel(restore_s=0.0)
+    table = make_jobs(rows)
+    r = model.prepare(table, ref_nodes)
+    # by hand for A3C on 4 devices: 4 × 1000 steps / (4 / (1 / 5.681346110543853 steps/s
+    # + 2 × 3/4 × 588,967 × 4 B / 32 GB/s))
+    grad_gb = 588_967 * 4 / 1e9
+    assert r.ref_gpu_s[0] == pytest.approx(
+        1000.0 * (1 / 5.681346110543853 + 1.5 * grad_gb / 32.0), rel=1e-12
+    )
+    # independent of the cluster it is prepared for
+    np.testing.assert_allclose(
+        model.prepare(table, make_cluster([K80, A100])).ref_gpu_s, r.ref_gpu_s, rtol=1e-12
+    )
+    for i in range(len(rows)):
+        one = table.take(np.array([i])).replace(submit_time=np.zeros(1))
+        res = simulate(one, ref_nodes, FIFO(), Consolidate(), perf=model)
+        assert res.completed[0] and res.preemptions[0] == 0
+        assert res.device_time.sum() == pytest.approx(r.ref_gpu_s[i], rel=1e-9), rows[i]
+        assert res.ref_gpu_s.tolist() == [r.ref_gpu_s[i]]
+
+
+def write_table(path: Path, data: dict[str, dict[str, float]]) -> Path:
+    """A Gavel-format throughput file: worker → {"('<job type>', <sf>)": steps/s}."""
+    import json
+
+    path.write_text(
+        json.dumps({w: {k: {"null": v} for k, v in rows.items()} for w, rows in data.items()})
+    )
+    return path
+
+
+def test_a_job_type_without_a_p100_measurement_takes_a_roofline_reference(
+    tmp_path: Path,
+) -> None:
+    table = write_table(tmp_path / "t.json", {"v100": {"('X (batch size 8)', 1)": 10.0}})
+    model = PerformanceModel(throughputs=table, generic_compute_fraction=0.5)
+    r = model.prepare(make_jobs([("X (batch size 8)", 1)]), make_cluster([V100]))
+    assert r.rate[0, 0] == pytest.approx(10.0, rel=1e-12)
+    # P100 step time = V100 step time / phi(V100) with f_c = 0.5 (one measurement, no fit):
+    # phi = 0.5 × 18.7 / 125 + 0.5 × 0.732 / 0.9 = 0.48147, so 10 × 0.48147 steps/s on P100
+    phi = 0.5 * 18.7 / 125.0 + 0.5 * 0.732 / 0.9
+    assert r.ref_gpu_s[0] == pytest.approx(1000.0 / (10.0 * phi), rel=1e-12)
+    assert any("X (batch size 8): no P100 measurement" in n and "V100" in n for n in r.notes)
+
+
+def test_a_measured_zero_on_p100_leaves_the_reference_work_undefined(tmp_path: Path) -> None:
+    table = write_table(
+        tmp_path / "t.json",
+        {"p100": {"('Y', 1)": 4.0, "('Y', 2)": 0.0}, "v100": {"('Y', 1)": 5.0, "('Y', 2)": 9.0}},
+    )
+    r = PerformanceModel(throughputs=table).prepare(make_jobs([("Y", 1), ("Y", 2)]), GAVEL)
+    assert r.ref_gpu_s[0] == pytest.approx(1000.0 / 4.0, rel=1e-12)
+    assert np.isnan(r.ref_gpu_s[1]) and r.rate[1, 2] > 0  # it still runs on the V100
+    assert any("1 job (Y) cannot run on the reference placement" in n for n in r.notes)
+
+
+def test_compatibility_modes_keep_the_reference_work() -> None:
+    from clustersim.compat import prepare
+    from clustersim.engine import EngineOptions, simulate
+    from clustersim.spec import cluster_from_shorthand
+
+    # Tiresias: durations in whole seconds on any device; reference work num_gpus × duration
+    t = JobTable.from_columns(
+        job_id=["a", "b"], submit_time=[0.0, 0.0], num_gpus=[1, 2], work=[10.9, 20.5]
+    )
+    p = prepare(t, make_cluster([K80]), "fifo", {}, None, compat="tiresias")
+    assert p.rates.ref_gpu_s.tolist() == [10.0, 40.0]
+    # Gavel: steps over the measured P100 rate, on a cluster without P100s
+    jt = "ResNet-18 (batch size 32)"
+    g = make_jobs([(jt, 1), (jt, 4)])
+    cl = cluster_from_shorthand("v100:4,k80:4")
+    p = prepare(g, cl, "gavel-fifo", {"seed": 0}, compat="gavel")
+    want = [1000.0 / TABLE.value("p100", jt, 1), 4 * 1000.0 / TABLE.value("p100", jt, 4)]
+    np.testing.assert_allclose(p.rates.ref_gpu_s, want, rtol=1e-12)
+    res = simulate(
+        p.jobs, cl, p.policy, p.placement, rates=p.rates, options=EngineOptions(**p.engine)
+    )
+    np.testing.assert_allclose(res.ref_gpu_s, want, rtol=1e-12)
