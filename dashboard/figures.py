@@ -320,7 +320,9 @@ def _fit_legend(traces: list[dict[str, Any]], series: Sequence[Series]) -> tuple
         return traces, ""
     colour = {s.group or s.label: s.colour for s in series}
     dash = {s.variant: s.dash for s in series if s.variant}
-    keyed = key_legend(traces, colour, dash if len(dash) <= len(DASHES) else {})
+    if len(dash) > len(DASHES):  # styles repeat: a key would pair one with several configs
+        dash = {}
+    keyed = key_legend(traces, colour, dash)
     what = "colour: policy" + ("; line style: configuration" if len(dash) > 1 else "")
     return keyed, f"{len(series)} series ({what}); hover a curve to name its run."
 
@@ -697,8 +699,11 @@ def load_curve(grid: Grid, key: str = "jct_mean_s") -> Chart:
             f"{cname} · {wname}": DASHES[j % len(DASHES)]
             for j, (_, _, cname, wname) in enumerate(pairs)
         }
+        if len(pairs) > len(DASHES):  # styles repeat: leave them out of the key
+            dashes = {}
         traces = key_legend(traces, {p: colour[p] for p in grid.policies}, dashes)
-        note = "Colour: policy; line style: cluster · workload; hover a point to name it."
+        style = "; line style: cluster · workload" if dashes else ""
+        note = f"Colour: policy{style}; hover a point to name it."
     data = _run_rows(grid.runs)[["run", "policy", "cluster", "workload", "load_factor", "seed"]]
     return Chart(
         title=title,
