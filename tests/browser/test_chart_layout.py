@@ -62,7 +62,8 @@ def finished_experiment(
     seeds: list[int],
 ) -> Any:
     """An experiment of ``len(specs) × len(policies) × len(loads) × len(seeds)`` runs on the
-    Gavel demo trace (100 jobs), each simulated and stored as a worker would."""
+    Gavel demo trace (100 jobs) with the random placement, each simulated and stored as a
+    worker would."""
     from planner import parsing, runner, services
     from planner.models import Workload
 
@@ -86,6 +87,7 @@ def finished_experiment(
         policies=[{"name": p, "params": {}} for p in policies],
         load_factors=loads,
         seeds=seeds,
+        placement="random",  # so that the seeds matter: one run per seed
         enqueue=False,
     )
     for run in exp.runs.select_related("cluster", "workload", "experiment", "owner"):
