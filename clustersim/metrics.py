@@ -125,6 +125,7 @@ Undefined values
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -161,9 +162,14 @@ def sanitize(name: str) -> str:
 
 def type_keys(cluster: Cluster) -> list[str]:
     """Sanitized, unique key suffix of every accelerator type (``_2``, ``_3`` on clashes)."""
+    return name_keys([t.name for t in cluster.types])
+
+
+def name_keys(names: Sequence[str]) -> list[str]:
+    """:func:`type_keys` of accelerator type names given in the cluster's type order."""
     keys: list[str] = []
-    for t in cluster.types:
-        base = key = sanitize(t.name)
+    for name in names:
+        base = key = sanitize(name)
         k = 2
         while key in keys:
             key = f"{base}_{k}"

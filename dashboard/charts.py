@@ -102,10 +102,11 @@ def _split(name: str) -> tuple[str, str]:
 
 
 def experiment_chart_names() -> list[str]:
-    names = ["table", "cdf", "load"]
+    names = ["table", "cdf", "load", "types"]
     names += [f"bars-{m}" for m in figures.BAR_METRICS]
     names += [f"pareto-{a}" for a in figures.PARETO_AXES]
     names += [f"timeline-{k}" for k in figures.TIMELINES]
+    names += [f"groups-{c}" for c in figures.GROUPS]
     return names
 
 
@@ -129,6 +130,10 @@ def experiment_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return figures.metric_bars(grid, arg)
         if head == "pareto":
             return figures.pareto(grid, arg)
+        if head == "types":
+            return figures.type_utilisation(grid, config)
+        if head == "groups":
+            return figures.group_jct(grid, config, arg)
         return figures.experiment_timeline(grid, config, arg)
 
     version = f"{exp.state}|{grid.total}|{version_of(grid.runs)}"
@@ -137,7 +142,16 @@ def experiment_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
 
 # -- runs ----------------------------------------------------------------------------------------
 
-RUN_CHARTS = ("gantt", "placement", "ftf", "slowest", "timeline-utilisation", "timeline-queue")
+RUN_CHARTS = (
+    "gantt",
+    "placement",
+    "ftf",
+    "slowest",
+    "timeline-utilisation",
+    "timeline-queue",
+    "groups-user",
+    "groups-vc",
+)
 
 
 def _float_param(request: HttpRequest, name: str) -> float | None:
@@ -175,6 +189,8 @@ def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return figures.ftf_distribution(run)
         if name == "slowest":
             return figures.slowest_jobs(run)
+        if name.startswith("groups-"):
+            return figures.group_table(run, name.partition("-")[2])
         kind = name.partition("-")[2]
         series = figures.compare_series([run])
         return figures.timeline_chart(
@@ -325,7 +341,7 @@ def compare_chart(request: HttpRequest, name: str) -> HttpResponse:
                 "JCT distribution (CDF) by run", series, note="Downsampled to 2,000 points per run."
             )
         what = "Utilisation" if arg == "utilisation" else "Queue length"
-        return figures.timeline_chart(f"{what} over time, with carbon intensity", series, arg)
+        return figures.timeline_chart(f"{what} over time", series, arg)
 
     version = version_of(runs)
     key_pk = hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()[:16]

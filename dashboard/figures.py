@@ -21,6 +21,7 @@ from dashboard.numbers import RUN_ONCE, cell_value, is_count, mean_spread, seeds
 from dashboard.plotting import (
     CARBON,
     DASHES,
+    LEGEND_MAX_ENTRIES,
     MAX_CDF_POINTS,
     MAX_TIMELINE_POINTS,
     MUTED,
@@ -32,14 +33,24 @@ from dashboard.plotting import (
     colours,
     empty,
     finite_or_none,
+    key_legend,
     layout,
+    log_axis,
     mean_sd,
     pareto_mask,
     rounded,
     rounded_array,
     time_unit,
 )
-from dashboard.results import Config, Grid, label_of, parquet_columns, timeseries
+from dashboard.results import (
+    Config,
+    Grid,
+    config_of,
+    grid_of,
+    label_of,
+    parquet_columns,
+    timeseries,
+)
 from planner.models import Run
 
 
@@ -333,13 +344,32 @@ def metric_bars(grid: Grid, key: str) -> Chart:
 
 @dataclass
 class Series:
-    """Runs drawn as one curve (their seeds pooled) with its label and style."""
+    """Runs drawn as one curve (their seeds pooled) with its label and style.
+
+    ``group`` is what the colour stands for (the policy) and ``variant`` what the dash stands
+    for (the configuration); a chart of many series names those in a key legend
+    (:func:`dashboard.plotting.key_legend`) instead of every series.
+    """
 
     label: str
     colour: str
     runs: list[Run]
     dash: str = "solid"
     group: str = ""
+    variant: str = ""
+
+
+def _fit_legend(traces: list[dict[str, Any]], series: Sequence[Series]) -> tuple[list, str]:
+    """The traces as they are, or with a key legend when there are too many series to name."""
+    if len(series) <= LEGEND_MAX_ENTRIES:
+        return traces, ""
+    colour = {s.group or s.label: s.colour for s in series}
+    dash = {s.variant: s.dash for s in series if s.variant}
+    if len(dash) > len(DASHES):  # styles repeat: a key would pair one with several configs
+        dash = {}
+    keyed = key_legend(traces, colour, dash)
+    what = "colour: policy" + ("; line style: configuration" if len(dash) > 1 else "")
+    return keyed, f"{len(series)} series ({what}); hover a curve to name its run."
 
 
 def _pooled(runs: Sequence[Run], column: str) -> np.ndarray:
@@ -386,11 +416,17 @@ def cdf_chart(title: str, series: Sequence[Series], *, note: str = "") -> Chart:
                 "<extra></extra>",
             }
         )
+    shown = [v[v > 0] / scale for _, v in pooled if len(v)]
     lay = layout(
         title,
-        axis("Job completion time", unit, type="log"),
+        log_axis(
+            "Job completion time",
+            unit,
+            [float(x.min()) for x in shown if len(x)] + [float(x.max()) for x in shown if len(x)],
+        ),
         axis("Completed jobs", "%", range=[0, 100.5]),
     )
+    traces, key_note = _fit_legend(traces, series)
 
     def export() -> pd.DataFrame:
         frames = []
@@ -413,11 +449,27 @@ def cdf_chart(title: str, series: Sequence[Series], *, note: str = "") -> Chart:
     full = (
         note or "Seeds pooled; curves downsampled to at most 2,000 points (exports are complete)."
     )
+    full = f"{full} {key_note}".strip()
     return Chart(title=title, figure={"data": traces, "layout": lay}, data=export, note=full)
 
 
+def _carbon_varies(ts: dict[str, list[float]]) -> bool:
+    """Whether a stored timeline's carbon intensity changes over the run.
+
+    A constant stored as bin averages differs from itself by rounding only (~1e-9).
+    """
+    ci = np.asarray(ts.get("carbon_intensity_g_per_kwh", []), dtype=np.float64)
+    ci = ci[np.isfinite(ci)]
+    return len(ci) > 0 and float(np.ptp(ci)) > 1e-6 * max(1.0, float(np.abs(ci).max()))
+
+
 def timeline_chart(title: str, series: Sequence[Series], kind: str) -> Chart:
-    """Utilisation or queue length over time (first run of each series), carbon on the right."""
+    """Utilisation or queue length over time (first run of each series), with the carbon
+    intensity of the cluster's region on a right axis when it varies over the run.
+
+    A region without a carbon zone has one constant intensity: a flat line would only repeat
+    that number, so it is not drawn and the note gives it instead.
+    """
     if not series:
         return empty(title, NO_RUNS)
     loaded = []
@@ -448,43 +500,56 @@ def timeline_chart(title: str, series: Sequence[Series], kind: str) -> Chart:
                 "hovertemplate": f"{s.label}<br>%{{x:.3g}} {unit}: %{{y:.3g}}<extra></extra>",
             }
         )
-    # carbon intensity of the longest run (all runs of one cluster share its region)
-    _, _, longest = max(loaded, key=lambda item: item[2]["t_s"][-1])
-    t, _dt, cols = bin_series(
-        longest["t_s"],
-        longest["dt_s"],
-        {"ci": longest.get("carbon_intensity_g_per_kwh", [])},
-        per_trace,
-    )
-    constant = len(cols["ci"]) > 0 and float(np.ptp(cols["ci"])) == 0.0
-    traces.append(
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "carbon intensity" + (" (constant)" if constant else ""),
-            "x": rounded_array(t / scale),
-            "y": rounded_array(cols["ci"], 4),
-            "yaxis": "y2",
-            "line": {"color": CARBON, "dash": "dot", "width": 1.2, "shape": "hv"},
-            "opacity": 0.8,
-            "hovertemplate": "%{y:.0f} g CO₂e/kWh at %{x:.3g} " + unit + "<extra></extra>",
-        }
-    )
+    traces, key_note = _fit_legend(traces, [s for s, _, _ in loaded])
+    # carbon intensity of the longest run whose intensity varies (the runs of one cluster
+    # share its region's); a constant one is only named in the note
+    varying = [item for item in loaded if _carbon_varies(item[2])]
+    _, shown_run, longest = max(varying or loaded, key=lambda item: item[2]["t_s"][-1])
     yaxis = (
         axis("Utilisation", "%", rangemode="tozero")
         if kind == "utilisation"
         else axis("Jobs waiting", "jobs", rangemode="tozero")
     )
     lay = layout(title, axis("Time since trace start", unit), yaxis)
-    lay["yaxis2"] = axis(
-        "Carbon intensity",
-        "g CO₂e/kWh",
-        overlaying="y",
-        side="right",
-        showgrid=False,
-        rangemode="tozero",
-    )
-    lay["margin"]["r"] = 70
+    ci_all = np.asarray(longest.get("carbon_intensity_g_per_kwh", []), dtype=np.float64)
+    several = len({r.cluster_id for _, r, _ in loaded}) > 1
+    if varying:
+        t, _dt, cols = bin_series(
+            longest["t_s"], longest["dt_s"], {"ci": ci_all.tolist()}, per_trace
+        )
+        where = f" ({shown_run.cluster.name})" if several else ""
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"carbon intensity{where}",
+                "x": rounded_array(t / scale),
+                "y": rounded_array(cols["ci"], 4),
+                "yaxis": "y2",
+                "line": {"color": CARBON, "dash": "dot", "width": 1.2, "shape": "hv"},
+                "opacity": 0.8,
+                "hovertemplate": "%{y:.0f} g CO₂e/kWh at %{x:.3g} " + unit + "<extra></extra>",
+            }
+        )
+        lay["yaxis2"] = axis(
+            "Carbon intensity",
+            "g CO₂e/kWh",
+            overlaying="y",
+            side="right",
+            showgrid=False,
+            rangemode="tozero",
+            tickmode="auto",  # its own round ticks, not the left axis' grid lines
+        )
+        lay["margin"]["r"] = 70
+        region = f"the region of {shown_run.cluster.name}" if several else "the cluster's region"
+        carbon_note = f"carbon intensity of {region} on the right axis."
+    elif np.isfinite(ci_all).any():
+        carbon_note = (
+            f"the carbon intensity is a constant {float(ci_all[np.isfinite(ci_all)][0]):.4g} "
+            "g CO₂e/kWh over the run (the region has no carbon zone), so it is not drawn."
+        )
+    else:
+        carbon_note = "these runs recorded no carbon intensity."
 
     def export() -> pd.DataFrame:
         frames = []
@@ -495,9 +560,7 @@ def timeline_chart(title: str, series: Sequence[Series], kind: str) -> Chart:
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
-    note = "Time-weighted averages per bin; carbon intensity of the cluster's region" + (
-        " (constant: the region has no carbon zone)." if constant else "."
-    )
+    note = f"Time-weighted averages per bin; {carbon_note} {key_note}".strip()
     return Chart(title=title, figure={"data": traces, "layout": lay}, data=export, note=note)
 
 
@@ -533,7 +596,7 @@ def experiment_cdf(grid: Grid, key: str | None) -> Chart:
 
 def experiment_timeline(grid: Grid, key: str | None, kind: str) -> Chart:
     what = "Utilisation" if kind == "utilisation" else "Queue length"
-    title = f"{what} over time, with carbon intensity"
+    title = f"{what} over time"
     config = _config_or_empty(grid, key, title)
     if isinstance(config, Chart):
         return config
@@ -682,16 +745,31 @@ def load_curve(grid: Grid, key: str = "jct_mean_s") -> Chart:
             )
     means = [s[0] * f for s in stats.values() if s[0]]
     log = bool(means) and min(means) > 0 and max(means) / min(means) > 50
+    # a linear axis starts at zero: a 0.5 % difference must not fill the chart's height
     lay = layout(
         f"{title} (a steep rise marks saturation)",
         axis("Load factor", "× trace arrival rate"),
-        axis(metric.label, unit, type="log" if log else "linear"),
+        log_axis(metric.label, unit, means)
+        if log
+        else axis(metric.label, unit, rangemode="tozero"),
     )
+    note = ""
+    if len(traces) > LEGEND_MAX_ENTRIES:
+        dashes = {
+            f"{cname} · {wname}": DASHES[j % len(DASHES)]
+            for j, (_, _, cname, wname) in enumerate(pairs)
+        }
+        if len(pairs) > len(DASHES):  # styles repeat: leave them out of the key
+            dashes = {}
+        traces = key_legend(traces, {p: colour[p] for p in grid.policies}, dashes)
+        style = "; line style: cluster · workload" if dashes else ""
+        note = f"Colour: policy{style}; hover a point to name it."
     data = _run_rows(grid.runs)[["run", "policy", "cluster", "workload", "load_factor", "seed"]]
     return Chart(
         title=title,
         figure={"data": traces, "layout": lay},
         data=data.assign(**{key: _summary_values(grid.runs, key)}),
+        note=note,
     )
 
 
@@ -726,7 +804,7 @@ def ftf_distribution(run: Run) -> Chart:
     }
     lay = layout(
         f"{title}: {100 * share:.1f} % of jobs at ρ ≤ 1",
-        axis("Finish-time fairness ρ", "JCT / isolated JCT", type="log"),
+        log_axis("Finish-time fairness ρ", "JCT / isolated JCT", [lo, hi]),
         axis("Jobs", "count", rangemode="tozero"),
         showlegend=False,
         shapes=[
@@ -890,7 +968,7 @@ def gpu_demand(frame: pd.DataFrame) -> Chart:
     lay = layout(
         title,
         axis("Gang size", "GPUs per job", type="category"),
-        axis("Jobs", "count", type="log", dtick=1) if log else axis("Jobs", "count"),
+        log_axis("Jobs", "count", counts.tolist()) if log else axis("Jobs", "count"),
         showlegend=False,
     )
     return Chart(
@@ -918,7 +996,7 @@ def duration_cdf(frame: pd.DataFrame, duration_s: np.ndarray) -> Chart:
     }
     lay = layout(
         f"{title}: median {float(np.median(d)) / scale:.3g} {unit}",
-        axis("Duration on a P100, gang consolidated", unit, type="log"),
+        log_axis("Duration on a P100, gang consolidated", unit, [x[0] / scale, x[-1] / scale]),
         axis("Jobs", "%", range=[0, 100.5]),
         showlegend=False,
     )
@@ -1302,13 +1380,17 @@ def run_label(r: Run) -> str:
 
 
 def compare_series(runs: Sequence[Run]) -> list[Series]:
+    """One series per run: colour by policy, line dash by configuration (cluster × workload
+    × load), so runs that differ only in their seed share a style."""
     colour = colours(label_of(r) for r in runs)
-    count: dict[str, int] = {}
+    grid = grid_of(runs)
+    config_dash: dict[Config, str] = {}
     out = []
     for r in runs:
         p = label_of(r)
-        count[p] = count.get(p, 0) + 1
-        out.append(Series(run_label(r), colour[p], [r], DASHES[(count[p] - 1) % len(DASHES)], p))
+        config = config_of(r)
+        dash = config_dash.setdefault(config, DASHES[len(config_dash) % len(DASHES)])
+        out.append(Series(run_label(r), colour[p], [r], dash, p, grid.config_label(config)))
     return out
 
 
@@ -1346,4 +1428,307 @@ def compare_bars(runs: Sequence[Run], key: str) -> Chart:
         title=metric.label,
         figure={"data": traces, "layout": lay},
         data=data.assign(**{key: values}),
+    )
+
+
+# -- per accelerator type --------------------------------------------------------------------------
+
+UTILISATION_PREFIX = "utilisation_"
+
+
+def type_names(cluster_ids: Sequence[int]) -> dict[str, str]:
+    """``{summary key suffix: accelerator type name}`` over these clusters (one query).
+
+    Summaries store per-type values under ``utilisation_<key>``, the key a sanitized type
+    name (:func:`clustersim.metrics.name_keys`); this gives the names back for display.
+    """
+    from clustersim.metrics import name_keys
+    from planner.models import Cluster
+
+    out: dict[str, str] = {}
+    rows = Cluster.objects.filter(pk__in=set(cluster_ids)).order_by("pk")
+    for names in rows.values_list("device_types", flat=True):
+        names = [str(n) for n in names or []]
+        for key, name in zip(name_keys(names), names, strict=True):
+            out.setdefault(key, name)
+    return out
+
+
+def type_keys_in(summaries: Sequence[dict[str, Any] | None]) -> list[str]:
+    """Accelerator type keys with a utilisation in any of these summaries, in first-seen order."""
+    keys: dict[str, None] = {}
+    for s in summaries:
+        for k in s or {}:
+            if k.startswith(UTILISATION_PREFIX):
+                keys[k[len(UTILISATION_PREFIX) :]] = None
+    return list(keys)
+
+
+def type_utilisation(grid: Grid, key: str | None) -> Chart:
+    """Utilisation of each accelerator type by policy (mean ± sd over seeds), one config."""
+    title = "Utilisation by accelerator type"
+    config = _config_or_empty(grid, key, title)
+    if isinstance(config, Chart):
+        return config
+    series = policy_series(grid, config)
+    keys = type_keys_in([r.summary for s in series for r in s.runs])
+    if not keys:
+        return empty(title, "These runs were stored without per-type utilisation: re-run them.")
+    names = type_names([config.cluster_id])
+    labels = [names.get(k, k) for k in keys]
+    traces = []
+    seeds_max = 1
+    for s in series:
+        stats = [mean_sd(_summary_values(s.runs, UTILISATION_PREFIX + k)) for k in keys]
+        seeds_max = max([seeds_max, *(n for _, _, n in stats)])
+        traces.append(
+            {
+                "type": "bar",
+                "name": s.label,
+                "x": labels,
+                "y": rounded([None if m is None else 100.0 * m for m, _, _ in stats]),
+                "error_y": {
+                    "type": "data",
+                    "array": rounded([0.0 if sd is None else 100.0 * sd for _, sd, _ in stats]),
+                    "visible": seeds_max > 1,
+                    "color": "#333",
+                },
+                "marker": {"color": s.colour},
+                "hovertemplate": f"{s.label}<br>%{{x}}: %{{y:.3g}} % busy<extra></extra>",
+            }
+        )
+    lay = layout(
+        f"{title} — {grid.config_label(config)}",
+        axis("Accelerator type", type="category"),
+        axis("Utilisation", "%", range=[0, 100.5]),
+        barmode="group",
+    )
+
+    def export() -> pd.DataFrame:
+        rows = [
+            {
+                "run": r.pk,
+                "policy": s.label,
+                "seed": r.seed,
+                "accelerator_type": names.get(k, k),
+                "utilisation": (r.summary or {}).get(UTILISATION_PREFIX + k),
+            }
+            for s in series
+            for r in s.runs
+            for k in keys
+        ]
+        return pd.DataFrame(rows)
+
+    note = "Busy device-time over the type's device-time in the run's accounting window." + (
+        " Error bars: sample standard deviation over seeds." if seeds_max > 1 else ""
+    )
+    return Chart(title=title, figure={"data": traces, "layout": lay}, data=export, note=note)
+
+
+# -- per user and per virtual cluster --------------------------------------------------------------
+
+GROUPS = {"user": "user", "vc": "virtual cluster"}
+_GROUP_COLUMNS = ("jct", "queue_delay", "attained_gpu_s")
+
+
+def _no_groups(title: str, column: str) -> Chart:
+    what = GROUPS[column]
+    return empty(
+        title,
+        f"This trace names no {what}s (its {column} column is empty), so there is nothing to "
+        "break down. Traces that record them (e.g. Alibaba PAI, Helios, Philly's virtual "
+        "clusters) fill this chart.",
+    )
+
+
+def _group_codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:
+    """Each job's group (index into the names) and the group names (``""`` as ``(none)``)."""
+    codes, uniques = pd.factorize(frame[column].astype(str), sort=False)
+    names = [str(u) or "(none)" for u in uniques]
+    return np.asarray(codes, dtype=np.int64), names
+
+
+def group_stats(frame: pd.DataFrame, column: str, keep: Sequence[str]) -> pd.DataFrame:
+    """Per-group outcome of the jobs of one run (or of pooled runs).
+
+    Groups are the values of ``column`` in ``keep`` (``""`` shown as ``(none)``), then one
+    row ``N others`` for the rest. Columns: ``group, jobs, completed, jct_mean, jct_p95,
+    queue_delay_mean, device_s, device_share`` (share of all the jobs' device-time). Means
+    and the p95 (numpy's linear interpolation) are over completed jobs (started ones for the
+    queueing delay).
+    """
+    codes, names = _group_codes(frame, column)
+    slot = {name: i for i, name in enumerate(keep)}
+    rest = [n for n in names if n not in slot]
+    labels = [*keep, *([f"{len(rest)} others"] if rest else [])]
+    lut = np.array([slot.get(n, len(keep)) for n in names], dtype=np.int64)
+    gid = lut[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+    k = len(labels)
+    jct = frame["jct"].to_numpy(dtype=np.float64)
+    queue = frame["queue_delay"].to_numpy(dtype=np.float64)
+    dev = np.nan_to_num(frame["attained_gpu_s"].to_numpy(dtype=np.float64))
+    done, started = np.isfinite(jct), np.isfinite(queue)
+    jobs = np.bincount(gid, minlength=k)
+    completed = np.bincount(gid, weights=done, minlength=k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jct_mean = np.bincount(gid[done], weights=jct[done], minlength=k) / completed
+        queue_mean = np.bincount(gid[started], weights=queue[started], minlength=k) / (
+            np.bincount(gid, weights=started, minlength=k)
+        )
+    order = np.lexsort((jct[done], gid[done]))
+    sorted_jct, bounds = jct[done][order], np.r_[0, np.cumsum(completed.astype(np.int64))]
+    p95 = np.array(
+        [
+            float(np.percentile(sorted_jct[bounds[g] : bounds[g + 1]], 95))
+            if bounds[g + 1] > bounds[g]
+            else np.nan
+            for g in range(k)
+        ]
+    )
+    device_s = np.bincount(gid, weights=dev, minlength=k)
+    total = float(dev.sum())
+    out = pd.DataFrame(
+        {
+            "group": labels,
+            "jobs": jobs.astype(np.int64),
+            "completed": completed.astype(np.int64),
+            "jct_mean": jct_mean,
+            "jct_p95": p95,
+            "queue_delay_mean": queue_mean,
+            "device_s": device_s,
+            "device_share": device_s / total if total > 0 else np.full(k, np.nan),
+        }
+    )
+    return out[out["jobs"] > 0].reset_index(drop=True)
+
+
+def _top_groups(frame: pd.DataFrame, column: str, top: int) -> list[str]:
+    """The ``top`` groups with the most device-time (then the most jobs), largest first."""
+    codes, names = _group_codes(frame, column)
+    dev = np.nan_to_num(frame["attained_gpu_s"].to_numpy(dtype=np.float64))
+    held = np.bincount(codes, weights=dev, minlength=len(names))
+    jobs = np.bincount(codes, minlength=len(names))
+    ranked = np.lexsort((np.arange(len(names)), -jobs, -held))
+    n = top + 1 if len(names) == top + 1 else top  # "1 others" would only hide one name
+    return [names[i] for i in ranked[:n]]
+
+
+def group_table(run: Run, column: str, top: int = 15) -> Chart:
+    """A run's jobs by user or virtual cluster: JCT and share of device-time of each."""
+    what = GROUPS[column]
+    title = f"Jobs by {what}: JCT and share of the cluster"
+    frame = parquet_columns(run.per_job_id, (column, *_GROUP_COLUMNS))
+    if len(frame) == 0 or (frame[column].astype(str) == "").all():
+        return _no_groups(title, column)
+    keep = _top_groups(frame, column, top)
+    stats = group_stats(frame, column, keep)
+    unit, scale = time_unit(stats["jct_mean"].tolist())
+    columns = [
+        {"key": "name", "label": what.capitalize()},
+        {"key": "jobs", "label": "Jobs", "unit": "jobs"},
+        {"key": "completed", "label": "Completed", "unit": "jobs"},
+        {"key": "jct_mean", "label": "Mean JCT", "unit": unit, "better": "lower"},
+        {"key": "jct_p95", "label": "p95 JCT", "unit": unit, "better": "lower"},
+        {"key": "queue_delay_mean", "label": "Mean queueing delay", "unit": unit},
+        {"key": "device_share", "label": "Share of device-time", "unit": "%"},
+    ]
+    rows = [
+        {
+            "name": str(rec["group"]),
+            "jobs": int(rec["jobs"]),
+            "completed": int(rec["completed"]),
+            "jct_mean": rounded([rec["jct_mean"] / scale], 4)[0],
+            "jct_p95": rounded([rec["jct_p95"] / scale], 4)[0],
+            "queue_delay_mean": rounded([rec["queue_delay_mean"] / scale], 4)[0],
+            "device_share": rounded([100.0 * rec["device_share"]], 4)[0],
+        }
+        for rec in stats.to_dict("records")
+    ]
+    n_groups = int(frame[column].astype(str).nunique())
+
+    def export() -> pd.DataFrame:
+        everyone = group_stats(frame, column, list(dict.fromkeys(frame[column].astype(str))))
+        return everyone.rename(columns={"group": column})
+
+    shown = (
+        f"the {len(keep)} with the most device-time, then the others"
+        if n_groups > len(keep)
+        else f"all {n_groups}"
+    )
+    return Chart(
+        title=f"{title} ({shown})",
+        table={"columns": columns, "rows": rows},
+        data=export,
+        note="Device-time: device-seconds the jobs held. The export lists every "
+        f"{what} (times in seconds).",
+    )
+
+
+def group_jct(grid: Grid, key: str | None, column: str, top: int = 10) -> Chart:
+    """Mean JCT of each user or virtual cluster by policy (seeds pooled), one config."""
+    what = GROUPS[column]
+    title = f"Mean JCT by {what}"
+    config = _config_or_empty(grid, key, title)
+    if isinstance(config, Chart):
+        return config
+    series = policy_series(grid, config)
+    frames = {
+        s.label: pd.concat(
+            [parquet_columns(r.per_job_id, (column, *_GROUP_COLUMNS)) for r in s.runs],
+            ignore_index=True,
+        )
+        for s in series
+    }
+    first = next(iter(frames.values()))
+    if len(first) == 0 or (first[column].astype(str) == "").all():
+        return _no_groups(title, column)
+    keep = _top_groups(first, column, top)
+    stats = {p: group_stats(f, column, keep) for p, f in frames.items()}
+    unit, scale = time_unit([v for st in stats.values() for v in st["jct_mean"].tolist()])
+    traces = []
+    for s in series:
+        st = stats[s.label]
+        traces.append(
+            {
+                "type": "bar",
+                "name": s.label,
+                "x": st["group"].astype(str).tolist(),
+                "y": rounded((st["jct_mean"] / scale).tolist()),
+                "customdata": [
+                    [a, b, c]
+                    for a, b, c in zip(
+                        rounded((st["jct_p95"] / scale).tolist(), 4),
+                        rounded((100.0 * st["device_share"]).tolist(), 4),
+                        st["jobs"].astype(int).tolist(),
+                        strict=True,
+                    )
+                ],
+                "marker": {"color": s.colour},
+                "hovertemplate": f"{s.label}<br>%{{x}} (%{{customdata[2]}} jobs): mean "
+                f"%{{y:.3g}} {unit}, p95 %{{customdata[0]:.3g}} {unit}<br>"
+                "%{customdata[1]:.3g} % of the device-time<extra></extra>",
+            }
+        )
+    lay = layout(
+        f"{title} — {grid.config_label(config)}",
+        axis(what.capitalize(), type="category"),
+        axis("Mean JCT", unit, rangemode="tozero"),
+        barmode="group",
+    )
+
+    def export() -> pd.DataFrame:
+        parts = [st.assign(policy=p) for p, st in stats.items()]
+        return pd.concat(parts, ignore_index=True).rename(columns={"group": column})
+
+    n_groups = int(first[column].astype(str).nunique())
+    which = (
+        f"The {len(keep)} {what}s with the most device-time, then the others"
+        if n_groups > len(keep)
+        else f"All {n_groups} {what}s"
+    )
+    return Chart(
+        title=title,
+        figure={"data": traces, "layout": lay},
+        data=export,
+        note=f"{which}; seeds pooled. Hover a bar for the p95 JCT and the share of device-time.",
     )

@@ -21,7 +21,13 @@ import numpy as np
 import pandas as pd
 
 from dashboard.plotting import Chart, axis, empty, layout, rounded_array, time_unit
-from dashboard.results import StintColumns, parquet_columns, stint_columns, stints_rows
+from dashboard.results import (
+    StintColumns,
+    parquet_columns,
+    stint_columns,
+    stints_rows,
+    timeseries,
+)
 from planner.models import Run
 
 GANG_BUCKETS = (("1 GPU", 1, 1), ("2–4 GPUs", 2, 4), ("5–8 GPUs", 5, 8), ("9+ GPUs", 9, 1 << 62))
@@ -33,7 +39,8 @@ MAX_GANTT_ROWS = 250
 MAX_GANTT_BARS = 3000
 MAX_PLACEMENT_NODES = 100
 MAX_PLACEMENT_BARS = 3000
-#: Without a 'to', the window ends at about this many arrivals after its start.
+#: Without a 'to', the window ends at about this many arrivals after its start; without
+#: either, the busiest window is as long as this many arrivals take at the mean rate.
 DEFAULT_WINDOW_JOBS = 150
 #: Nodes named in the hover text of one bar of a job spread over many nodes.
 HOVER_NODES = 4
@@ -54,9 +61,14 @@ class Window:
     t_end: float
     unit: str
     scale: float
+    busiest: bool = False
 
     def label(self) -> str:
         return f"{self.lo / self.scale:.4g}–{self.hi / self.scale:.4g} {self.unit}"
+
+    def described(self) -> str:
+        """The label, saying when the window was chosen as the busiest one."""
+        return self.label() + (" (the busiest window)" if self.busiest else "")
 
     def t(self, seconds: np.ndarray) -> list[float | None]:
         return rounded_array(np.asarray(seconds, dtype=np.float64) / self.scale)
@@ -74,14 +86,76 @@ def _timeline_end(run: Run, frame: pd.DataFrame) -> float:
     return float(fin.max()) if len(fin) else float(frame["submit"].max())
 
 
+def running_profile(run: Run, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs running over time as a step function: ``(edges (m+1,), values (m,))``.
+
+    From the run's stored timeline (time-weighted average of running jobs per bin) when it
+    has one, else from each job's first start to its finish (preemption gaps not removed).
+    """
+    ts = timeseries(run.timeseries_id) if run.timeseries_id else {}
+    if ts.get("t_s") and ts.get("running"):
+        t = np.asarray(ts["t_s"], dtype=np.float64)
+        dt = np.asarray(ts["dt_s"], dtype=np.float64)
+        return np.r_[t, t[-1] + dt[-1]], np.asarray(ts["running"], dtype=np.float64)
+    start = frame["first_start"].to_numpy(dtype=np.float64)
+    started = np.isfinite(start)
+    end = _job_end(frame, _timeline_end(run, frame))[started]
+    start = start[started]
+    if len(start) == 0:
+        return np.zeros(0), np.zeros(0)
+    times = np.r_[start, end]
+    steps = np.r_[np.ones(len(start)), -np.ones(len(end))]
+    order = np.argsort(times, kind="stable")
+    edges, first = np.unique(times[order], return_index=True)
+    level = np.cumsum(steps[order])
+    # the level after all the events at each edge
+    last = np.r_[first[1:], len(order)] - 1
+    return edges, level[last][:-1]
+
+
+def busiest_window(
+    edges: np.ndarray, values: np.ndarray, width: float
+) -> tuple[float, float] | None:
+    """``[lo, lo + width)`` holding the most of the step function (``values`` on the bins
+    between ``edges``); the earliest such window. ``None`` when the function is empty.
+
+    The integral over a window is piecewise linear in ``lo`` with kinks where ``lo`` or
+    ``lo + width`` crosses an edge, so the best window starts at ``edges`` or
+    ``edges - width``: those candidates are all evaluated (exactly, by interpolating the
+    cumulative integral).
+    """
+    if len(values) == 0 or not np.any(values > 0):
+        return None
+    t0, t1 = float(edges[0]), float(edges[-1])
+    if width >= t1 - t0:
+        return t0, t1
+    cum = np.r_[0.0, np.cumsum(np.asarray(values, dtype=np.float64) * np.diff(edges))]
+    lo = np.unique(np.clip(np.r_[edges, edges - width], t0, t1 - width))
+    held = np.interp(lo + width, edges, cum) - np.interp(lo, edges, cum)
+    best = float(lo[int(np.argmax(held))])
+    return best, best + width
+
+
 def window(run: Run, frame: pd.DataFrame, from_h: float | None, to_h: float | None) -> Window | str:
     """The window asked for (hours since trace start), or why it is empty.
 
-    Without ``from_h`` it starts at the first arrival; without ``to_h`` it ends at about
+    Without ``from_h`` nor ``to_h`` it is the busiest window (:func:`busiest_window` of the
+    running jobs), as long as :data:`DEFAULT_WINDOW_JOBS` arrivals take at the trace's mean
+    rate: a trace whose first hours are nearly empty opens where the jobs are. Otherwise,
+    without ``from_h`` it starts at the first arrival; without ``to_h`` it ends at about
     :data:`DEFAULT_WINDOW_JOBS` arrivals later (or at the end of the run).
     """
     submit = frame["submit"].to_numpy(dtype=np.float64)
     t_end = _timeline_end(run, frame)
+    if from_h is None and to_h is None:
+        first, last = float(np.nanmin(submit)), float(np.nanmax(submit))
+        width = (last - first) * DEFAULT_WINDOW_JOBS / max(len(submit), 1)
+        edges, values = running_profile(run, frame)
+        if len(submit) > DEFAULT_WINDOW_JOBS and width > 0:
+            found = busiest_window(edges, values, width)
+            if found is not None:
+                unit, scale = time_unit([width])
+                return Window(found[0], found[1], t_end, unit, scale, busiest=True)
     lo = float(np.nanmin(submit)) if from_h is None else from_h * 3600.0
     if to_h is not None:
         hi = to_h * 3600.0
@@ -94,6 +168,15 @@ def window(run: Run, frame: pd.DataFrame, from_h: float | None, to_h: float | No
         return "The window is empty: 'to' must be later than 'from'."
     unit, scale = time_unit([hi - lo])
     return Window(lo, hi, t_end, unit, scale)
+
+
+def _busiest_note(w: Window) -> str:
+    if not w.busiest:
+        return ""
+    return (
+        " The page opens on the window with the most running jobs; choose another with "
+        "'from' and 'to'."
+    )
 
 
 def _job_end(frame: pd.DataFrame, t_end: float) -> np.ndarray:
@@ -357,7 +440,7 @@ def _gantt_with_stints(run: Run, frame: pd.DataFrame, w: Window, inside: np.ndar
                 "hovertemplate": "%{hovertext}<extra></extra>",
             }
         )
-    head_title = f"Jobs over time (Gantt): {len(inside):,} jobs in {w.label()}"
+    head_title = f"Jobs over time (Gantt): {len(inside):,} jobs in {w.described()}"
     if rows < len(inside):
         head_title += f", first {rows} shown"
     if clipped:
@@ -366,7 +449,7 @@ def _gantt_with_stints(run: Run, frame: pd.DataFrame, w: Window, inside: np.ndar
     note = (
         "Grey: waiting for a first start; blue: holding devices (hover for the nodes); "
         "orange: preempted, waiting to resume. The export lists every stint in the window."
-    )
+    ) + _busiest_note(w)
     return Chart(
         title="Jobs over time (Gantt)",
         figure={"data": traces, "layout": lay},
@@ -407,7 +490,7 @@ def _gantt_without_stints(run: Run, frame: pd.DataFrame, w: Window, inside: np.n
         )
     rows = len(shown)
     lay = _gantt_layout(
-        f"Jobs over time (Gantt): {len(inside):,} jobs in {w.label()}"
+        f"Jobs over time (Gantt): {len(inside):,} jobs in {w.described()}"
         + (f", first {rows} shown" if rows < len(inside) else "")
         + " (first start to finish)",
         w,
@@ -419,7 +502,7 @@ def _gantt_without_stints(run: Run, frame: pd.DataFrame, w: Window, inside: np.n
         "This run was stored before placements were recorded: bars run from first start to "
         f"finish, without its nodes or its preemption gaps ({n_pre:,} preemptions). Launch the "
         "experiment again to record them."
-    )
+    ) + _busiest_note(w)
 
     def export() -> pd.DataFrame:
         out = frame.iloc[inside].copy()
@@ -553,7 +636,7 @@ def placement(run: Run, from_h: float | None, to_h: float | None) -> Chart:
                 "hovertemplate": "%{y}<br>%{hovertext}<extra></extra>",
             }
         )
-    head = f"{title}: {len(nodes):,} nodes busy in {w.label()}"
+    head = f"{title}: {len(nodes):,} nodes busy in {w.described()}"
     if k < len(nodes):
         cap = (
             f"at most {MAX_PLACEMENT_NODES} nodes"
@@ -581,7 +664,7 @@ def placement(run: Run, from_h: float | None, to_h: float | None) -> Chart:
     note = (
         "Each row is one node's devices; a bar is a job holding some of them (bar height: "
         "devices held). The export lists every stint in the window, on every node."
-    )
+    ) + _busiest_note(w)
     return Chart(
         title=title,
         figure={"data": traces, "layout": lay},

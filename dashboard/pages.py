@@ -63,8 +63,14 @@ _LABELS = {
 }
 
 
-def summary_rows(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
-    """Rows ``{label, unit, values}`` of the given summaries, values in display units."""
+def summary_rows(
+    summaries: list[dict[str, Any] | None], types: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Rows ``{label, unit, values}`` of the given summaries, values in display units.
+
+    The utilisation of each accelerator type (``utilisation_<key>``) follows the overall
+    utilisation, named by ``types`` (``{key: type name}``, :func:`figures.type_names`).
+    """
     rows = []
     shared = figures.job_time_unit(summaries)
     for key in SUMMARY_ROWS:
@@ -87,7 +93,37 @@ def summary_rows(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]
         else:
             shown = [None if v is None else v * f for v in values]
         rows.append({"key": key, "label": label, "unit": unit, "values": shown})
+        if key == "utilisation":
+            rows += _type_rows(summaries, types or {})
     return rows
+
+
+def _type_rows(
+    summaries: list[dict[str, Any] | None], types: dict[str, str]
+) -> list[dict[str, Any]]:
+    keys = figures.type_keys_in(summaries)
+    if len(keys) < 2:  # one type: its utilisation is the overall one
+        return []
+    rows = []
+    for k in keys:
+        values = [(s or {}).get(figures.UTILISATION_PREFIX + k) for s in summaries]
+        rows.append(
+            {
+                "key": figures.UTILISATION_PREFIX + k,
+                "label": f"Utilisation of {types.get(k, k)}",
+                "unit": "%",
+                "values": [None if v is None else 100.0 * v for v in values],
+            }
+        )
+    return rows
+
+
+def trace_groups(summary: dict[str, Any] | None) -> list[str]:
+    """Per-job columns (``user``, ``vc``) the workload names, from its summary's counts;
+    a count the summary lacks (workloads parsed before it was kept) counts as present."""
+    s = summary or {}
+    counts = {"user": s.get("users"), "vc": s.get("vcs")}
+    return [c for c in figures.GROUPS if (n := counts[c]) is None or n > 0]
 
 
 def seed_note(exp: Experiment) -> str:
@@ -110,10 +146,14 @@ def experiment_context(exp: Experiment, active: int) -> dict[str, Any]:
     """What the experiment page needs for its charts (added to the progress context)."""
     grid: Grid = experiment_grid(exp)
     succeeded = [r.pk for r in grid.runs]
+    groups: dict[str, None] = {}
+    for summary in exp.workloads.values_list("summary", flat=True):
+        groups.update(dict.fromkeys(trace_groups(summary)))
     return {
         "seed_note": seed_note(exp),
         "charts_ready": bool(grid.runs) and not active,
         "grid": grid,
+        "groups": [c for c in figures.GROUPS if c in groups],
         "configs": [(c.key, grid.config_label(c)) for c in grid.configs],
         "bar_metrics": figures.BAR_METRICS,
         "compare_url": (
@@ -138,8 +178,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ctx = {
         "r": run,
         "policy": label_of(run),
-        "rows": summary_rows([run.summary]),
+        "rows": summary_rows([run.summary], figures.type_names([run.cluster_id])),
         "done": run.state == RunState.SUCCEEDED,
+        "groups": trace_groups(run.workload.summary),
         "max_gantt_rows": MAX_GANTT_ROWS,
         "compare_url": reverse("dashboard:compare")
         + "?runs="
@@ -177,7 +218,9 @@ def compare(request: HttpRequest) -> HttpResponse:
     ctx = {
         "runs": runs,
         "labels": [figures.run_label(r) for r in runs],
-        "rows": summary_rows([r.summary for r in runs]),
+        "rows": summary_rows(
+            [r.summary for r in runs], figures.type_names([r.cluster_id for r in runs])
+        ),
         "choices": choices,
         "chosen": chosen,
         "query": ",".join(str(r.pk) for r in runs),

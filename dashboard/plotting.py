@@ -7,7 +7,9 @@ ends with its unit in brackets (``"Mean JCT [h]"``); categorical axes say what t
 
 from __future__ import annotations
 
+import copy
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +74,11 @@ def finite_or_none(x: Any) -> float | None:
 
 
 def axis(title: str, unit: str | None = None, **kw: Any) -> dict[str, Any]:
-    """An axis with ``title [unit]``; give ``type="category"`` (and no unit) for categories."""
+    """An axis with ``title [unit]``; give ``type="category"`` (and no unit) for categories.
+
+    Tick labels stand a few pixels off the axis line, so the first label of the x axis and the
+    last of the y axis never touch in the corner they share.
+    """
     text = f"{title} [{unit}]" if unit else title
     out: dict[str, Any] = {
         "title": {"text": text},
@@ -80,9 +86,60 @@ def axis(title: str, unit: str | None = None, **kw: Any) -> dict[str, Any]:
         "zeroline": False,
         "automargin": True,
         "linecolor": "#c3cad6",
+        "ticklabelstandoff": 4,
     }
     out.update(kw)
     return out
+
+
+def _tick_label(mantissa: int, exponent: int) -> str:
+    """``mantissa × 10^exponent`` written out in full (``0.05``, ``20``, ``10,000``), or in
+    powers of ten beyond 10⁻⁴…10⁵."""
+    if -4 <= exponent <= 5:
+        value = mantissa * 10.0**exponent
+        return f"{value:,.{max(0, -exponent)}f}"
+    head = "" if mantissa == 1 else f"{mantissa}×"
+    return f"{head}10<sup>{exponent}</sup>"
+
+
+def log_ticks(values: Iterable[float | None]) -> dict[str, Any]:
+    """Ticks of a log axis over the positive ``values``: every decade, labelled in full.
+
+    Plotly's own log ticks label the 2s and 5s between decades with their first digit only
+    ("2 5 1 2 5 10"), which reads as a different number. Here every label is the whole number
+    (``0.1``, ``1``, ``10``); values spanning less than three decades also get the 2s and
+    5s (``2``, ``5``, ``20``), written in full too.
+
+    Returns
+    -------
+    ``{"tickmode": "array", "tickvals": [...], "ticktext": [...]}`` to merge into the axis
+    (empty when no value is positive).
+    """
+    arr = np.array([v for v in values if v is not None], dtype=np.float64)
+    arr = arr[np.isfinite(arr) & (arr > 0)]
+    if len(arr) == 0:
+        return {}
+    lo = math.floor(math.log10(float(arr.min())) + 1e-9)
+    hi = math.ceil(math.log10(float(arr.max())) - 1e-9)
+    hi = max(hi, lo + 1)
+    decades = math.log10(float(arr.max()) / float(arr.min()))
+    steps = (1,) if decades >= 3 else (1, 2, 5)
+    vals: list[float] = []
+    text: list[str] = []
+    for e in range(lo, hi + 1):
+        for m in steps:
+            if e == hi and m > 1:
+                break
+            vals.append(float(f"{m}e{e}"))
+            text.append(_tick_label(m, e))
+    return {"tickmode": "array", "tickvals": vals, "ticktext": text}
+
+
+def log_axis(
+    title: str, unit: str | None, values: Iterable[float | None], **kw: Any
+) -> dict[str, Any]:
+    """A log axis (:func:`axis`) whose ticks are :func:`log_ticks` of ``values``."""
+    return axis(title, unit, type="log", **log_ticks(values), **kw)
 
 
 def layout(title: str, xaxis: dict[str, Any], yaxis: dict[str, Any], **extra: Any) -> dict:
@@ -184,6 +241,200 @@ def mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None,
     return float(arr.mean()), sd, len(arr)
 
 
+# -- fitting a figure to its card --------------------------------------------------------------
+
+#: Width (px) a figure is laid out for: a card of the two-column chart grid at its narrowest
+#: (the grid's 520 px minimum less padding). Wider cards only leave more room.
+FIT_WIDTH = 500
+#: Average width (px) of a character of tick and axis-title text (12 px) and of legend text
+#: (11 px) in the page's sans-serif font; generous, so estimates err towards more room.
+CHAR_PX = 6.8
+LEGEND_CHAR_PX = 6.2
+#: Height of one row of a horizontal legend and width of an entry's line sample, px.
+LEGEND_ROW_PX = 21
+LEGEND_SAMPLE_PX = 50
+#: A legend of more rows than this is left out (its figure says so): at most ~30 % of a card.
+LEGEND_MAX_ROWS = 6
+#: Series up to which a chart names each one in its legend; beyond it, a key legend.
+LEGEND_MAX_ENTRIES = 8
+
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def _text_len(text: str) -> int:
+    """Characters of the longest line of Plotly pseudo-HTML text."""
+    return max((len(_TAGS.sub("", line)) for line in re.split(r"<br\s*/?>", text)), default=0)
+
+
+def wrap(text: str, max_chars: int) -> str:
+    """``text`` broken into lines of at most ``max_chars`` characters (``<br>``): between
+    its `` · ``-separated parts when each fits a line, else at spaces."""
+    if _text_len(text) <= max_chars:
+        return text
+    parts = text.split(" · ")
+    sep = " · " if len(parts) > 1 and all(len(p) <= max_chars for p in parts) else " "
+    if sep == " ":
+        parts = text.split(" ")
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        if line and len(line) + len(sep) + len(part) > max_chars:
+            lines.append(line)
+            line = part
+        else:
+            line = f"{line}{sep}{part}" if line else part
+    lines.append(line)
+    return "<br>".join(x.removesuffix(" ·") for x in lines)
+
+
+def legend_entries(figure: dict[str, Any]) -> list[str]:
+    """Names of the legend entries Plotly will draw for ``figure`` (its default rules)."""
+    lay, data = figure.get("layout", {}), figure.get("data", [])
+    shown = [t for t in data if t.get("showlegend", True) is not False]
+    explicit = any(t.get("showlegend") is True for t in data)
+    flag = lay.get("showlegend")
+    if flag is False or (flag is None and len(shown) < 2 and not explicit):
+        return []
+    return [str(t.get("name", "")) for t in shown]
+
+
+def legend_rows(names: Sequence[str], width: float = FIT_WIDTH) -> int:
+    """Rows a horizontal legend of these entries takes in a figure ``width`` px wide."""
+    room = width - 60.0  # the legend starts at the plot's left edge
+    rows, used = 0, room
+    for name in names:
+        w = LEGEND_SAMPLE_PX + LEGEND_CHAR_PX * _text_len(name)
+        if used + w > room:
+            rows, used = rows + 1, w
+        else:
+            used += w
+    return rows
+
+
+def _category_labels(figure: dict[str, Any], ax: dict[str, Any]) -> list[str]:
+    if ax.get("ticktext"):
+        return [str(t) for t in ax["ticktext"]]
+    seen: dict[str, None] = {}
+    for t in figure.get("data", []):
+        if t.get("xaxis", "x") != "x" or t.get("orientation") == "h":
+            continue
+        for x in t.get("x") or []:
+            if isinstance(x, str):
+                seen[x] = None
+    return list(seen)
+
+
+def _fit_x_labels(figure: dict[str, Any], width: float = FIT_WIDTH) -> float:
+    """Fit long category labels of the x axis; the height (px) they take beyond one line.
+
+    Labels wider than their share of the axis are broken into lines at spaces when every
+    word fits (``ticktext``); otherwise Plotly turns them by 30° (or 90° when even that
+    fails) and the figure grows by their turned height.
+    """
+    ax = figure.get("layout", {}).get("xaxis") or {}
+    if ax.get("type") != "category" or ax.get("showticklabels") is False:
+        return 0.0
+    labels = _category_labels(figure, ax)
+    if not labels:
+        return 0.0
+    slot = (width - 80.0) / len(labels)
+    fits = int(0.95 * slot / CHAR_PX)
+    if (
+        "ticktext" not in ax
+        and any(_text_len(label) > fits for label in labels)
+        and all(len(word) <= fits for label in labels for word in label.split(" "))
+    ):
+        ax["tickmode"] = "array"
+        ax["tickvals"] = labels
+        ax["ticktext"] = labels = [wrap(label, fits) for label in labels]
+    lines = max(len(re.split(r"<br\s*/?>", label)) for label in labels)
+    w = CHAR_PX * max(_text_len(label) for label in labels)
+    if w <= 0.95 * slot:
+        return 15.0 * (lines - 1)
+    if slot >= 30.0:
+        return 0.5 * w + 13.0 * lines - 15.0
+    return max(0.0, w - 15.0)
+
+
+def fit_figure(figure: dict[str, Any]) -> str:
+    """Fit a figure's layout (only) to what it draws, in place; a note when something is
+    left out.
+
+    - Long category labels of the x axis are broken into lines; the figure grows by its
+      legend's height and by the height of such labels (or of turned ones), so its plot area
+      keeps the height it was given however many series and categories it shows.
+    - A legend of more than :data:`LEGEND_MAX_ROWS` rows is left out (charts of many series
+      draw a key legend instead, see :func:`key_legend`), so a legend never takes more than
+      about 30 % of a card.
+    - Axis titles longer than the plot is high are broken into lines, so they never run past
+      the plot into the chart's title or out of the card.
+    """
+    lay = figure.setdefault("layout", {})
+    note = ""
+    names = legend_entries(figure)
+    rows = legend_rows(names) if names else 0
+    if rows > LEGEND_MAX_ROWS:
+        lay["showlegend"] = False
+        rows = 0
+        note = f"Legend left out ({len(names)} series): hover a curve for its name."
+    base = float(lay.get("height", 360))
+    margin = lay.get("margin", {})
+    plot_h = base - float(margin.get("t", 44)) - float(margin.get("b", 50)) - 30.0
+    for key in ("yaxis", "yaxis2"):
+        title = (lay.get(key) or {}).get("title")
+        if isinstance(title, dict) and title.get("text"):
+            title["text"] = wrap(str(title["text"]), max(12, int((plot_h - 10.0) / CHAR_PX)))
+    extra = LEGEND_ROW_PX * rows + (8 if rows else 0) + _fit_x_labels(figure)
+    if extra:
+        lay["height"] = round(base + extra)
+    return note
+
+
+def key_legend(
+    traces: list[dict[str, Any]],
+    colours: dict[str, str],
+    dashes: dict[str, str],
+) -> list[dict[str, Any]]:
+    """A key legend for many series: one entry per colour and one per line dash.
+
+    Each series keeps its trace (hidden from the legend; hover names it); legend-only traces
+    say what the colours (``{label: colour}``, e.g. policies) and the dashes (``{label:
+    dash}``, e.g. configurations) stand for. Clicking a colour's entry hides its series
+    (``legendgroup``: the series must carry the colour's label as their group).
+    """
+    out = [{**t, "showlegend": False} for t in traces]
+    for label, colour in colours.items():
+        out.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": [None],
+                "y": [None],
+                "name": label,
+                "legendgroup": label,
+                "showlegend": True,
+                "line": {"color": colour, "width": 3},
+                "hoverinfo": "skip",
+            }
+        )
+    if len(dashes) > 1:
+        for label, dash in dashes.items():
+            out.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": [None],
+                    "y": [None],
+                    "name": label,
+                    "legendgroup": f"dash: {label}",
+                    "showlegend": True,
+                    "line": {"color": MUTED, "dash": dash, "width": 2},
+                    "hoverinfo": "skip",
+                }
+            )
+    return out
+
+
 # -- what an endpoint answers ------------------------------------------------------------------
 
 
@@ -210,12 +461,16 @@ class Chart:
         out: dict[str, Any] = {"title": self.title}
         if self.empty:
             out["empty"] = self.empty
+        note = self.note
         if self.figure is not None and not self.empty:
-            out["figure"] = self.figure
+            figure = {**self.figure, "layout": copy.deepcopy(self.figure.get("layout", {}))}
+            left_out = fit_figure(figure)
+            note = f"{note} {left_out}".strip()
+            out["figure"] = figure
         if self.table is not None and not self.empty:
             out["table"] = self.table
-        if self.note:
-            out["note"] = self.note
+        if note:
+            out["note"] = note
         return out
 
 

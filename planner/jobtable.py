@@ -94,6 +94,7 @@ def workload_summary(jobs: JobTable, bins: int = 48) -> dict[str, Any]:
         "gpu_demand_total": int(jobs.num_gpus.sum()),
         "gpu_demand_max": int(jobs.num_gpus.max()) if n else 0,
         "users": len(set(jobs.user.tolist()) - {""}),
+        "vcs": len(set(jobs.vc.tolist()) - {""}),
         "job_types_known": known_type,
         "gpu_demand_histogram": hist,
         "arrivals": arrivals,

@@ -41,3 +41,20 @@ def chart(
 def metric(summary: dict[str, Any] | None, key: str) -> Any:
     """``summary[key]`` in templates (keys are not attribute-safe everywhere)."""
     return (summary or {}).get(key)
+
+
+@register.simple_tag
+def constant_carbon(cluster: Any) -> list[dict[str, Any]]:
+    """Regions of ``cluster`` without a carbon zone: ``[{"name", "g_per_kwh"}]``.
+
+    Their carbon intensity is a constant (the spec's ``carbon_g_per_kwh``, 400 g/kWh unless
+    set), so the cluster page says so instead of letting a flat line pass for data.
+    """
+    from clustersim.errors import ClustersimError
+    from clustersim.spec import cluster_from_spec
+
+    try:
+        regions = cluster_from_spec(cluster.effective_spec()).regions
+    except ClustersimError:
+        return []
+    return [{"name": r.name, "g_per_kwh": r.carbon_g_per_kwh} for r in regions if not r.carbon_zone]

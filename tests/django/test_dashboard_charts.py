@@ -21,6 +21,7 @@ from dashboard import charts
 from dashboard.gantt import MAX_GANTT_ROWS
 from dashboard.plotting import MAX_CDF_POINTS, MAX_TIMELINE_POINTS, cdf_points, pareto_mask
 from planner.models import Artefact, Run
+from tests.django.conftest import SMALL_SPEC
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
@@ -102,7 +103,11 @@ def test_every_chart_answers_a_figure_or_a_table_with_units(web: Client, experim
 def test_the_experiment_page_charts_are_all_drawn_for_a_finished_grid(
     web: Client, experiment: Any
 ) -> None:
-    empty = {u: get_json(web, u).get("empty") for u in experiment_urls(experiment)}
+    from dashboard.pages import trace_groups
+
+    assert trace_groups(experiment.workloads.get().summary) == []  # no users, no VCs
+    urls = [u for u in experiment_urls(experiment) if "/groups-" not in u]
+    empty = {u: get_json(web, u).get("empty") for u in urls}
     assert not any(empty.values()), {u: e for u, e in empty.items() if e}
 
 
@@ -184,14 +189,38 @@ def test_pareto_mask_keeps_only_points_nobody_beats() -> None:
     assert pareto_mask(x, y).tolist() == [True, True, True, False, False]
 
 
-def test_timelines_overlay_carbon_intensity_on_a_second_axis(web: Client, experiment: Any) -> None:
+def test_timelines_leave_out_a_constant_carbon_intensity_and_say_it(
+    web: Client, experiment: Any
+) -> None:
+    # the small cluster's region has no carbon zone: 400 g/kWh at every hour
     for kind in ("utilisation", "queue"):
         payload = get_json(web, f"/charts/experiments/{experiment.pk}/timeline-{kind}/")
         fig = payload["figure"]
-        carbon = [t for t in fig["data"] if t.get("yaxis") == "y2"]
-        assert len(carbon) == 1 and carbon[0]["name"].startswith("carbon intensity")
-        assert fig["layout"]["yaxis2"]["title"]["text"] == "Carbon intensity [g CO₂e/kWh]"
+        assert [t for t in fig["data"] if t.get("yaxis") == "y2"] == []
+        assert "yaxis2" not in fig["layout"]
+        assert not any("carbon" in str(t.get("name", "")) for t in fig["data"])
+        assert "constant 400 g CO₂e/kWh" in payload["note"]
         assert all(len(t["x"]) <= MAX_TIMELINE_POINTS for t in fig["data"])
+
+
+def test_timelines_overlay_hourly_carbon_intensity_on_a_second_axis(
+    web: Client, owner: Any, make_cluster: Any, make_experiment: Any
+) -> None:
+    spec = {**SMALL_SPEC, "regions": [{"name": "california", "carbon_zone": "US-CAL-CISO"}]}
+    exp = make_experiment(owner, cluster=make_cluster(owner, spec=spec), run=True)
+    run = exp.runs.get()
+    for url in (
+        f"/charts/experiments/{exp.pk}/timeline-utilisation/",
+        f"/charts/runs/{run.pk}/timeline-queue/",
+        f"/charts/compare/timeline-utilisation/?runs={run.pk}",
+    ):
+        payload = get_json(web, url)
+        fig = payload["figure"]
+        carbon = [t for t in fig["data"] if t.get("yaxis") == "y2"]
+        assert len(carbon) == 1 and carbon[0]["name"] == "carbon intensity"
+        assert max(carbon[0]["y"]) > min(carbon[0]["y"])  # California's hours differ
+        assert fig["layout"]["yaxis2"]["title"]["text"] == "Carbon intensity [g CO₂e/kWh]"
+        assert "right axis" in payload["note"]
 
 
 def test_a_configuration_is_chosen_with_a_query_parameter(web: Client, experiment: Any) -> None:
@@ -207,6 +236,16 @@ def test_jct_against_load_factor_has_one_point_per_load(web: Client, experiment:
     fig = get_json(web, f"/charts/experiments/{experiment.pk}/load/")["figure"]
     assert all(t["x"] == [1.0, 2.0] for t in fig["data"])
     assert fig["layout"]["xaxis"]["title"]["text"] == "Load factor [× trace arrival rate]"
+
+
+def test_jct_against_load_factor_starts_at_zero_so_small_differences_stay_small(
+    web: Client, experiment: Any
+) -> None:
+    fig = get_json(web, f"/charts/experiments/{experiment.pk}/load/")["figure"]
+    means = [y for t in fig["data"] for y in t["y"]]
+    assert max(means) / min(means) < 50  # a linear axis (a log one spans decades)
+    assert fig["layout"]["yaxis"].get("type", "linear") == "linear"
+    assert fig["layout"]["yaxis"]["rangemode"] == "tozero"
 
 
 def test_the_run_charts_show_gantt_fairness_and_the_slowest_jobs(

@@ -359,3 +359,102 @@ def test_the_gantt_and_placement_are_the_owners_only(
         assert client.get(url).status_code == 404
         assert other_web.get(f"{url}&format=csv").status_code == 404
         assert client.get(f"{url}&format=json").status_code == 404
+
+
+# -- the default window: the busiest one ---------------------------------------------------------
+
+
+def test_the_busiest_window_holds_the_most_of_the_step_function() -> None:
+    edges = np.array([0.0, 10.0, 20.0, 30.0, 40.0])
+    values = np.array([1.0, 0.0, 6.0, 2.0])
+    # width 15: [20, 35) holds 6 × 10 + 2 × 5 = 70; [15, 30) 60, [25, 40) 50, [0, 15) 10
+    assert gantt.busiest_window(edges, values, 15.0) == (20.0, 35.0)
+    # width 10: [20, 30) holds 60; [25, 35) 40, [15, 25) 30
+    assert gantt.busiest_window(edges, values, 10.0) == (20.0, 30.0)
+    assert gantt.busiest_window(edges, values, 100.0) == (0.0, 40.0)
+    assert gantt.busiest_window(edges, np.zeros(4), 10.0) is None
+    # a plateau: every window inside [10, 40) ties; the first one wins
+    assert gantt.busiest_window(edges, np.array([0.0, 5.0, 5.0, 5.0]), 20.0) == (10.0, 30.0)
+
+
+def test_the_running_profile_steps_at_each_start_and_finish(run: Run) -> None:
+    frame = pd.DataFrame(
+        {
+            "first_start": [0.0, 5.0, 5.0, np.nan],
+            "finish": [10.0, 20.0, np.nan, np.nan],  # the third never finished
+            "submit": [0.0, 0.0, 1.0, 2.0],
+        }
+    )
+    Run.objects.filter(pk=run.pk).update(timeseries=None, summary={})
+    run.refresh_from_db()
+    edges, values = gantt.running_profile(run, frame)
+    # the unfinished job runs to the end of the timeline (the last finish: 20 s)
+    assert edges.tolist() == [0.0, 5.0, 10.0, 20.0]
+    assert values.tolist() == [1.0, 3.0, 2.0]
+
+
+@pytest.fixture
+def late_run(run: Run) -> Run:
+    """Stored results of 1,500 jobs over 100 h whose busiest hours are 60-65 h: one job runs
+    at a time until 50 h, five from 50 h on, thirty from 60 h to 65 h."""
+    n = 1500
+    submit = np.linspace(0.0, 100 * 3600.0, n)
+    frame = pd.DataFrame(
+        {
+            "job_id": [f"j{i}" for i in range(n)],
+            "submit": submit,
+            "first_start": submit,
+            "finish": submit + 600.0,
+            "jct": np.full(n, 600.0),
+            "queue_delay": np.zeros(n),
+            "num_gpus": np.ones(n, dtype=np.int64),
+            "job_type": "",
+            "user": "",
+            "vc": "",
+            "attained_gpu_s": np.full(n, 600.0),
+            "preemptions": 0,
+            "migrations": 0,
+            "drop_reason": "",
+            "ftf_rho": np.ones(n),
+        }
+    )
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    per_job = Artefact.build(run.owner, Artefact.Kind.PER_JOB, buf.getvalue(), compress=False)
+    per_job.save()
+    hours = np.arange(101) * 3600.0
+    running = np.where(hours[:-1] < 50 * 3600, 1.0, 5.0)
+    running[60:65] = 30.0
+    series = {
+        "t_s": hours[:-1].tolist(),
+        "dt_s": [3600.0] * 100,
+        "utilisation": (running / 40).tolist(),
+        "queued": [0.0] * 100,
+        "running": running.tolist(),
+        "carbon_intensity_g_per_kwh": [400.0] * 100,
+    }
+    ts = Artefact.build(run.owner, Artefact.Kind.TIMESERIES, json.dumps(series).encode())
+    ts.save()
+    Run.objects.filter(pk=run.pk).update(per_job=per_job, timeseries=ts, stints=None)
+    run.refresh_from_db()
+    return run
+
+
+def test_the_gantt_opens_on_the_busiest_window_not_the_empty_start(
+    web: Client, late_run: Run
+) -> None:
+    # the window is as long as 150 arrivals take at the mean rate: 100 h × 150 / 1,500 = 10 h;
+    # [55, 65) h holds 5 × 5 + 30 × 5 = 175 job-hours, as much as any other window, and is
+    # the first to do so
+    payload = get_json(web, f"/charts/runs/{late_run.pk}/gantt/")
+    fig = payload["figure"]
+    assert fig["layout"]["xaxis"]["title"]["text"] == "Time since trace start [h]"
+    assert fig["layout"]["xaxis"]["range"] == pytest.approx([55.0, 65.0])
+    assert "55–65 h (the busiest window)" in fig["layout"]["title"]["text"]
+    assert "most running jobs" in payload["note"]
+    # a window asked for is kept, and 'from' alone still runs ~150 arrivals on
+    fig = get_json(web, f"/charts/runs/{late_run.pk}/gantt/?from_h=0&to_h=4")["figure"]
+    assert fig["layout"]["xaxis"]["range"] == pytest.approx([0.0, 4.0])
+    assert "busiest" not in fig["layout"]["title"]["text"]
+    fig = get_json(web, f"/charts/runs/{late_run.pk}/gantt/?from_h=0")["figure"]
+    assert fig["layout"]["xaxis"]["range"][0] == 0.0

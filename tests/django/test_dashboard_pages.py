@@ -23,7 +23,9 @@ def test_the_experiment_page_lays_out_every_chart_once_runs_are_done(
     html = web.get(f"/experiments/{experiment.pk}/").content.decode()
     urls = chart_urls(html)
     expected = {
-        f"/charts/experiments/{experiment.pk}/{n}/" for n in charts.experiment_chart_names()
+        f"/charts/experiments/{experiment.pk}/{n}/"
+        for n in charts.experiment_chart_names()
+        if not n.startswith("groups-")  # the Gavel trace names no users nor VCs
     }
     assert set(urls) == expected
     assert "/vendor/plotly-" in html and "cdn" not in html.lower()
@@ -60,7 +62,9 @@ def test_the_run_page_has_a_summary_a_gantt_window_and_the_run_charts(
     r = web.get(f"/runs/{run.pk}/")
     html = r.content.decode()
     assert r.status_code == 200
-    assert set(chart_urls(html)) == {f"/charts/runs/{run.pk}/{n}/" for n in charts.RUN_CHARTS}
+    assert set(chart_urls(html)) == {
+        f"/charts/runs/{run.pk}/{n}/" for n in charts.RUN_CHARTS if not n.startswith("groups-")
+    }
     assert 'name="from_h"' in html and 'name="to_h"' in html
     assert "Mean JCT" in html and "Carbon" in html
     assert f"/compare/?runs={run.pk}," in html
@@ -111,6 +115,23 @@ def test_cluster_and_workload_pages_lay_out_their_charts(web: Client, experiment
     assert len(chart_urls(html)) == len(charts.CLUSTER_CHARTS)
     html = web.get(f"/workloads/{run.workload_id}/").content.decode()
     assert len(chart_urls(html)) == len(charts.WORKLOAD_CHARTS)
+
+
+def test_the_cluster_page_says_when_a_constant_carbon_intensity_is_used(
+    web: Client, owner: Any, make_cluster: Any
+) -> None:
+    from tests.django.conftest import SMALL_SPEC
+
+    plain = make_cluster(owner, name="plain")
+    html = web.get(f"/clusters/{plain.pk}/").content.decode()
+    assert "Region <strong>default</strong> has no carbon zone" in html
+    assert "a constant default of 400 g CO₂e/kWh is used" in html
+    custom = {**SMALL_SPEC, "regions": [{"name": "lab", "carbon_g_per_kwh": 250}]}
+    html = web.get(f"/clusters/{make_cluster(owner, name='lab', spec=custom).pk}/").content.decode()
+    assert "a constant default of 250 g CO₂e/kWh is used" in html
+    zoned = {**SMALL_SPEC, "regions": [{"name": "ca", "carbon_zone": "US-CAL-CISO"}]}
+    html = web.get(f"/clusters/{make_cluster(owner, name='ca', spec=zoned).pk}/").content.decode()
+    assert 'id="carbon-constant"' not in html
 
 
 def test_the_home_page_offers_the_quick_links(web: Client, experiment: Any) -> None:

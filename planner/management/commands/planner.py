@@ -10,8 +10,25 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-DEMO_EXPERIMENT = "Demo: FIFO vs Tiresias on the Philly sample"
+DEMO_EXPERIMENT = "Demo: FIFO vs Tiresias vs Gavel on a mixed-GPU cluster"
 PHILLY_SAMPLE = Path(__file__).resolve().parents[3] / "clustersim/data/demo/philly_sample.csv"
+#: The demo's cluster: three generations of GPUs (32 each) in a region with hourly carbon
+#: data. The Philly sample (2,406 jobs, up to 64-GPU gangs) keeps it contended at any of the
+#: demo's loads, so the policies differ visibly: FIFO's head-of-line blocking behind large
+#: gangs against Tiresias' and Gavel's preemptive least-attained-service orders.
+DEMO_CLUSTER = {
+    "name": "demo-mixed",
+    "pools": [
+        {"name": "k80", "accelerator": "K80", "nodes": 4, "devices_per_node": 8, "rack": "k80"},
+        {"name": "v100", "accelerator": "V100", "nodes": 4, "devices_per_node": 8, "rack": "v100"},
+        {"name": "a100", "accelerator": "A100", "nodes": 4, "devices_per_node": 8, "rack": "a100"},
+    ],
+    "racks": [{"name": "k80"}, {"name": "v100"}, {"name": "a100"}],
+    "regions": [{"name": "california", "carbon_zone": "US-CAL-CISO"}],
+}
+DEMO_CLUSTER_NAME = "Demo: K80 + V100 + A100 (California grid)"
+DEMO_POLICIES = ("fifo", "tiresias", "gavel-las")
+DEMO_LOADS = (0.5, 1.0, 2.0)
 
 
 class Command(BaseCommand):
@@ -19,7 +36,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
-        demo = sub.add_parser("demo", help="presets, the Philly sample, one finished experiment")
+        demo = sub.add_parser(
+            "demo", help="presets, a mixed-GPU cluster, the Philly sample, one finished experiment"
+        )
         demo.add_argument("--username", default="demo")
         demo.add_argument(
             "--password",
@@ -92,14 +111,22 @@ class Command(BaseCommand):
         if Experiment.objects.filter(owner=user, name=DEMO_EXPERIMENT).exists():
             self.stdout.write("demo experiment already there")
             return
-        cluster = Cluster.objects.get(owner=user, preset="philly")
+        cluster = Cluster.objects.filter(owner=user, name=DEMO_CLUSTER_NAME).first()
+        if cluster is None:
+            cluster = services.create_cluster(
+                user,
+                DEMO_CLUSTER_NAME,
+                DEMO_CLUSTER,
+                description="32 K80, 32 V100 and 32 A100 GPUs on 8-GPU servers, one rack per "
+                "type, in California (hourly carbon intensity of US-CAL-CISO).",
+            )
         exp = services.create_experiment(
             user,
             name=DEMO_EXPERIMENT,
             clusters=[cluster],
             workloads=[workload],
-            policies=[{"name": "fifo", "params": {}}, {"name": "tiresias", "params": {}}],
-            load_factors=[1.0, 2.0],
+            policies=[{"name": p, "params": {}} for p in DEMO_POLICIES],
+            load_factors=list(DEMO_LOADS),
             seeds=[0],
             enqueue=False,
         )
