@@ -682,7 +682,7 @@ class ClusterMetaForm(forms.Form):
         max_length=200,
         required=False,
         label="Variant name",
-        help_text="For “Save as new variant”; blank: “<name> (edited)”.",
+        help_text="For “Save as new variant”; blank: the name followed by “(edited)”.",
     )
 
 

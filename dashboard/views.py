@@ -110,7 +110,9 @@ def _workload_page(
         "recipe_lines": describe_recipe(w),
         "derive_form": form,
         "edit_form": edit_form
-        or WorkloadEditForm(initial={"name": w.name, "description": w.description}),
+        or WorkloadEditForm(
+            prefix="rename", initial={"name": w.name, "description": w.description}
+        ),
     }
     return render(request, "dashboard/workload_detail.html", ctx, status=status)
 
@@ -143,7 +145,7 @@ def workload_derive(request: HttpRequest, pk: int) -> HttpResponse:
 def workload_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Rename the workload (and edit its description)."""
     w = _workload(request, pk)
-    form = WorkloadEditForm(request.POST)
+    form = WorkloadEditForm(request.POST, prefix="rename")
     if not form.is_valid():
         return _workload_page(request, w, edit_form=form, status=400)
     services.update_workload(w, **form.cleaned_data)
