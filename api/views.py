@@ -40,7 +40,6 @@ from planner.models import (
     Workload,
 )
 
-CONFLICT = OpenApiResponse(s.DetailSerializer, description="still used by experiment runs")
 NAME_TAKEN = OpenApiResponse(
     OpenApiTypes.OBJECT, description="you already have one of this name: {name: [message]}"
 )
@@ -167,19 +166,37 @@ class Conflict(ValidationError):
         super().__init__({"detail": self.default_detail})
 
 
+TYPE_CONFLICT = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="you already have a type of this name ({name: [message]}), or clusters naming "
+    "the type ran in experiments ({detail, experiments}): its figures are frozen",
+)
+
+
 @extend_schema(tags=["accelerators"])
-@extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+@extend_schema(methods=["DELETE"], responses={204: None, 409: IN_USE})
 @extend_schema(methods=["POST"], responses={201: s.AcceleratorTypeSerializer, 409: NAME_TAKEN})
 @extend_schema(
-    methods=["PUT", "PATCH"], responses={200: s.AcceleratorTypeSerializer, 409: NAME_TAKEN}
+    methods=["PUT", "PATCH"], responses={200: s.AcceleratorTypeSerializer, 409: TYPE_CONFLICT}
 )
 class AcceleratorTypeViewSet(OwnedMixin, viewsets.ModelViewSet):
-    """Your accelerator types. Built-in ones: ``/api/v1/catalog/accelerators/``."""
+    """Your accelerator types. Built-in ones: ``/api/v1/catalog/accelerators/``. A type that
+    clusters simulated in experiments name is frozen but for its notes (409)."""
 
     model = AcceleratorType
     serializer_class = s.AcceleratorTypeSerializer
     filterset_fields = ("kind",)
     ordering_fields = ("name", "created", "release_year")
+
+    def perform_update(self, serializer: Any) -> None:
+        with _as_409():
+            services.check_type_editable(serializer.instance, dict(serializer.validated_data))
+        serializer.save()
+
+    def perform_destroy(self, instance: Any) -> None:
+        with _as_409():
+            services.check_type_editable(instance, None)
+        super().perform_destroy(instance)
 
 
 @extend_schema(tags=["accelerators"])

@@ -438,6 +438,46 @@ def check_spec_editable(cluster: Cluster, spec: Any) -> None:
         )
 
 
+def type_users(acc: Any) -> list[Experiment]:
+    """The experiments whose runs simulated a cluster naming the owner's accelerator type
+    ``acc`` (a pool names it and the spec does not define it itself: ``effective_spec``)."""
+    from clustersim.catalog import normalize_name
+
+    name = normalize_name(acc.name)
+    clusters = []
+    for pk, spec in (
+        Cluster.objects.filter(owner_id=acc.owner_id, runs__isnull=False)
+        .distinct()
+        .values_list("pk", "spec")
+    ):
+        defined = {normalize_name(str(a.get("name", ""))) for a in spec.get("accelerators") or []}
+        named = {normalize_name(str(p.get("accelerator", ""))) for p in spec.get("pools") or []}
+        if name in named - defined:
+            clusters.append(pk)
+    ids = Run.objects.filter(cluster_id__in=clusters).values("experiment_id")
+    return list(Experiment.objects.filter(pk__in=ids).order_by("pk"))
+
+
+def check_type_editable(acc: Any, changes: dict[str, Any] | None) -> None:
+    """Raise :class:`InUse` if ``changes`` (``None``: deleting) alter what the simulator
+    reads of a type (all but ``notes``) that clusters whose specs runs used name: their
+    results would silently refer to another type."""
+    if changes is not None:
+        changed = [k for k, v in changes.items() if k != "notes" and getattr(acc, k) != v]
+        if not changed:
+            return
+    users = type_users(acc)
+    if users:
+        what = "deleted" if changes is None else "changed"
+        raise InUse(
+            f"accelerator type {acc.name!r} cannot be {what}: clusters naming it ran in "
+            f"experiments {_named(users)}, whose results must keep referring to it. Define "
+            "another type (or a price override in a variant of the cluster) instead; the "
+            "notes stay editable",
+            [e.pk for e in users],
+        )
+
+
 def update_cluster(
     cluster: Cluster,
     *,

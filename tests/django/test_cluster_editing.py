@@ -407,3 +407,26 @@ def test_a_what_if_error_is_shown_on_the_cluster_page(
     assert r.status_code == 400
     assert "60 devices do not fill whole nodes of 8" in r.content.decode()
     assert Cluster.objects.count() == 1
+
+
+# -- the owner's accelerator types that simulated clusters name ------------------------------
+
+
+def test_a_type_that_simulated_clusters_name_is_frozen_but_for_its_notes(
+    api: Any, owner: Any, make_accelerator: Any, make_cluster: Any, make_experiment: Any
+) -> None:
+    acc = make_accelerator(owner, "MyChip")
+    unused = make_accelerator(owner, "Spare")
+    spec = {"pools": [{"accelerator": "mychip", "nodes": 1, "devices_per_node": 4}]}
+    exp = make_experiment(owner, cluster=make_cluster(owner, "mine", spec))
+    url = f"/api/v1/accelerators/{acc.pk}/"
+    r = api.patch(url, {"price_per_hour": 9.0}, format="json")
+    assert r.status_code == 409 and r.json()["experiments"] == [exp.pk]
+    assert api.delete(url).status_code == 409
+    assert api.patch(url, {"notes": "from the vendor"}, format="json").status_code == 200
+    assert api.patch(url, {"price_per_hour": 2.0}, format="json").status_code == 200  # as it is
+    acc.refresh_from_db()
+    assert (acc.price_per_hour, acc.notes) == (2.0, "from the vendor")
+    r = api.patch(f"/api/v1/accelerators/{unused.pk}/", {"price_per_hour": 9.0}, format="json")
+    assert r.status_code == 200
+    assert api.delete(f"/api/v1/accelerators/{unused.pk}/").status_code == 204
