@@ -70,6 +70,7 @@ def describe(cls: type) -> dict[str, Any]:
         "round_s": getattr(cls, "round_s", None),
         "parameters": parameters,
         "compat": sorted(getattr(cls, "compat", {}) or {}),
+        "uses_seed": bool(getattr(cls, "uses_seed", False)),
     }
 
 
@@ -87,5 +88,5 @@ def placements() -> tuple[dict[str, Any], ...]:
     out = []
     for cls in PLACEMENTS.values():
         entry = describe(cls)
-        out.append({k: entry[k] for k in ("name", "summary", "description")})
+        out.append({k: entry[k] for k in ("name", "summary", "description", "uses_seed")})
     return tuple(out)

@@ -98,6 +98,10 @@ class AcceleratorTypeSerializer(
     memory_gb = PositiveFloatField()
     memory_bw_tbs = PositiveFloatField(help_text="memory bandwidth, TB/s")
     busy_w = PositiveFloatField(help_text="power when busy, W")
+    amortisation_years = PositiveFloatField(
+        required=False,
+        help_text="years over which an owner spreads the purchase price (default 4)",
+    )
 
     class Meta:
         model = AcceleratorType
@@ -112,6 +116,8 @@ class AcceleratorTypeSerializer(
             "idle_w",
             "price_per_hour",
             "release_year",
+            "purchase_usd",
+            "amortisation_years",
             "notes",
             "created",
             "updated",
@@ -120,6 +126,7 @@ class AcceleratorTypeSerializer(
         extra_kwargs: ClassVar[dict[str, Any]] = {
             "idle_w": {"min_value": 0.0},
             "price_per_hour": {"min_value": 0.0},
+            "purchase_usd": {"min_value": 0.0},
             "release_year": {"min_value": 1990, "max_value": 2100},
         }
 
@@ -151,6 +158,8 @@ class AcceleratorTypeSerializer(
                     idle_w=float(merged.get("idle_w") or 0.114 * busy),
                     price_per_hour=float(merged["price_per_hour"]),
                     release_year=int(merged["release_year"]),
+                    purchase_usd=merged.get("purchase_usd"),
+                    amortisation_years=float(merged.get("amortisation_years") or 4.0),
                 )
             )
         except (ClustersimError, TypeError, ValueError) as exc:
@@ -168,7 +177,11 @@ class BuiltinAcceleratorSerializer(serializers.Serializer):
     memory_bw_tbs = serializers.FloatField()
     busy_w = serializers.FloatField()
     idle_w = serializers.FloatField()
-    price_per_hour = serializers.FloatField()
+    price_per_hour = serializers.FloatField(help_text="on-demand (cloud) $ per device-hour")
+    price_source = serializers.CharField(help_text="where price_per_hour comes from")
+    price_date = serializers.DateField(help_text="date of price_per_hour")
+    purchase_usd = serializers.FloatField(help_text="capital cost of one device, $")
+    amortisation_years = serializers.FloatField()
     release_year = serializers.IntegerField()
     aliases = serializers.ListField(child=serializers.CharField())
 
@@ -561,6 +574,7 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
             "load_factors",
             "seeds",
             "until_s",
+            "cost_horizon_hours",
             "state",
             "runs_total",
             "progress",
@@ -608,6 +622,10 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         child=serializers.IntegerField(min_value=0, max_value=2**31 - 1),
         default=[0],
         allow_empty=False,
+        help_text="Seeds only matter where the policy or the placement draws from them "
+        "(`uses_seed` in /api/v1/policies/ and /api/v1/placements/, e.g. placement `random`). "
+        "A combination that draws nothing is run once, with the first seed, for all the seeds "
+        "(its run says `seed_independent`).",
     )
     compat = serializers.ChoiceField(
         choices=[name for name, _ in COMPAT_CHOICES],
@@ -619,6 +637,14 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         " policy or placement its simulator does not have.",
     )
     until_s = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
+    cost_horizon_hours = PositiveFloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Planning horizon of the owned-cluster cost, hours; the same for every run."
+        " Null: each workload's arrival span at its load factor, at least 1 h"
+        " (docs/metrics.md).",
+    )
 
     def get_fields(self) -> dict[str, Any]:
         from scheduling.registry import PLACEMENTS
@@ -673,6 +699,7 @@ class RunSerializer(FastRepresentationMixin, serializers.ModelSerializer):
             "placement",
             "load_factor",
             "seed",
+            "seed_independent",
             "state",
             "progress",
             "attempts",
@@ -749,12 +776,19 @@ class PolicySerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="Compatibility modes (reference simulators) that cover this policy.",
     )
+    uses_seed = serializers.BooleanField(
+        help_text="The policy draws from the run's seed; false: its decisions do not depend on "
+        "it (with a placement that does not either, an experiment runs it once for all seeds)."
+    )
 
 
 class PlacementSerializer(serializers.Serializer):
     name = serializers.CharField()
     summary = serializers.CharField()
     description = serializers.CharField()
+    uses_seed = serializers.BooleanField(
+        help_text="The strategy draws from the run's seed (e.g. random); false: deterministic."
+    )
 
 
 class TraceFormatSerializer(serializers.Serializer):

@@ -205,7 +205,7 @@ class BuiltinAcceleratorsView(APIView):
 
     @extend_schema(responses=s.BuiltinAcceleratorSerializer(many=True))
     def get(self, request: Request) -> Response:
-        from clustersim.catalog import load_catalog
+        from clustersim.catalog import catalog_rows
 
         data = [
             {
@@ -217,10 +217,15 @@ class BuiltinAcceleratorsView(APIView):
                 "busy_w": t.busy_w,
                 "idle_w": t.idle_w,
                 "price_per_hour": t.price_per_hour,
+                "price_source": row.price_source,
+                "price_date": row.price_date,
+                "purchase_usd": t.capital_usd,
+                "amortisation_years": t.amortisation_years,
                 "release_year": t.release_year,
                 "aliases": list(t.aliases),
             }
-            for t in load_catalog().types()
+            for row in catalog_rows()
+            for t in (row.type,)
         ]
         return Response(s.BuiltinAcceleratorSerializer(data, many=True).data)
 
@@ -488,7 +493,8 @@ class ExperimentViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Grids of clusters × workloads × policies × load factors × seeds; one run per point.
+    """Grids of clusters × workloads × policies × load factors × seeds; one run per point
+    (one for all the seeds where neither the policy nor the placement draws from the seed).
 
     Creating one answers 202: the runs are queued and Celery workers simulate them.
     """
@@ -614,7 +620,14 @@ class RunViewSet(OwnedMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelVie
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def summary(self, request: Request, pk: str | None = None) -> Response:
-        """Summary metrics (flat object; definitions in DESIGN §3.6)."""
+        """Summary metrics (flat object; definitions in docs/metrics.md).
+
+        Costs: ``cost_owned_usd`` (alias ``cost_usd``) is an owned cluster's amortised capital
+        plus energy over the cost horizon ``horizon_s``, the same for every policy;
+        ``cost_cloud_usd`` prices the device-hours actually held at on-demand rates. Waiting:
+        ``wait_*_s`` is the total wait (JCT minus time holding devices, so it counts waiting
+        after a preemption); ``queue_delay_*_s`` is the delay before the first start only.
+        """
         run = self.get_object()
         _finished(run)
         return Response(run.summary)

@@ -95,7 +95,7 @@ def _failed(name: str, target: str, wall: float, exc: BaseException) -> dict:
 def measure_recovery(stack: Any, queued: int = 60) -> list[dict]:
     stale = float(stack.env["CLUSTERSIM_STALE_AFTER_S"])
     target = TARGET_RECOVERY_FACTOR * stale
-    exp, runs = stack.experiment("recovery", [stack.long], seeds=range(queued))
+    exp, runs = stack.experiment("recovery", [stack.long], queued, same_work=False)
     killed = stack.wait_running(runs, 2)
     before = {r[0]: r[2] for r in stack.run_rows(killed)}
     t0 = time.monotonic()
@@ -127,10 +127,10 @@ def measure_fairness(stack: Any, runs: int = 500) -> list[dict]:
     workload_b = json.loads(answer)["id"]
     stack.settle_workloads([workload_b])
     t0 = time.monotonic()
-    exp_a, runs_a = stack.experiment("flood", [stack.small], seeds=range(runs))
+    exp_a, runs_a = stack.experiment("flood", [stack.small], runs, same_work=False)
     stack.wait_running(runs_a, 2)
     created = time.monotonic()
-    _, (run_b,) = stack.experiment("one", [workload_b], seeds=[0], cluster=cluster_b, token=token_b)
+    _, (run_b,) = stack.experiment("one", [workload_b], cluster=cluster_b, token=token_b)
     waited = None
     while time.monotonic() - created < WAIT_CAP_S:
         (row,) = stack.sql("SELECT state FROM planner_run WHERE id = %s", run_b)

@@ -12,17 +12,17 @@ beat (nothing is reaped in a healthy run). Then, all through the HTTP API with a
    between load 1 and 2), whereas a cluster sized to their mean load (128 GPUs) makes LAS
    take 60-90 s a run, which measures the engine's worst case rather than the product;
 3. launches 4 policies (fifo, sjf, tiresias, las) × load factors (1, 1.5, 2) × seeds (0, 1,
-   2) = 36 runs and polls the experiment until it is done: wall time, runs/minute and, from
-   the run rows, each run's simulate time (``wall_s``) and claim-to-stored span. (With these
-   deterministic policies and the default ``consolidate`` placement the seed changes nothing:
-   the three seeds of a point are the same work.);
+   2) and polls the experiment until it is done: wall time, runs/minute and, from the run
+   rows, each run's simulate time (``wall_s``) and claim-to-stored span. (With these
+   deterministic policies and the default ``consolidate`` placement the seed changes nothing,
+   so the experiment makes one run per point for the three seeds: 12 runs, not 36.);
 4. runs 20 client threads (stdlib ``http.client``, a new connection a request, as gunicorn's
    sync workers close it anyway) in a closed loop without think time against four list and two
    detail endpoints: p50/p95/p99 per endpoint and overall, requests/s, server CPU a request.
    For comparison it also measures one client (service time) and 20 clients that wait 1 s
    after each response (dashboard-like polling).
 
-Targets: the 36 runs in ≤ 2 minutes with two worker processes; API p95 ≤ 100 ms.
+Targets: the experiment in ≤ 2 minutes with two worker processes; API p95 ≤ 100 ms.
 
 Every loop is bounded; the processes, the database and the Redis queue are removed at the end,
 also after an error or SIGTERM. Knobs (environment): ``CLUSTERSIM_BENCH_WEB_WORKERS``
@@ -642,7 +642,7 @@ def _report(
 ) -> None:
     grid = len(POLICIES) * len(LOAD_FACTORS) * len(SEEDS)
     print(
-        f"## Product: {grid}-run experiment through the API and the real worker "
+        f"## Product: {grid}-point experiment through the API and the real worker "
         f"({jobs:,} Philly jobs)"
     )
     print(

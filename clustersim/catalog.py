@@ -9,8 +9,8 @@ per value, as ``"<field>: [<tag>] <text>"`` where the tag is
 
 ``assumed``
     filled by a stated rule or estimate (e.g. ``idle_w`` = 11.4 % of ``busy_w``, the
-    idle/max ratio of the Teads model; prices proportional to dense FP16 TFLOPS at the cited
-    H100 price per TFLOPS);
+    idle/max ratio of the Teads model; a rule-priced type's ``price_per_hour`` =
+    ``purchase_usd`` / 5,112.5 h);
 ``external``
     taken from a named public source outside the shared data (a vendor datasheet, a cloud
     list price recorded by hand);
@@ -22,6 +22,23 @@ FP16 rate, or, where FP16 is missing or crippled (K80, P40), the FP32 rate; ``bu
 TDP; ``intra_gbs`` (the default intra-node bandwidth of a node of this type) follows the vendor
 convention of Epoch's table: the sum over both directions of all of a device's links (NVLink,
 PCIe x16, ICI), e.g. 300 GB/s for V100 SXM2, 32 GB/s for PCIe 3.0.
+
+Prices: ``price_per_hour`` is an on-demand cloud price in $ per device-hour with exactly one
+source per type, named in the ``price_source`` column, and ``price_date`` the date of that price
+(the day it was recorded from the source; for a product the cloud has withdrawn, the last day it
+was listed). The source is Google Cloud's published list price wherever Google rents the type
+per device: Compute Engine's per-GPU price without the VM in us-central1 (K80, P100, V100, T4,
+L4, A100 40 GB) and Cloud TPU's per-chip price. Memory or form-factor variants take their
+listed sibling's price (V100 PCIe and 32 GB, P40 as P100). Types no cloud rents per device are
+priced by a rule, ``purchase_usd / PURCHASE_HOURS`` (:data:`clustersim.cluster.PURCHASE_HOURS`,
+the A100's purchase-to-rent ratio), so a rule-priced type costs what a listed one of the same
+purchase price costs; the L40 (no purchase price either) takes the L4's price per dense TFLOPS.
+``purchase_usd`` is the capital cost of one device: Epoch's ``Release price (USD)`` where the
+table gives one, a vendor's announced price or a stated rule otherwise, and
+``price_per_hour × PURCHASE_HOURS`` (a capital equivalent) for TPUs, which are not sold.
+``amortisation_years`` is 4 (:data:`clustersim.cluster.DEFAULT_AMORTISATION_YEARS`) except for
+the Jetson modules, whose price rule already spreads the kit over 3 years. How the cost metrics
+use these fields: ``docs/metrics.md``.
 
 Names resolve case-insensitively, ignoring spaces, ``-``, ``_`` and ``.`` and a leading vendor
 word (NVIDIA, Tesla, AMD, Instinct, Radeon, Google, Intel, Habana), so ``"NVIDIA Tesla T4"``,
@@ -101,6 +118,10 @@ _CSV_COLUMNS = (
     "busy_w",
     "idle_w",
     "price_per_hour",
+    "price_source",
+    "price_date",
+    "purchase_usd",
+    "amortisation_years",
     "release_year",
     "intra_gbs",
     "aliases",
@@ -115,8 +136,11 @@ _FLOAT_FIELDS = (
     "busy_w",
     "idle_w",
     "price_per_hour",
+    "purchase_usd",
+    "amortisation_years",
     "intra_gbs",
 )
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def normalize_name(name: str) -> str:
@@ -160,6 +184,12 @@ def check_type(acc: AcceleratorType) -> None:
         v = getattr(acc, f)
         if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
             raise ValueError(f"{acc.name}: {f} must be a number >= 0, not {v!r}")
+    p = acc.purchase_usd
+    if p is not None and not (isinstance(p, int | float) and math.isfinite(p) and p >= 0):
+        raise ValueError(f"{acc.name}: purchase_usd must be a number >= 0 or None, not {p!r}")
+    y = acc.amortisation_years
+    if not (isinstance(y, int | float) and math.isfinite(y) and y > 0):
+        raise ValueError(f"{acc.name}: amortisation_years must be a positive number, not {y!r}")
     if acc.idle_w > acc.busy_w:
         raise ValueError(f"{acc.name}: idle_w ({acc.idle_w}) exceeds busy_w ({acc.busy_w})")
     if not 1990 <= acc.release_year <= 2100:
@@ -400,6 +430,9 @@ class CatalogRow:
     manufacturer, epoch_name, source
         Provenance: vendor, the row of Epoch's table used (``""`` for none), and the cited
         sources.
+    price_source, price_date
+        Where ``price_per_hour`` comes from (one source per type, or the rule that set it) and
+        the date of that price (ISO ``YYYY-MM-DD``, see the module docstring).
     """
 
     type: AcceleratorType
@@ -407,6 +440,8 @@ class CatalogRow:
     manufacturer: str
     epoch_name: str
     source: str
+    price_source: str = ""
+    price_date: str = ""
 
 
 def read_catalog_csv(text: str) -> list[CatalogRow]:
@@ -442,6 +477,10 @@ def read_catalog_csv(text: str) -> list[CatalogRow]:
                 **values,
             )
             check_type(acc)
+            if not r["price_source"].strip():
+                raise ValueError("price_source is empty")
+            if not _DATE.match(r["price_date"].strip()):
+                raise ValueError(f"price_date {r['price_date']!r} is not YYYY-MM-DD")
         except (TypeError, ValueError) as exc:
             raise ValueError(f"catalog CSV line {lineno} ({r.get('key')!r}): {exc}") from exc
         rows.append(
@@ -451,6 +490,8 @@ def read_catalog_csv(text: str) -> list[CatalogRow]:
                 manufacturer=r["manufacturer"],
                 epoch_name=r["epoch_name"],
                 source=r["source"],
+                price_source=r["price_source"].strip(),
+                price_date=r["price_date"].strip(),
             )
         )
     return rows

@@ -53,17 +53,23 @@ SUMMARY_ROWS = (
     ("jobs_total", "jobs"),
     ("jobs_completed", "completed"),
     ("jobs_dropped", "dropped"),
+    ("jobs_fit_nowhere", "dropped: no device can hold them"),
     ("jct_mean_s", "JCT mean [s]"),
     ("jct_p50_s", "JCT p50 [s]"),
     ("jct_p95_s", "JCT p95 [s]"),
     ("jct_p99_s", "JCT p99 [s]"),
-    ("queue_delay_mean_s", "queueing delay mean [s]"),
+    ("wait_mean_s", "total wait mean [s]"),
+    ("wait_p99_s", "total wait p99 [s]"),
+    ("queue_delay_mean_s", "first-start delay mean [s]"),
     ("makespan_s", "makespan [s]"),
     ("utilisation", "utilisation"),
     ("jain_index", "Jain's index"),
     ("ftf_rho_max", "finish-time fairness max"),
-    ("cost_usd", "cost [$]"),
-    ("work_per_dollar", "work per dollar [ref GPU-h/$]"),
+    ("horizon_s", "cost horizon [s]"),
+    ("cost_owned_usd", "cost, owned, over horizon [$]"),
+    ("cost_cloud_usd", "cost, cloud, device-h held [$]"),
+    ("work_per_dollar", "work/$, owned [ref GPU-h/$]"),
+    ("work_per_dollar_cloud", "work/$, cloud [ref GPU-h/$]"),
     ("energy_kwh", "energy [kWh]"),
     ("carbon_kg", "carbon [kg CO2e]"),
     ("preemptions", "preemptions"),
@@ -107,7 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         rates=rates,
         options=EngineOptions(seed=args.seed, until=args.until, **run.engine),
     )
-    out: dict[str, Any] = dict(summary(result, carbon_start=args.start))
+    horizon_s = None if args.horizon_hours is None else args.horizon_hours * 3600.0
+    out: dict[str, Any] = dict(summary(result, carbon_start=args.start, horizon_s=horizon_s))
     out.update(
         {
             "policy": policy.name,
@@ -330,6 +337,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--gavel-compat", action="store_true", help="alias of --compat gavel")
     r.add_argument(
         "--start", default="2023-01-01T00:00:00Z", help="calendar time of t=0 (carbon hours)"
+    )
+    r.add_argument(
+        "--horizon-hours",
+        type=float,
+        default=None,
+        metavar="H",
+        help="cost horizon for the owned-cluster cost [h] (default: the trace's arrival span,"
+        " at least 1 h); give the same value to every run you compare (docs/metrics.md)",
     )
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--out", help="write per-job results (.csv or .parquet)")

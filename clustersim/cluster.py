@@ -13,6 +13,26 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+PURCHASE_HOURS = 5112.5
+"""Hours of on-demand rent that cost as much as buying the device, for the default rules.
+
+The A100 SXM4 40 GB's release price in Epoch AI's hardware table ($15,000) over its Google
+Cloud on-demand price ($2.934 per GPU-hour, us-central1): 5,112.5 h, about seven months. A type
+with no purchase price is assumed to cost ``price_per_hour × PURCHASE_HOURS`` to buy (and the
+catalog prices some types the other way round, see ``clustersim/data/NOTICE.md``).
+"""
+
+DEFAULT_AMORTISATION_YEARS = 4.0
+"""Years over which an owned device's purchase price is spread when none is given.
+
+Shorter than the 5-6-year service lives large cloud operators book for servers, because an
+accelerator's economic life ends when a newer generation is cheaper per unit of work; see
+``docs/metrics.md``.
+"""
+
+HOURS_PER_YEAR = 8760.0
+"""Hours in an amortisation year (365 days)."""
+
 
 @dataclass(frozen=True)
 class AcceleratorType:
@@ -31,11 +51,18 @@ class AcceleratorType:
     busy_w, idle_w
         Power drawn while busy / idle (W).
     price_per_hour
-        On-demand price in $ per device-hour.
+        On-demand (cloud) price in $ per device-hour.
     release_year
         Year of release.
+    aliases
+        Other names of the type.
     assumptions
         Human-readable notes on every value that is not from a cited source.
+    purchase_usd
+        Capital cost of one device in $ (what an owner pays to buy it); ``None`` means
+        ``price_per_hour × PURCHASE_HOURS`` (:attr:`capital_usd` applies the rule).
+    amortisation_years
+        Years over which an owner spreads ``purchase_usd`` (> 0).
     """
 
     name: str
@@ -49,6 +76,21 @@ class AcceleratorType:
     release_year: int
     aliases: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
+    purchase_usd: float | None = None
+    amortisation_years: float = DEFAULT_AMORTISATION_YEARS
+
+    @property
+    def capital_usd(self) -> float:
+        """Purchase price of one device: ``purchase_usd``, else ``price_per_hour ×``
+        :data:`PURCHASE_HOURS`."""
+        if self.purchase_usd is not None:
+            return float(self.purchase_usd)
+        return float(self.price_per_hour) * PURCHASE_HOURS
+
+    @property
+    def capital_per_hour(self) -> float:
+        """Amortised capital cost of one owned device, $ per hour of the planning horizon."""
+        return self.capital_usd / (self.amortisation_years * HOURS_PER_YEAR)
 
 
 @dataclass(frozen=True)

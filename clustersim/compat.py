@@ -3,7 +3,8 @@
 A research simulator leaves things out (checkpoint cost, placement effects, device types) and
 reads its inputs its own way. To compare clustersim's numbers with one, ``--compat NAME``
 (the CLI, the experiment form and the API) reduces the model to what simulator ``NAME``
-models, and nothing else changes:
+models, and nothing else changes. Every mode turns the device-fit check off
+(:mod:`clustersim.fit`): none of these simulators models device memory or frameworks.
 
 ``gavel``
     Gavel's simulator (stanford-futuredata/gavel, ``scheduler/``, trace mode;
@@ -208,7 +209,7 @@ def prepare(
                 f"--compat {m.name} fixes the checkpoint/restore delay at 0 s (its simulator has"
                 " none); leave out the restore delay"
             )
-        perf_kw.update(restore_s=0.0, placement_aware=False)
+        perf_kw.update(restore_s=0.0, placement_aware=False, fit_check=False)
         engine["whole_steps_per_round"] = m.whole_steps_per_round
     elif restore_s is not None:
         perf_kw["restore_s"] = restore_s

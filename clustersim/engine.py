@@ -125,6 +125,7 @@ from clustersim.kernels import (
 from clustersim.perf import JobRates, PerformanceModel
 from clustersim.result import (
     DROP_ABANDONED,
+    DROP_NO_FIT,
     DROP_NO_TYPE,
     DROP_REJECTED,
     DROP_TOO_LARGE,
@@ -164,7 +165,8 @@ class EngineOptions:
     ----------
     seed
         Root seed; the policy and the placement each get a child of
-        ``SeedSequence(seed)``.
+        ``SeedSequence(seed)``. The engine itself draws nothing, so the seed matters only
+        when one of them draws (:func:`seed_matters`).
     until
         Stop the simulation at this time (s); jobs not finished by then are reported as
         unfinished.
@@ -923,6 +925,8 @@ class _Run:
         no_type = ~runnable.any(axis=1)
         fits = (jobs.min_gpus[:, None] <= self.capacity[None, :]) & runnable
         self.drop[no_type] = DROP_NO_TYPE
+        if len(self.rates.fits_nowhere):
+            self.drop[no_type & self.rates.fits_nowhere] = DROP_NO_FIT
         self.drop[~no_type & ~fits.any(axis=1)] = DROP_TOO_LARGE
         order = np.flatnonzero(self.drop == "")
         self._prefill_rates(order)
@@ -1199,6 +1203,29 @@ def _contiguous(a: IntArray) -> IntArray:
     if flags.c_contiguous and flags.writeable and a.dtype == _I64:
         return a
     return np.array(a, dtype=np.int64)
+
+
+def seed_matters(
+    policy: Policy | type[Policy], placement: Placement | type[Placement] | None = None
+) -> bool:
+    """Whether :func:`simulate` with this policy and placement can answer differently for
+    another ``seed`` (all other inputs equal).
+
+    The engine draws nothing itself; it hands children of ``SeedSequence(seed)`` to the
+    policy and to the placement strategy (:func:`simulate`), and each declares whether it
+    draws from its child (``uses_seed``; checked both ways by the policy conformance
+    battery). When neither does, every seed gives byte-identical results: running such a
+    configuration once stands for every seed. (A stochastic model added to the engine later,
+    such as failure draws or arrival jitter, must be declared here too.)
+
+    Parameters
+    ----------
+    policy
+        A policy, or its class (the registry's values).
+    placement
+        A placement strategy, or its class; ``None``: the default, ``consolidate``.
+    """
+    return bool(policy.uses_seed or (placement is not None and placement.uses_seed))
 
 
 def simulate(

@@ -45,6 +45,7 @@ _DEFAULTS: dict[str, tuple[Any, Any]] = {
     "mem_gb": (np.float64, np.nan),
     "min_gpus": (np.int64, None),
     "max_gpus": (np.int64, None),
+    "gpu_fraction": (np.float64, 1.0),
 }
 
 
@@ -76,6 +77,12 @@ class JobTable:
         Optional host demands, ``nan`` when unknown.
     min_gpus, max_gpus : (n,) int64
         Elastic range; both equal ``num_gpus`` for rigid jobs.
+    gpu_fraction : (n,) float64
+        Share of each device the job asks for, in (0, 1]: 1 (the default) a whole device;
+        less for a GPU-sharing job (e.g. an openb pod with ``gpu_milli`` 460 has 0.46). The
+        engine allocates whole devices, so until a GPU-sharing model exists such a job still
+        holds a whole device; the column records the request (and the trace reader counts
+        such jobs in its report).
     """
 
     job_id: ObjArray
@@ -92,6 +99,7 @@ class JobTable:
     mem_gb: FloatArray
     min_gpus: IntArray
     max_gpus: IntArray
+    gpu_fraction: FloatArray
 
     @classmethod
     def from_columns(cls, **columns: Any) -> JobTable:
@@ -157,6 +165,11 @@ class JobTable:
         bad("work", ~np.isfinite(self.work) | (self.work <= 0), "must be positive and finite")
         bad("min_gpus", (self.min_gpus < 1) | (self.min_gpus > self.num_gpus), "out of range")
         bad("max_gpus", self.max_gpus < self.num_gpus, "smaller than num_gpus")
+        bad(
+            "gpu_fraction",
+            ~((self.gpu_fraction > 0) & (self.gpu_fraction <= 1)),
+            "must be in (0, 1]",
+        )
 
     def __len__(self) -> int:
         return len(self.submit_time)

@@ -2,18 +2,30 @@
 
 Everything here is computed from a :class:`~clustersim.result.RunResult` alone, exactly: the
 timeline is piecewise constant, so every integral is a sum over segments, and carbon uses the
-exact integral of the hourly step intensity (:mod:`clustersim.carbon`).
+exact integral of the hourly step intensity (:mod:`clustersim.carbon`). User-facing definitions
+with worked examples: ``docs/metrics.md``.
 
 Definitions
 -----------
 Jobs
     *completed*: ``finish`` is finite. *dropped*: ``drop_reason != ""`` (this includes jobs
     still unfinished when the simulation ended). *started*: ``first_start`` is finite.
+    *fit nowhere* (``jobs_fit_nowhere``): dropped because no device of the cluster can hold
+    them (device memory or framework, :mod:`clustersim.fit`), a subset of *dropped*.
 JCT
     ``finish - submit`` over completed jobs. Mean and percentiles (numpy's default linear
     interpolation) p50/p95/p99.
-Queueing delay
-    ``first_start - submit`` over started jobs (completed or not).
+First-start delay (``queue_delay_*``)
+    The queueing delay before a job first starts, ``first_start - submit``, over started jobs
+    (completed or not). It ignores waiting after a preemption, so preemptive policies (LAS,
+    Tiresias) can show ~0 here while jobs wait for hours: read ``wait_*`` for that.
+Total wait (``wait_*``)
+    ``JCT - held`` over completed jobs, where ``held`` is the wall-clock time the job held its
+    gang: ``Σ RunResult.type_time`` over types (a job holds one type at a time), restore delays
+    after a (re)start included, because the devices are held then. Everything else between
+    submit and finish is waiting: before the first start, between a preemption and the next
+    start, and, in whole-step rounds (Gavel fidelity mode), a round's idle tail after the job's
+    share is done. Clipped at 0 against rounding. Mean and p50/p95/p99.
 Job-size buckets
     Mean JCT of completed jobs by gang size ``num_gpus``: ``jct_mean_s_gpus_1`` (1),
     ``_2_4`` (2-4), ``_5_8`` (5-8), ``_9_plus`` (9 or more).
@@ -42,8 +54,8 @@ Jain's index
     ``Σ attained / Σ num_gpus × (end - submit)``, with ``end`` the finish time, or the end of
     the timeline for jobs that did not complete. 1 means the user's jobs always held their full
     gang from submission on. Jobs dropped without being admitted (too large, no usable type,
-    rejected) are excluded; jobs left unfinished count. Jobs whose user is ``""`` count as one
-    user each, so a trace without users gives Jain's index over jobs.
+    fitting no device, rejected) are excluded; jobs left unfinished count. Jobs whose user is
+    ``""`` count as one user each, so a trace without users gives Jain's index over jobs.
 Finish-time fairness (Themis)
     ``ρ = JCT / JCT_isolated`` per completed job. ``JCT_isolated = standalone ×
     max(1, N × num_gpus / devices)``: the job's run time if it had an equal ``1/N`` share of
@@ -65,15 +77,39 @@ Carbon
     hourly life-cycle intensity (simulation time 0 = ``carbon_start``) or, for a region without
     a zone, its constant ``carbon_g_per_kwh``. ``carbon_intensity_mean_g_per_kwh`` = carbon /
     energy.
-Cost
-    ``cost_basis="provisioned"``: Σ device price per hour × devices × window hours;
-    ``"allocated"``: Σ device price per hour × busy device-hours. ``electricity_cost_usd`` =
-    Σ region energy × region ``price_per_kwh``, reported separately (on-demand device prices
-    already include power). ``work_per_dollar`` = completed reference GPU-hours / cost, where
-    reference GPU-hours = Σ over completed jobs of their device-seconds on all types / 3600.
+Cost horizon
+    A planning window ``[horizon_start_s, horizon_start_s + horizon_s]`` that is the same for
+    every policy run on the same workload and load factor: it starts at the first submit and
+    lasts the workload's arrival span (last submit − first submit of ``result.jobs``), at least
+    :data:`MIN_HORIZON_S`, unless the caller sets ``horizon_s``.
+Owned cost (``cost_owned_usd``, alias ``cost_usd``)
+    What an owned or reserved cluster costs over the horizon whatever the policy does:
+    ``cost_owned_capital_usd`` = Σ over types of devices × ``capital_per_hour`` × horizon
+    hours (``capital_per_hour`` = ``purchase_usd / (amortisation_years × 8760 h)``,
+    :class:`~clustersim.cluster.AcceleratorType`), plus ``cost_owned_energy_usd`` = Σ over
+    regions of the facility energy inside the horizon × ``price_per_kwh``. Energy inside the
+    horizon comes from the timeline clipped to it; where the timeline does not cover the
+    horizon (the run ended early, or there is none) every device draws idle power. A run that
+    goes on past the horizon pays only for the part inside.
+Cloud cost (``cost_cloud_usd``)
+    What renting the devices on demand costs: Σ over types of ``price_per_hour`` × busy
+    device-hours, over the whole run (device-hours actually held; on-demand prices include
+    power, so no energy is added).
+Electricity cost (``electricity_cost_usd``)
+    Σ region energy over the accounting window × region ``price_per_kwh`` (the energy of
+    ``energy_kwh``); informational, not part of either cost.
+Cost-normalised throughput
+    ``reference_gpu_hours_completed`` = Σ over completed jobs of their device-seconds on all
+    types / 3600 (device-hours the completed jobs held, restore delays included; a device-hour
+    counts the same on every type). ``reference_gpu_hours_in_horizon`` = the same over jobs
+    that completed by the end of the horizon. ``work_per_dollar`` =
+    ``reference_gpu_hours_in_horizon / cost_owned_usd`` (the same horizon, so the same
+    denominator up to energy, for every policy); ``work_per_dollar_cloud`` =
+    ``reference_gpu_hours_completed / cost_cloud_usd``.
 Undefined values
     A mean, percentile, ratio or index over nothing (no completed job, a zero-length window,
-    no deadline, zero cost) is ``None``; counts, sums, energy, carbon and cost are then ``0``.
+    no deadline, zero cost) is ``None``; counts, sums, energy, carbon and cloud cost are then
+    ``0`` (owned cost is never 0 for a cluster with priced devices: it pays for the horizon).
     No value is ever NaN or infinite, so ``json.dumps(..., allow_nan=False)`` succeeds.
 """
 
@@ -88,7 +124,7 @@ import numpy.typing as npt
 from clustersim.carbon import DEFAULT_START, J_PER_KWH, CarbonSeries, load_zone
 from clustersim.cluster import Cluster
 from clustersim.errors import ClustersimError
-from clustersim.result import DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
 
 if TYPE_CHECKING:  # pandas only for the per-job tables, not on the simulation path
     import pandas as pd
@@ -96,8 +132,8 @@ if TYPE_CHECKING:  # pandas only for the per-job tables, not on the simulation p
 FloatArray = npt.NDArray[np.float64]
 Number = float | int | None
 
-#: Cost bases accepted by :func:`summary`.
-COST_BASES = ("provisioned", "allocated")
+#: Shortest default cost horizon, s (a workload whose jobs all arrive at once still gets one hour).
+MIN_HORIZON_S = 3600.0
 #: Job-size buckets: (key suffix, smallest gang, largest gang).
 SIZE_BUCKETS: tuple[tuple[str, int, int], ...] = (
     ("1", 1, 1),
@@ -105,7 +141,7 @@ SIZE_BUCKETS: tuple[tuple[str, int, int], ...] = (
     ("5_8", 5, 8),
     ("9_plus", 9, np.iinfo(np.int64).max),
 )
-_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_REJECTED)
+_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_REJECTED)
 _RHO_TOL = 1e-9
 
 
@@ -237,6 +273,60 @@ def _clipped_t(result: RunResult, window: tuple[float, float]) -> FloatArray:
     return np.clip(np.asarray(result.seg_t, dtype=np.float64), window[0], window[1])
 
 
+def cost_horizon(result: RunResult, horizon_s: float | None = None) -> tuple[float, float]:
+    """The cost horizon ``(start, length)`` in seconds (see the module docstring).
+
+    Parameters
+    ----------
+    result
+        The run.
+    horizon_s
+        Length set by the caller (> 0); ``None`` for the workload's arrival span, at least
+        :data:`MIN_HORIZON_S`.
+
+    Raises
+    ------
+    ClustersimError
+        If ``horizon_s`` is not a positive finite number.
+    """
+    submit = np.asarray(result.jobs.submit_time, dtype=np.float64)
+    if len(submit):
+        start, span = float(submit.min()), float(submit.max() - submit.min())
+    else:
+        start = float(result.seg_t[0]) if len(result.seg_t) else 0.0
+        span = 0.0
+    if horizon_s is None:
+        return start, max(span, MIN_HORIZON_S)
+    h = float(horizon_s)
+    if not (np.isfinite(h) and h > 0):
+        raise ClustersimError(f"the cost horizon must be a positive number of seconds, not {h!r}")
+    return start, h
+
+
+def _horizon_energy_kwh(result: RunResult, start: float, length: float) -> FloatArray:
+    """(n_regions,) facility energy inside ``[start, start + length]``, kWh.
+
+    The timeline clipped to the horizon, and idle power (every device idle, plus node overhead,
+    times PUE) wherever the timeline does not cover it.
+    """
+    cl = result.cluster
+    end = start + length
+    idle_w = np.array([t.idle_w for t in cl.types], dtype=np.float64)
+    pue = np.array([r.pue for r in cl.regions], dtype=np.float64)
+    overhead = np.bincount(
+        cl.node_region, weights=cl.node_overhead_w, minlength=len(cl.regions)
+    ).astype(np.float64)
+    idle_power = ((_devices(cl) * idle_w[:, None]).sum(axis=0) + overhead) * pue
+    s = _segments(result)
+    if s == 0:
+        return np.asarray(idle_power * length / J_PER_KWH, dtype=np.float64)
+    seg_t = np.asarray(result.seg_t, dtype=np.float64)
+    t = np.clip(seg_t, start, end)
+    covered = (_region_power_w(result) * np.diff(t)[:, None]).sum(axis=0)
+    uncovered = length - float(t[-1] - t[0])
+    return np.asarray((covered + idle_power * uncovered) / J_PER_KWH, dtype=np.float64)
+
+
 # -- per-job quantities ----------------------------------------------------------------------
 
 
@@ -268,6 +358,17 @@ def _ftf_rho(result: RunResult) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         rho[done] = np.where(isolated > 0, jct / isolated, np.nan)
     return rho
+
+
+def _held(result: RunResult) -> FloatArray:
+    """(n,) wall-clock seconds each job held its gang (restore delays included)."""
+    return np.asarray(result.type_time.sum(axis=1), dtype=np.float64)
+
+
+def _wait(result: RunResult) -> FloatArray:
+    """(n,) total wait ``JCT - held`` of each completed job, at least 0; ``nan`` otherwise."""
+    jct = result.finish - result.jobs.submit_time
+    return np.asarray(np.maximum(jct - _held(result), 0.0), dtype=np.float64)
 
 
 def _jain(result: RunResult) -> float | None:
@@ -303,7 +404,7 @@ def summary(
     result: RunResult,
     *,
     carbon_start: str = DEFAULT_START,
-    cost_basis: str = "provisioned",
+    horizon_s: float | None = None,
 ) -> dict[str, Number]:
     """Summary metrics of a run as one flat, JSON-safe dict (definitions: module docstring).
 
@@ -313,9 +414,9 @@ def summary(
         The run.
     carbon_start
         Calendar instant (ISO 8601, UTC) of simulation time 0, for hourly carbon intensity.
-    cost_basis
-        ``"provisioned"`` (every device for the whole window) or ``"allocated"`` (busy
-        device-hours only).
+    horizon_s
+        Length of the cost horizon in seconds; ``None`` for the workload's arrival span (at
+        least :data:`MIN_HORIZON_S`). Give the same value to every run you compare.
 
     Returns
     -------
@@ -325,10 +426,9 @@ def summary(
     Raises
     ------
     ClustersimError
-        Unknown ``cost_basis``, carbon zone, or unparsable ``carbon_start``.
+        A bad ``horizon_s``, an unknown carbon zone, or an unparsable ``carbon_start``.
     """
-    if cost_basis not in COST_BASES:
-        raise ClustersimError(f"cost basis {cost_basis!r} is not one of {', '.join(COST_BASES)}")
+    h_start, h_len = cost_horizon(result, horizon_s)
     jobs, cl = result.jobs, result.cluster
     out: dict[str, Number] = {}
     done = result.completed
@@ -338,6 +438,7 @@ def summary(
     out["jobs_total"] = len(jobs)
     out["jobs_completed"] = int(done.sum())
     out["jobs_dropped"] = int(result.dropped.sum())
+    out["jobs_fit_nowhere"] = int(np.count_nonzero(result.drop_reason == DROP_NO_FIT))
     out["jobs_started"] = int(started.sum())
 
     jct = result.finish[done] - submit[done]
@@ -348,6 +449,10 @@ def summary(
     out["queue_delay_mean_s"] = _mean(qd)
     for q in (50, 95, 99):
         out[f"queue_delay_p{q}_s"] = _pct(qd, q)
+    wait = _wait(result)[done]
+    out["wait_mean_s"] = _mean(wait)
+    for q in (50, 95, 99):
+        out[f"wait_p{q}_s"] = _pct(wait, q)
     gpus_done = jobs.num_gpus[done]
     for suffix, lo, hi in SIZE_BUCKETS:
         out[f"jct_mean_s_gpus_{suffix}"] = _mean(jct[(gpus_done >= lo) & (gpus_done <= hi)])
@@ -412,17 +517,33 @@ def summary(
     out["carbon_kg"] = float(carbon_g) / 1000.0
     out["carbon_intensity_mean_g_per_kwh"] = _ratio(float(carbon_g), energy_kwh)
 
-    price = np.array([t.price_per_hour for t in cl.types], dtype=np.float64)
-    if cost_basis == "provisioned":
-        cost = float((price * dev_type).sum()) * span / 3600.0
-    else:
-        cost = float((price * busy_type_s).sum()) / 3600.0
-    out["cost_usd"] = cost
     kwh_price = np.array([r.price_per_kwh for r in cl.regions], dtype=np.float64)
     out["electricity_cost_usd"] = float((energy_kwh_r * kwh_price).sum())
-    ref_gpu_h = float(result.device_time[done].sum()) / 3600.0
+
+    # Owned cluster: capital and energy over the cost horizon, the same for every policy.
+    out["horizon_start_s"] = _num(h_start)
+    out["horizon_s"] = _num(h_len)
+    capital_h = np.array([t.capital_per_hour for t in cl.types], dtype=np.float64)
+    capital = float((capital_h * dev_type).sum()) * h_len / 3600.0
+    energy_cost = float((_horizon_energy_kwh(result, h_start, h_len) * kwh_price).sum())
+    owned = capital + energy_cost
+    out["cost_owned_capital_usd"] = capital
+    out["cost_owned_energy_usd"] = energy_cost
+    out["cost_owned_usd"] = owned
+    out["cost_usd"] = owned  # documented alias of cost_owned_usd
+    # Cloud: on-demand price of the device-hours actually held.
+    price = np.array([t.price_per_hour for t in cl.types], dtype=np.float64)
+    cloud = float((price * busy_type_s).sum()) / 3600.0
+    out["cost_cloud_usd"] = cloud
+
+    device_h = result.device_time.sum(axis=1) / 3600.0
+    ref_gpu_h = float(device_h[done].sum())
+    in_horizon = done & (np.nan_to_num(result.finish, nan=np.inf) <= h_start + h_len)
+    ref_gpu_h_horizon = float(device_h[in_horizon].sum())
     out["reference_gpu_hours_completed"] = ref_gpu_h
-    out["work_per_dollar"] = _ratio(ref_gpu_h, cost)
+    out["reference_gpu_hours_in_horizon"] = ref_gpu_h_horizon
+    out["work_per_dollar"] = _ratio(ref_gpu_h_horizon, owned)
+    out["work_per_dollar_cloud"] = _ratio(ref_gpu_h, cloud)
     return out
 
 
@@ -514,10 +635,12 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
     """One row per job with its outcome.
 
     Columns: ``job_id, submit, first_start, finish, jct, queue_delay, num_gpus, job_type,
-    user, vc, attained_gpu_s, preemptions, migrations, drop_reason, ftf_rho``. Times in
-    seconds; ``jct``/``finish`` are NaN for jobs that did not complete, ``first_start`` and
-    ``queue_delay`` for jobs that never started, ``ftf_rho`` for jobs that did not complete
-    (see the module docstring for ρ).
+    user, vc, attained_gpu_s, preemptions, migrations, drop_reason, ftf_rho, held, wait``.
+    Times in seconds; ``queue_delay`` is the first-start delay, ``held`` the wall-clock time
+    the job held devices and ``wait`` its total wait ``jct - held`` (see the module
+    docstring); ``jct``/``finish``/``wait`` are NaN for jobs that did not complete,
+    ``first_start`` and ``queue_delay`` for jobs that never started, ``ftf_rho`` for jobs that
+    did not complete.
     """
     import pandas as pd
 
@@ -539,6 +662,8 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
             "migrations": result.migrations,
             "drop_reason": result.drop_reason.astype(str),
             "ftf_rho": _ftf_rho(result),
+            "held": _held(result),
+            "wait": _wait(result),
         }
     )
 

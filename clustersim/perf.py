@@ -147,6 +147,11 @@ letters and digits (``"V100-SXM2-16GB" == "v100 sxm2 16gb"``); a constraint that
 family. A constraint that names no type of the cluster makes the job unrunnable (reported in
 the notes).
 
+The rate is also 0 on types whose devices cannot hold the job's model or whose platform its
+framework does not run on (:mod:`clustersim.fit`; off with ``fit_check=False``, as in the
+compatibility modes). Jobs that only that check keeps from every type are flagged
+(``JobRates.fits_nowhere``).
+
 Restore delay
 -------------
 Every resume after a preemption or migration costs ``restore_s``: a fixed
@@ -165,7 +170,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -536,7 +541,8 @@ class JobRates:
     rate : (n, n_types) float64
         Work units / s of the job's full gang (``num_gpus`` devices) consolidated on as few
         nodes as possible, on each type; 0 where it cannot run there (type constraint,
-        memory, no measurement and no extrapolation possible).
+        device memory or framework (:mod:`clustersim.fit`), a measured 0, no measurement and
+        no extrapolation possible).
     restore_s : (n,) float64
         Checkpoint + restore delay paid on every resume after a preemption or migration, s.
     extrapolated : (n,) bool
@@ -557,6 +563,11 @@ class JobRates:
     tables : RateTables or None
         The placement model; ``None`` for rates built by hand, in which case
         :meth:`placement_rate` returns the consolidated full-gang rate for any placement.
+    fits_nowhere : (n,) bool
+        Jobs that some type of the cluster could run but none can hold (device memory or
+        framework, :mod:`clustersim.fit`): every rate 0 because of that check alone. The
+        engine drops them as :data:`clustersim.result.DROP_NO_FIT`. Empty when the check
+        is off or for rates built by hand.
     """
 
     rate: FloatArray
@@ -567,6 +578,7 @@ class JobRates:
     extrapolated_pairs: tuple[tuple[str, int], ...] = ()
     notes: tuple[str, ...] = ()
     tables: RateTables | None = field(default=None, repr=False)
+    fits_nowhere: BoolArray = field(default_factory=_empty_bool)
 
     def placement_rate(
         self, jobs: IntArray, types: IntArray, ndev: IntArray, link_gbs: FloatArray
@@ -634,6 +646,10 @@ class PerformanceModel:
         ``False``: a job runs at its consolidated rate wherever it is placed, even when its
         gang is larger than a node, as in Gavel's simulator (used for fidelity comparisons
         with it).
+    fit_check
+        ``True``: a job runs only on types whose devices can hold it and whose platform its
+        framework supports (:func:`clustersim.fit.fit_table`); ``False``: no such check, as
+        in the reference simulators of the compatibility modes.
     """
 
     def __init__(
@@ -646,8 +662,10 @@ class PerformanceModel:
         generic_step_s: float = DEFAULT_GENERIC_STEP_S,
         generic_grad_gb: float = DEFAULT_GENERIC_GRAD_GB,
         placement_aware: bool = True,
+        fit_check: bool = True,
     ) -> None:
         self.placement_aware = placement_aware
+        self.fit_check = fit_check
         self.speed_overrides = speed_overrides
         self.restore_s = restore_s
         self.throughputs = throughputs
@@ -984,6 +1002,26 @@ class PerformanceModel:
                 f"at {_MAX_COMM_SHARE:.0%} of the measured step (slow intra-node link)"
             )
 
+        nowhere: BoolArray = np.zeros(n, dtype=bool)
+        if self.fit_check and n:
+            from clustersim.fit import fit_table  # fit builds on this module
+
+            device_fit = fit_table([str(x) for x in names], cluster, counts.tolist(), table)
+            ok = device_fit.table[grp]
+            runs = rate > 0
+            nowhere = np.asarray(runs.any(axis=1) & ~(runs & ok).any(axis=1), dtype=bool)
+            rate = np.where(ok, rate, 0.0)
+            measured = measured & ok
+            tables = replace(tables, allowed=tables.allowed & ok)
+            notes.extend(device_fit.notes)
+            if nowhere.any():
+                n_out = int(nowhere.sum())
+                verb = "job fits" if n_out == 1 else "jobs fit"
+                notes.append(
+                    f"{n_out} {verb} no accelerator type of this cluster (device memory or "
+                    "framework): dropped"
+                )
+
         return JobRates(
             rate=rate,
             restore_s=self._restore(names)[grp] if n else np.zeros(0),
@@ -993,6 +1031,7 @@ class PerformanceModel:
             extrapolated_pairs=tuple(sorted(set(pairs))),
             notes=tuple(notes),
             tables=tables if self.placement_aware else None,
+            fits_nowhere=nowhere,
         )
 
 

@@ -20,6 +20,8 @@ IntArray = npt.NDArray[np.int64]
 #: Why a job never ran (``RunResult.drop_reason``); ``""`` for jobs that were not dropped.
 DROP_TOO_LARGE = "demand exceeds cluster"
 DROP_NO_TYPE = "no accelerator type can run it"
+#: A type could run it but no device can hold it (memory or framework; :mod:`clustersim.fit`).
+DROP_NO_FIT = "no device can hold it (memory or framework)"
 DROP_REJECTED = "rejected by admission"
 DROP_UNFINISHED = "unfinished at end of simulation"
 DROP_ABANDONED = "abandoned by the policy"

@@ -26,8 +26,12 @@ Only ``pools`` is required. The keys, their meaning and defaults:
 ``accelerators``
     User-defined accelerator types, ``{name, kind="gpu", fp16_tflops, memory_gb,
     memory_bw_tbs, busy_w, idle_w=11.4 % of busy_w, price_per_hour, release_year,
-    aliases=[], assumptions=[]}``. A type named like a catalog key replaces it (e.g. to
-    change a price).
+    aliases=[], assumptions=[], purchase_usd=price_per_hour × 5,112.5 h, amortisation_years=4}``
+    (``price_per_hour`` is the cloud price per device-hour, ``purchase_usd`` what buying one
+    device costs, spread over ``amortisation_years`` for the owned-cluster cost; the defaults
+    are :data:`~clustersim.cluster.PURCHASE_HOURS` and
+    :data:`~clustersim.cluster.DEFAULT_AMORTISATION_YEARS`, see ``docs/metrics.md``). A type
+    named like a catalog key replaces it (e.g. to change a price).
 ``pools``
     Groups of identical nodes, ``{name=pool<i>, accelerator, nodes, devices_per_node, rack |
     racks, rack_oversubscription, region, intra_gbs, nic_gbps=100, cpu_cores, host_mem_gb,
@@ -74,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from clustersim.catalog import IDLE_FRACTION, KINDS, Catalog, load_catalog
-from clustersim.cluster import AcceleratorType, Cluster, Region
+from clustersim.cluster import DEFAULT_AMORTISATION_YEARS, AcceleratorType, Cluster, Region
 from clustersim.errors import SpecError
 from clustersim.perf import (
     REFERENCE_INTRA_GBS,
@@ -130,6 +134,8 @@ _ACCEL_KEYS = (
     "release_year",
     "aliases",
     "assumptions",
+    "purchase_usd",
+    "amortisation_years",
 )
 _ACCEL_REQUIRED = (
     "name",
@@ -328,6 +334,10 @@ def _parse_accelerator(obj: Mapping[str, Any], path: str) -> AcceleratorType:
         release_year=_integer(obj, "release_year", path, low=1990, high=2100),
         aliases=_strings(obj, "aliases", path),
         assumptions=assumptions,
+        purchase_usd=_number(obj, "purchase_usd", path, low=0) if "purchase_usd" in obj else None,
+        amortisation_years=_number(
+            obj, "amortisation_years", path, DEFAULT_AMORTISATION_YEARS, low=0, low_open=True
+        ),
     )
 
 
@@ -563,6 +573,8 @@ def _accelerator_spec(t: AcceleratorType) -> dict[str, Any]:
         "release_year": int(t.release_year),
         "aliases": list(t.aliases),
         "assumptions": list(t.assumptions),
+        **({} if t.purchase_usd is None else {"purchase_usd": float(t.purchase_usd)}),
+        "amortisation_years": float(t.amortisation_years),
     }
 
 
@@ -578,6 +590,8 @@ def _same_type(a: AcceleratorType, b: AcceleratorType) -> bool:
         a.price_per_hour,
         a.release_year,
         a.assumptions,
+        a.purchase_usd,
+        a.amortisation_years,
     ) == (
         b.name,
         b.kind,
@@ -589,6 +603,8 @@ def _same_type(a: AcceleratorType, b: AcceleratorType) -> bool:
         b.price_per_hour,
         b.release_year,
         b.assumptions,
+        b.purchase_usd,
+        b.amortisation_years,
     )
 
 

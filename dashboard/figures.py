@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dashboard.numbers import RUN_ONCE, cell_value, is_count, mean_spread, seeds_text
 from dashboard.plotting import (
     CARBON,
     DASHES,
@@ -70,6 +71,10 @@ JOB_TIMES = (
     "queue_delay_p50_s",
     "queue_delay_p95_s",
     "queue_delay_p99_s",
+    "wait_mean_s",
+    "wait_p50_s",
+    "wait_p95_s",
+    "wait_p99_s",
 )
 
 
@@ -86,16 +91,30 @@ METRICS: dict[str, Metric] = {
         Metric("jct_mean_s", "Mean JCT", "time"),
         Metric("jct_p50_s", "Median JCT", "time"),
         Metric("jct_p99_s", "p99 JCT", "time"),
-        Metric("queue_delay_mean_s", "Mean queueing delay", "time"),
+        Metric("wait_mean_s", "Mean total wait (JCT − time holding devices)", "time"),
+        Metric("wait_p99_s", "p99 total wait", "time"),
+        Metric(
+            "queue_delay_mean_s", "Mean first-start delay (queueing before first start)", "time"
+        ),
+        Metric("queue_delay_p99_s", "p99 first-start delay", "time"),
         Metric("makespan_s", "Makespan", "time"),
+        Metric("horizon_s", "Cost horizon", "time"),
         Metric("utilisation", "Utilisation", "%", 100.0, higher_is_better=True),
         Metric("jain_index", "Jain's fairness index", "0–1", higher_is_better=True),
         Metric("ftf_rho_mean", "Mean finish-time fairness ρ", "ratio"),
         Metric("ftf_rho_max", "Max finish-time fairness ρ", "ratio"),
-        Metric("cost_usd", "Cost", "USD"),
+        Metric("cost_owned_usd", "Owned cost over the horizon (capital + energy)", "USD"),
+        Metric("cost_cloud_usd", "Cloud cost (on-demand, device-hours held)", "USD"),
+        Metric("cost_usd", "Owned cost over the horizon (cost_usd)", "USD"),
         Metric(
             "work_per_dollar",
-            "Cost-normalised throughput",
+            "Work per dollar, owned (completed in the horizon)",
+            "reference GPU-h / USD",
+            higher_is_better=True,
+        ),
+        Metric(
+            "work_per_dollar_cloud",
+            "Work per dollar, cloud",
             "reference GPU-h / USD",
             higher_is_better=True,
         ),
@@ -107,21 +126,33 @@ METRICS: dict[str, Metric] = {
 BAR_METRICS = (
     "jct_mean_s",
     "jct_p99_s",
+    "wait_mean_s",
     "queue_delay_mean_s",
     "makespan_s",
     "utilisation",
     "jain_index",
     "ftf_rho_mean",
     "ftf_rho_max",
-    "cost_usd",
+    "cost_owned_usd",
+    "cost_cloud_usd",
     "work_per_dollar",
+    "work_per_dollar_cloud",
     "energy_kwh",
     "carbon_kg",
 )
 TABLE_METRICS = ("jobs_completed", "jct_p50_s", *BAR_METRICS)
 #: Compare page bars.
-COMPARE_METRICS = ("jct_mean_s", "jct_p99_s", "utilisation", "cost_usd", "carbon_kg")
-PARETO_AXES = {"cost": "cost_usd", "carbon": "carbon_kg"}
+COMPARE_METRICS = (
+    "jct_mean_s",
+    "jct_p99_s",
+    "wait_mean_s",
+    "utilisation",
+    "cost_owned_usd",
+    "cost_cloud_usd",
+    "carbon_kg",
+)
+#: Pareto charts (mean JCT against each): the owned cost, the cloud cost, carbon.
+PARETO_AXES = {"cost": "cost_owned_usd", "cloud": "cost_cloud_usd", "carbon": "carbon_kg"}
 TIMELINES = ("utilisation", "queue")
 
 NO_RUNS = (
@@ -169,7 +200,7 @@ def metric_table(grid: Grid) -> Chart:
     columns: list[dict[str, Any]] = [
         {"key": "policy", "label": "Policy"},
         {"key": "config", "label": "Configuration"},
-        {"key": "seeds", "label": "Seeds", "unit": "runs"},
+        {"key": "seeds", "label": "Seeds", "unit": "runs", "nowrap": True},
     ]
     columns += [
         {
@@ -187,12 +218,13 @@ def metric_table(grid: Grid) -> Chart:
             runs = grid.cells.get((policy, config))
             if not runs:
                 continue
+            once = grid.run_once(runs)
             row: dict[str, Any] = {
                 "policy": policy,
                 "colour": colour[policy],
                 "config": grid.config_label(config),
                 "group": config.key,
-                "seeds": len(runs),
+                "seeds": RUN_ONCE if once else len(runs),
             }
             flat: dict[str, Any] = {
                 "policy": policy,
@@ -200,19 +232,25 @@ def metric_table(grid: Grid) -> Chart:
                 "workload": config.workload,
                 "load_factor": config.load,
                 "seeds": len(runs),
+                "seed_independent": once,
             }
             for k in TABLE_METRICS:
-                mean, sd, _ = mean_sd(_summary_values(runs, k))
-                f = units[k][1]
-                row[k] = rounded(
-                    [None if mean is None else mean * f, None if sd is None else sd * f], 4
-                )
-                flat[f"{k}_mean"], flat[f"{k}_sd"] = mean, sd
+                values = _summary_values(runs, k)
+                row[k] = cell_value(k, values, units[k][1])
+                if is_count(k):  # exact, per run: never a mean of counts
+                    known = [int(v) for v in values if v is not None]
+                    flat[f"{k}_min"] = min(known) if known else None
+                    flat[f"{k}_max"] = max(known) if known else None
+                else:
+                    flat[f"{k}_mean"], flat[f"{k}_sd"], _ = mean_spread(values)
             rows.append(row)
             export.append(flat)
     note = (
         f"{len(grid.runs)} of {grid.total} runs succeeded." if len(grid.runs) < grid.total else ""
     )
+    note += " Counts are exact (lo–hi if the seeds' runs differ); ± only where they differ."
+    if any(r["seeds"] == RUN_ONCE for r in rows):
+        note += f" “{RUN_ONCE}”: neither the policy nor the placement draws from the seed."
     return Chart(
         title=title,
         table={"columns": columns, "rows": rows},
@@ -227,7 +265,7 @@ def metric_bars(grid: Grid, key: str) -> Chart:
     if not grid.runs:
         return empty(title, NO_RUNS)
     colour = colours(grid.policies)
-    cells = {(p, c): mean_sd(_summary_values(runs, key)) for (p, c), runs in grid.cells.items()}
+    cells = {(p, c): mean_spread(_summary_values(runs, key)) for (p, c), runs in grid.cells.items()}
     if all(m is None for m, _, _ in cells.values()):
         return empty(
             title,
@@ -237,14 +275,14 @@ def metric_bars(grid: Grid, key: str) -> Chart:
     unit, f = metric.display([m for m, _, _ in cells.values()])
     one_config = len(grid.configs) == 1
     traces = []
-    seeds_max = 1
+    spread = False
     for policy in grid.policies:
         configs = [c for c in grid.configs if (policy, c) in cells]
         stats = [cells[(policy, c)] for c in configs]
-        seeds_max = max([seeds_max, *(n for _, _, n in stats)])
+        spread = spread or any(sd is not None for _, sd, _ in stats)
         x = [policy] if one_config else [grid.config_label(c) for c in configs]
         y = [None if m is None else m * f for m, _, _ in stats]
-        err = [0.0 if sd is None else sd * f for _, sd, _ in stats]
+        err = [None if sd is None else sd * f for _, sd, _ in stats]  # no bar: no spread
         traces.append(
             {
                 "type": "bar",
@@ -258,9 +296,14 @@ def metric_bars(grid: Grid, key: str) -> Chart:
                     "visible": True,
                     "color": "#333",
                 },
-                "customdata": [n for _, _, n in stats],
-                "hovertemplate": f"{policy}<br>%{{x}}<br>%{{y:.4g}} {unit} "
-                f"± %{{error_y.array:.2g}}<br>%{{customdata}} seed(s)<extra></extra>",
+                "customdata": [
+                    seeds_text(
+                        grid.cells[(policy, c)], None if sd is None else sd * f, unit, grid.seeds
+                    )
+                    for c, (_, sd, _) in zip(configs, stats, strict=True)
+                ],
+                "hovertemplate": f"{policy}<br>%{{x}}<br>%{{y:.4g}} {unit}"
+                "<br>%{customdata}<extra></extra>",
             }
         )
     better = "higher is better" if metric.higher_is_better else "lower is better"
@@ -272,7 +315,9 @@ def metric_bars(grid: Grid, key: str) -> Chart:
         barmode="overlay" if one_config else "group",
         showlegend=not one_config,
     )
-    note = "Error bars: sample standard deviation over seeds." if seeds_max > 1 else ""
+    note = "Error bars: sample standard deviation over seeds." if spread else ""
+    if any(grid.run_once(runs) for runs in grid.cells.values()):
+        note = f"{note} Some bars are {RUN_ONCE}.".strip()
     return Chart(
         title=title,
         figure={"data": traces, "layout": lay},
@@ -303,23 +348,36 @@ def _pooled(runs: Sequence[Run], column: str) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
+def _completed(run: Run) -> int:
+    """Jobs a run completed (finite JCT in its per-job table)."""
+    return int(np.isfinite(parquet_columns(run.per_job_id, ("jct",))["jct"].to_numpy()).sum())
+
+
+def _jobs_label(counts: Sequence[int]) -> str:
+    """A curve's job count: one run's, never the sum over seed replicas (a range if they
+    differ)."""
+    lo, hi = min(counts), max(counts)
+    return f"{lo:,} jobs" if lo == hi else f"{lo:,}–{hi:,} jobs per seed"
+
+
 def cdf_chart(title: str, series: Sequence[Series], *, note: str = "") -> Chart:
     """Empirical CDFs of completed jobs' JCT, one curve per series (≤ 2,000 points each)."""
     if not series:
         return empty(title, NO_RUNS)
     pooled = [(s, _pooled(s.runs, "jct")) for s in series]
+    per_run = [[_completed(r) for r in s.runs] for s in series]
     if all(len(v) == 0 for _, v in pooled):
         return empty(title, "No job completed in these runs, so there is no JCT to plot.")
     medians = [float(np.median(v)) for _, v in pooled if len(v)]
     unit, scale = time_unit(medians)
     traces = []
-    for s, values in pooled:
+    for (s, values), counts in zip(pooled, per_run, strict=True):
         x, y = cdf_points(values[values > 0], MAX_CDF_POINTS)
         traces.append(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": f"{s.label} ({len(values):,} jobs)",
+                "name": f"{s.label} ({_jobs_label(counts)})",
                 "legendgroup": s.group or s.label,
                 "x": rounded_array(x / scale),
                 "y": rounded_array(100.0 * y, 5),
@@ -592,7 +650,9 @@ def load_curve(grid: Grid, key: str = "jct_mean_s") -> Chart:
     pairs = sorted({(c.cluster_id, c.workload_id, c.cluster, c.workload) for c in grid.configs})
     stats: dict[tuple[str, int, int, float], tuple[float | None, float | None, int]] = {}
     for (policy, c), runs in grid.cells.items():
-        stats[(policy, c.cluster_id, c.workload_id, c.load)] = mean_sd(_summary_values(runs, key))
+        stats[(policy, c.cluster_id, c.workload_id, c.load)] = mean_spread(
+            _summary_values(runs, key)
+        )
     unit, f = metric.display([s[0] for s in stats.values()])
     traces = []
     for policy in grid.policies:
@@ -612,7 +672,7 @@ def load_curve(grid: Grid, key: str = "jct_mean_s") -> Chart:
                     "y": rounded([None if m is None else m * f for m, _, _ in st]),
                     "error_y": {
                         "type": "data",
-                        "array": rounded([0.0 if sd is None else sd * f for _, sd, _ in st]),
+                        "array": rounded([None if sd is None else sd * f for _, sd, _ in st]),
                         "visible": True,
                     },
                     "line": {"color": colour[policy], "dash": DASHES[j % len(DASHES)]},
@@ -1106,7 +1166,7 @@ def cost(cluster: Any) -> Chart:
         for i, n in enumerate(names)
     ]
     lay = layout(
-        f"Cost: {per_hour.sum():,.2f} USD per hour",
+        f"Cloud cost: {per_hour.sum():,.2f} USD per hour",
         axis("Accelerator type", type="category"),
         axis("Cost", "USD/h", rangemode="tozero"),
         showlegend=False,
@@ -1116,10 +1176,12 @@ def cost(cluster: Any) -> Chart:
         {"type": names, "devices": per, "usd_per_device_hour": price, "usd_per_hour": per_hour}
     )
     return Chart(
-        title="Cost per hour",
+        title="Cloud cost per hour",
         figure={"data": traces, "layout": lay},
         data=data,
-        note="On-demand device prices (they include power).",
+        note="On-demand device prices (they include power), every device rented for the hour;"
+        " runs report this cost for the device-hours they held (cost_cloud_usd) and, separately,"
+        " the owned cluster's capital and energy (cost_owned_usd).",
     )
 
 

@@ -98,7 +98,7 @@ class ExperimentForm(forms.Form):
     load_factors = forms.CharField(
         initial="1", help_text="Arrival-rate scaling, comma-separated (2 = twice as many jobs/h)."
     )
-    seeds = forms.CharField(initial="0", help_text="Comma-separated seeds.")
+    seeds = forms.CharField(initial="0")
     placement = forms.ChoiceField(
         required=False,
         initial="",
@@ -112,6 +112,14 @@ class ExperimentForm(forms.Form):
         help_text="To compare with a reference simulator's numbers; it accepts only the policies"
         " it has (gavel: gavel-fifo, gavel-las; tiresias: fifo, tiresias).",
     )
+    cost_horizon_hours = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        label="Cost horizon (hours)",
+        help_text="Planning horizon of the owned-cluster cost: capital and energy paid over this"
+        " many hours whatever the policy does. Blank: each workload's arrival span (at least"
+        " 1 h). The cloud cost always counts the device-hours each run held.",
+    )
 
     def __init__(self, *args: Any, owner: Any = None, **kwargs: Any) -> None:
         from scheduling.registry import PLACEMENTS, POLICIES
@@ -122,8 +130,14 @@ class ExperimentForm(forms.Form):
         self.fields["workloads"].queryset = Workload.objects.owned_by(owner).filter(
             status=WorkloadStatus.READY
         )
-        self.fields["policies"].choices = [(n, n) for n in POLICIES]
-        self.fields["placement"].choices = [("", "default")] + [(n, n) for n in PLACEMENTS]
+        seeded = " (uses the seed)"
+        self.fields["policies"].choices = [
+            (n, n + seeded if cls.uses_seed else n) for n, cls in POLICIES.items()
+        ]
+        self.fields["placement"].choices = [("", "default")] + [
+            (n, n + seeded if cls.uses_seed else n) for n, cls in PLACEMENTS.items()
+        ]
+        self.fields["seeds"].help_text = seeds_help()
 
     def clean_load_factors(self) -> list[float]:
         values = _numbers(self.cleaned_data["load_factors"], float, "load factors")
@@ -136,6 +150,12 @@ class ExperimentForm(forms.Form):
         if any(v < 0 for v in values):
             raise ValidationError("seeds must be non-negative")
         return values
+
+    def clean_cost_horizon_hours(self) -> float | None:
+        value = self.cleaned_data.get("cost_horizon_hours")
+        if value is not None and not value > 0:
+            raise ValidationError("the cost horizon must be more than 0 hours")
+        return value
 
     def clean_params(self) -> dict[str, Any]:
         text = (self.cleaned_data.get("params") or "").strip()
@@ -152,6 +172,48 @@ class ExperimentForm(forms.Form):
     def policy_list(self) -> list[dict[str, Any]]:
         params = self.cleaned_data.get("params") or {}
         return [{"name": n, "params": params.get(n, {})} for n in self.cleaned_data["policies"]]
+
+    def seed_independent_choices(self) -> list[str]:
+        """The chosen policies whose runs will not depend on the seed with the chosen
+        placement and mode (run once whatever the seeds); empty until those fields are
+        valid (the form comes back with them when the service refuses the grid)."""
+        from clustersim.compat import resolve
+        from clustersim.errors import ClustersimError
+
+        d = getattr(self, "cleaned_data", None) or {}
+        fields = ("policies", "params", "placement", "compat")
+        if not d.get("policies") or any(f in self.errors for f in fields):
+            return []
+        policies = self.policy_list()
+        try:
+            where = [
+                resolve(p["name"], None, d.get("placement") or None, d.get("compat") or None)[1]
+                for p in policies
+            ]
+        except ClustersimError:
+            return []
+        once = services.seed_independent(policies, where)
+        return [
+            f"{p['name']} with placement {w}"
+            for p, w, alone in zip(policies, where, once, strict=True)
+            if alone
+        ]
+
+
+def seeds_help() -> str:
+    """The seeds field's help: which policies and placements draw from the seed (from the
+    registry's ``uses_seed``), and that a combination neither draws from is run once."""
+    from scheduling.registry import PLACEMENTS, POLICIES
+
+    def seeded(registry: dict[str, Any]) -> str:
+        return ", ".join(n for n, cls in registry.items() if cls.uses_seed) or "none"
+
+    return (
+        "Comma-separated. Seeds only matter for seeded configurations, where the policy or the "
+        f"placement draws random numbers — placements: {seeded(PLACEMENTS)}; policies: "
+        f"{seeded(POLICIES)}. Any other combination does not depend on the seed: it is run "
+        "once, with the first seed, whatever seeds you list (the experiment page says so)."
+    )
 
 
 def attach_error(form: forms.Form, exc: ValidationError, pattern: str, field: Any) -> None:
@@ -929,7 +991,8 @@ def _numbers_text(values: list[Any]) -> str:
 
 def experiment_initial(exp: Any) -> dict[str, Any]:
     """The create form's initial values for a re-run of ``exp`` with changes: its clusters,
-    workloads, policies and parameters, load factors, seeds, placement and mode.
+    workloads, policies and parameters, load factors, seeds, placement, mode and cost
+    horizon.
 
     A policy listed twice with different parameters (possible over the API) keeps its first
     parameters: the form takes one set per policy."""
@@ -950,6 +1013,7 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
         "seeds": _numbers_text(exp.seeds),
         "placement": exp.placement,
         "compat": exp.compat,
+        "cost_horizon_hours": exp.cost_horizon_hours,
     }
 
 

@@ -15,6 +15,7 @@ from django.urls import reverse
 from dashboard import figures
 from dashboard.charts import compare_chart_names
 from dashboard.gantt import MAX_GANTT_ROWS
+from dashboard.numbers import RUN_ONCE, count_value, is_count
 from dashboard.results import Grid, experiment_grid, label_of, owned_runs, parse_run_ids
 from planner.models import ACTIVE_STATES, Experiment, Run, RunState
 
@@ -23,33 +24,42 @@ SUMMARY_ROWS = (
     "jobs_total",
     "jobs_completed",
     "jobs_dropped",
+    "jobs_fit_nowhere",
     *figures.TABLE_METRICS[1:],
+    "wait_p99_s",
     "queue_delay_p99_s",
     "preemptions",
     "migrations",
     "idle_while_queued",
     "avg_power_kw",
+    "horizon_s",
+    "cost_owned_capital_usd",
+    "cost_owned_energy_usd",
     "electricity_cost_usd",
 )
 _UNITS = {
     "jobs_total": "jobs",
     "jobs_dropped": "jobs",
-    "queue_delay_p99_s": "time",
+    "jobs_fit_nowhere": "jobs",
     "preemptions": "count",
     "migrations": "count",
     "idle_while_queued": "%",
     "avg_power_kw": "kW",
+    "cost_owned_capital_usd": "USD",
+    "cost_owned_energy_usd": "USD",
     "electricity_cost_usd": "USD",
 }
 _LABELS = {
     "jobs_total": "Jobs",
     "jobs_dropped": "Jobs dropped",
-    "queue_delay_p99_s": "p99 queueing delay",
+    "jobs_fit_nowhere": "Jobs no device can hold (dropped)",
     "preemptions": "Preemptions",
     "migrations": "Migrations",
     "idle_while_queued": "Idle devices while jobs wait",
     "avg_power_kw": "Average facility power",
-    "electricity_cost_usd": "Electricity cost",
+    "cost_owned_capital_usd": "Owned cost: amortised capital over the horizon",
+    "cost_owned_energy_usd": "Owned cost: energy over the horizon",
+    "electricity_cost_usd": "Electricity cost of the run (first submit to last busy)",
 }
 
 
@@ -72,9 +82,28 @@ def summary_rows(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]
             f = 1.0
             if unit == "%":
                 f = 100.0
-        shown = [None if v is None else v * f for v in values]
+        if is_count(key):  # exact integers, whatever the template's number format
+            shown: list[Any] = [count_value([v]) for v in values]
+        else:
+            shown = [None if v is None else v * f for v in values]
         rows.append({"key": key, "label": label, "unit": unit, "values": shown})
     return rows
+
+
+def seed_note(exp: Experiment) -> str:
+    """What the experiment page says of the runs made once for all seeds ("" if none)."""
+    if len(exp.seeds or []) < 2:  # one seed: nothing was collapsed
+        return ""
+    pairs = sorted(set(exp.runs.filter(seed_independent=True).values_list("policy", "placement")))
+    if not pairs:
+        return ""
+    which = ", ".join(f"{policy} with placement {where}" for policy, where in pairs)
+    seeds = ", ".join(str(x) for x in exp.seeds or [])
+    first = (exp.seeds or [0])[0]
+    return (
+        f"{which}: {RUN_ONCE} (neither the policy nor the placement draws from it), so each "
+        f"of their cells is one run, with seed {first}, standing for seed(s) {seeds}."
+    )
 
 
 def experiment_context(exp: Experiment, active: int) -> dict[str, Any]:
@@ -82,6 +111,7 @@ def experiment_context(exp: Experiment, active: int) -> dict[str, Any]:
     grid: Grid = experiment_grid(exp)
     succeeded = [r.pk for r in grid.runs]
     return {
+        "seed_note": seed_note(exp),
         "charts_ready": bool(grid.runs) and not active,
         "grid": grid,
         "configs": [(c.key, grid.config_label(c)) for c in grid.configs],

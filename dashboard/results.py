@@ -34,6 +34,7 @@ RUN_FIELDS = (
     "params",
     "load_factor",
     "seed",
+    "seed_independent",
     "state",
     "summary",
     "per_job_id",
@@ -234,7 +235,9 @@ class Grid:
     """Succeeded runs of an experiment (or any set of runs) grouped for charts.
 
     ``policies`` are labels in the experiment's order (the colour order); ``configs`` are
-    sorted; ``cells[(policy, config)]`` lists the runs of each seed, seed-ordered.
+    sorted; ``cells[(policy, config)]`` lists the runs of each seed, seed-ordered, or the one
+    run that stands for every seed (``seed_independent``); ``seeds`` is how many seeds the
+    experiment lists.
     """
 
     runs: list[Run]
@@ -242,6 +245,12 @@ class Grid:
     configs: list[Config]
     cells: dict[tuple[str, Config], list[Run]]
     total: int = 0
+    seeds: int = 1
+
+    def run_once(self, runs: Sequence[Run]) -> bool:
+        """Whether a cell is one run made for all of several seeds (it does not depend on
+        the seed); with one seed listed there was nothing to collapse."""
+        return self.seeds > 1 and len(runs) == 1 and bool(runs[0].seed_independent)
 
     @property
     def many_clusters(self) -> bool:
@@ -270,7 +279,7 @@ def label_of(run: Run) -> str:
     return policy_label(run.policy, run.params)
 
 
-def grid_of(runs: Iterable[Run], policy_order: Sequence[str] = ()) -> Grid:
+def grid_of(runs: Iterable[Run], policy_order: Sequence[str] = (), seeds: int = 1) -> Grid:
     runs = list(runs)
     ok = [r for r in runs if r.state == RunState.SUCCEEDED and r.summary is not None]
     labels = list(dict.fromkeys([*policy_order, *(label_of(r) for r in ok)]))
@@ -280,7 +289,9 @@ def grid_of(runs: Iterable[Run], policy_order: Sequence[str] = ()) -> Grid:
     for r in sorted(ok, key=lambda r: (r.seed, r.pk)):
         cells.setdefault((label_of(r), config_of(r)), []).append(r)
     configs = sorted({c for _, c in cells})
-    return Grid(runs=ok, policies=policies, configs=configs, cells=cells, total=len(runs))
+    return Grid(
+        runs=ok, policies=policies, configs=configs, cells=cells, total=len(runs), seeds=seeds
+    )
 
 
 def experiment_runs(exp: Experiment) -> list[Run]:
@@ -294,7 +305,7 @@ def experiment_runs(exp: Experiment) -> list[Run]:
 
 def experiment_grid(exp: Experiment) -> Grid:
     order = [policy_label(p.get("name", ""), p.get("params")) for p in exp.policies or []]
-    return grid_of(experiment_runs(exp), order)
+    return grid_of(experiment_runs(exp), order, seeds=len(exp.seeds or []))
 
 
 def parse_run_ids(values: Iterable[str]) -> list[int]:

@@ -388,6 +388,7 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 seeds=d["seeds"],
                 placement=d["placement"] or None,
                 compat=d["compat"] or "",
+                cost_horizon_hours=d.get("cost_horizon_hours"),
             )
         except ValidationError as exc:
             form.add_error(None, exc)

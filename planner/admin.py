@@ -43,7 +43,16 @@ class WorkloadAdmin(EditedFieldsAdmin):
 
 class RunInline(admin.TabularInline):
     model = Run
-    fields = ("policy", "load_factor", "seed", "state", "progress", "attempts", "error")
+    fields = (
+        "policy",
+        "load_factor",
+        "seed",
+        "seed_independent",
+        "state",
+        "progress",
+        "attempts",
+        "error",
+    )
     readonly_fields = fields
     extra = 0
     can_delete = False

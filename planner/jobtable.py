@@ -32,10 +32,16 @@ def to_parquet(jobs: JobTable) -> bytes:
 
 
 def from_parquet(data: bytes) -> JobTable:
-    """Inverse of :func:`to_parquet`."""
+    """Inverse of :func:`to_parquet`.
+
+    A column the file lacks takes the table's default (tables stored before the column
+    existed, e.g. ``gpu_fraction``, read as whole-device jobs).
+    """
     frame = pd.read_parquet(io.BytesIO(data))
     cols: dict[str, Any] = {}
     for f in dataclasses.fields(JobTable):
+        if f.name not in frame.columns:
+            continue
         values = frame[f.name].to_numpy()
         cols[f.name] = np.asarray(values, dtype=object) if f.name in _STRING_COLUMNS else values
     return JobTable.from_columns(**cols)

@@ -16,6 +16,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from clustersim.cluster import DEFAULT_AMORTISATION_YEARS
+
 
 class OwnedQuerySet(models.QuerySet):
     def owned_by(self, user: Any) -> OwnedQuerySet:
@@ -126,8 +128,17 @@ class AcceleratorType(Owned):
     memory_bw_tbs = models.FloatField(help_text="memory bandwidth, TB/s")
     busy_w = models.FloatField(help_text="power when busy, W")
     idle_w = models.FloatField(null=True, blank=True, help_text="power when idle, W")
-    price_per_hour = models.FloatField(help_text="$ per device-hour")
+    price_per_hour = models.FloatField(help_text="on-demand (cloud) price, $ per device-hour")
     release_year = models.PositiveIntegerField()
+    purchase_usd = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="capital cost of one device, $ (blank: price_per_hour × 5,112.5 h)",
+    )
+    amortisation_years = models.FloatField(
+        default=DEFAULT_AMORTISATION_YEARS,
+        help_text="years over which an owner spreads the purchase price",
+    )
     notes = models.TextField(blank=True)
 
     class Meta:
@@ -153,6 +164,9 @@ class AcceleratorType(Owned):
         }
         if self.idle_w is not None:
             spec["idle_w"] = self.idle_w
+        if self.purchase_usd is not None:
+            spec["purchase_usd"] = self.purchase_usd
+        spec["amortisation_years"] = self.amortisation_years
         return spec
 
 
@@ -292,7 +306,13 @@ COMPAT_CHOICES = (
 
 
 class Experiment(Owned):
-    """A grid: clusters × workloads × policies (with parameters) × load factors × seeds."""
+    """A grid: clusters × workloads × policies (with parameters) × load factors × seeds.
+
+    A point of the grid whose results cannot depend on the seed (neither its policy nor its
+    placement draws from it: :func:`clustersim.engine.seed_matters`) is run once, with the
+    first of ``seeds``, and that run is marked ``seed_independent``; the others get one run
+    per seed. ``seeds`` keeps every seed asked for; ``runs_total`` counts the runs made.
+    """
 
     class State(models.TextChoices):
         QUEUED = "queued"
@@ -322,6 +342,12 @@ class Experiment(Owned):
     load_factors = models.JSONField(default=list)
     seeds = models.JSONField(default=list)
     until_s = models.FloatField(null=True, blank=True, help_text="simulation horizon, s")
+    cost_horizon_hours = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="planning horizon of the owned-cluster cost, h (blank: each workload's "
+        "arrival span, at least 1 h; docs/metrics.md)",
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     runs_total = models.PositiveIntegerField(default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -369,6 +395,11 @@ class Run(Owned):
     placement = models.CharField(max_length=32, default="consolidate")
     load_factor = models.FloatField(default=1.0)
     seed = models.IntegerField(default=0)
+    seed_independent = models.BooleanField(
+        default=False,
+        help_text="its results do not depend on the seed (neither the policy nor the placement "
+        "draws from it): run once, with the experiment's first seed, for all its seeds",
+    )
 
     state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
     progress = models.FloatField(default=0.0, help_text="share of jobs arrived, 0..1")

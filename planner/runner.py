@@ -268,7 +268,9 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
     beat(1.0, force=True)
     # a rebased workload (planner.recipes) says which calendar hours its t = 0 falls on
     carbon_start = (workload.report or {}).get("carbon_start") or DEFAULT_START
-    out = dict(summary(result, carbon_start=carbon_start))
+    hours = run.experiment.cost_horizon_hours
+    horizon_s = None if hours is None else hours * 3600.0
+    out = dict(summary(result, carbon_start=carbon_start, horizon_s=horizon_s))
     out["jobs_extrapolated"] = int(rates.extrapolated.sum())
     buf = io.BytesIO()
     per_job_frame(result).to_parquet(buf, index=False, compression="zstd")

@@ -251,6 +251,7 @@ def create_experiment(
     placement: str | None = None,
     compat: str = "",
     until_s: float | None = None,
+    cost_horizon_hours: float | None = None,
     description: str = "",
     enqueue: bool = True,
 ) -> Experiment:
@@ -258,7 +259,13 @@ def create_experiment(
 
     ``placement`` ``None`` (or blank): ``consolidate``, or under a compatibility mode
     (``compat``, :mod:`clustersim.compat`) each policy's placement in that simulator; a mode
-    that does not cover a policy or placement is refused, naming both.
+    that does not cover a policy or placement is refused, naming both. ``cost_horizon_hours``
+    is the planning horizon of every run's owned-cluster cost (``None``: each workload's
+    arrival span at its load factor, at least 1 h; ``docs/metrics.md``).
+
+    A policy whose results cannot depend on the seed with its placement
+    (:func:`seed_independent`) gets one run per cluster × workload × load factor, with the
+    first seed, marked ``seed_independent``; the others one run per seed as well.
     """
     from clustersim.compat import resolve
     from clustersim.errors import ClustersimError
@@ -277,10 +284,19 @@ def create_experiment(
         )
     if any(not (f > 0) for f in load_factors):
         raise ValidationError("load factors must be positive")
+    if cost_horizon_hours is not None and not (0 < cost_horizon_hours < float("inf")):
+        raise ValidationError("the cost horizon must be a positive number of hours")
     not_ready = [w.name for w in workloads if w.status != WorkloadStatus.READY]
     if not_ready:
         raise ValidationError(f"workloads not parsed (yet): {', '.join(not_ready)}")
-    grid = list(itertools.product(clusters, workloads, policies, load_factors, seeds))
+    once = seed_independent(policies, where)
+    grid = [
+        (c, w, p, f, s, once[i])
+        for c, w, (i, p), f in itertools.product(
+            clusters, workloads, enumerate(policies), load_factors
+        )
+        for s in (seeds[:1] if once[i] else seeds)
+    ]
     if len(grid) > settings.CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT:
         limit = settings.CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT
         raise ValidationError(f"{len(grid)} runs; at most {limit} per experiment")
@@ -296,6 +312,7 @@ def create_experiment(
             load_factors=[float(f) for f in load_factors],
             seeds=[int(s) for s in seeds],
             until_s=until_s,
+            cost_horizon_hours=cost_horizon_hours,
             runs_total=len(grid),
         )
         exp.clusters.set(clusters)
@@ -312,12 +329,26 @@ def create_experiment(
                 placement=placement_of[p["name"]],
                 load_factor=float(f),
                 seed=int(s),
+                seed_independent=alone,
             )
-            for c, w, p, f, s in grid
+            for c, w, p, f, s, alone in grid
         )
         if enqueue:
             launch(exp.pk)
     return exp
+
+
+def seed_independent(policies: Sequence[dict[str, Any]], placements: Sequence[str]) -> list[bool]:
+    """For each ``{"name", "params"}`` of ``policies`` with its resolved placement: whether its
+    results cannot depend on the run's seed (:func:`clustersim.engine.seed_matters`, from the
+    registry's ``uses_seed`` declarations), so that one run stands for every seed."""
+    from clustersim.engine import seed_matters
+    from scheduling.registry import PLACEMENTS, POLICIES
+
+    return [
+        not seed_matters(POLICIES[p["name"]], PLACEMENTS[where])
+        for p, where in zip(policies, placements, strict=True)
+    ]
 
 
 def check_queued_runs(owner_id: int, adding: int) -> None:

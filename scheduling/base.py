@@ -379,6 +379,12 @@ class Policy:
     compat : mapping of str to CompatSpec
         The reference simulators whose compatibility mode covers this policy (``--compat
         NAME``), with what the policy does there; a mode refuses a policy not listed.
+    uses_seed : bool
+        The policy draws from the ``rng`` that :meth:`reset` receives (a child of the run's
+        seed), so the run's seed can change its decisions. ``False`` (the default): its
+        decisions do not depend on the run's seed, and an experiment runs it once whatever
+        seeds it lists (:func:`clustersim.engine.seed_matters`). The conformance battery
+        checks the claim both ways.
     """
 
     name: ClassVar[str] = ""
@@ -389,6 +395,7 @@ class Policy:
     rounds_only: ClassVar[bool] = False
     service_marks: tuple[float, ...] = ()
     compat: ClassVar[Mapping[str, CompatSpec]] = {}
+    uses_seed: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""
@@ -437,6 +444,10 @@ class Placement:
         the most free devices first (lowest index among ties), each wholly until the last
         (:func:`clustersim.kernels.take_largest_first`); with ``best_fit_one_node`` the engine
         then places every gang itself (checked by the same test).
+    uses_seed : bool
+        The strategy draws from the ``rng`` that :meth:`reset` receives (a child of the run's
+        seed). ``False`` (the default): it is deterministic, ties broken by node index (see
+        :attr:`Policy.uses_seed`; the conformance battery checks the claim both ways).
     """
 
     name: ClassVar[str] = ""
@@ -445,6 +456,7 @@ class Placement:
     fills_in_node_order: ClassVar[bool] = False
     yarn_rule: ClassVar[bool] = False
     largest_first_across_nodes: ClassVar[bool] = False
+    uses_seed: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""

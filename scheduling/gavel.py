@@ -66,6 +66,9 @@ class GavelRounds(Policy):
     seed
         Gavel's ``--seed``: the type order is shuffled by ``random.Random(seed + 5)`` every
         round, as in Gavel, so that runs can be compared draw for draw.
+        A hyper-parameter, not the run's seed: the run's seed changes nothing here
+        (``uses_seed`` is false), so an experiment runs a Gavel policy once whatever seeds it
+        lists; to see other draws, give other values of this parameter.
     """
 
     citation = "Narayanan et al., Gavel, OSDI'20"

@@ -73,9 +73,14 @@ class Spread(Placement):
 
 
 class RandomPlacement(Placement):
-    """Nodes in a random order (seeded), filled in that order."""
+    """Nodes in a random order (seeded), filled in that order.
+
+    The order is drawn from the run's seed (``uses_seed``): the one strategy whose results an
+    experiment's seeds change, so each seed is a run of its own.
+    """
 
     name = "random"
+    uses_seed = True
 
     def reset(self, rng: np.random.Generator) -> None:
         self._rng = rng

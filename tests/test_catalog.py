@@ -83,6 +83,8 @@ NUMERIC = (
     "busy_w",
     "idle_w",
     "price_per_hour",
+    "purchase_usd",
+    "amortisation_years",
     "release_year",
     "intra_gbs",
 )
@@ -234,12 +236,80 @@ def test_values_without_an_assumption_come_from_the_shared_data(shared_data: Pat
             assert t.idle_w == pytest.approx(IDLE_FRACTION * t.busy_w, abs=0.06), t.name
         if "price_per_hour" not in filled:
             assert in_ref and t.price_per_hour == ref.loc[t.name, "on_demand_usd_per_hour"], t.name
+        if "purchase_usd" not in filled:
+            assert row.epoch_name, t.name
+            assert t.purchase_usd == need(row.epoch_name, "Release price (USD)"), t.name
+        assert "amortisation_years" in filled, t.name  # no shared file gives one
 
 
 def test_missing_reference_prices_are_filled_by_labelled_assumptions() -> None:
     cat = load_catalog()
     for name in ("T4", "L4", "MI300X", "TPUv4", "TPUv5e", "Jetson-Orin-Nano-8GB"):
         assert "price_per_hour" in filled_fields(cat.get(name)), name
+
+
+def test_old_gpus_are_priced_in_generation_order() -> None:
+    """Issue 12: the V100 was listed below the P100 and barely above the K80."""
+    cat = load_catalog()
+    k80, p100, v100 = (cat.get(n).price_per_hour for n in ("K80", "P100", "V100"))
+    assert k80 < p100 < v100
+    assert v100 >= 3 * k80
+    assert cat.get("V100-SXM2-32GB").price_per_hour >= p100
+    assert cat.get("V100-PCIe-16GB").price_per_hour >= p100
+
+
+def test_every_price_has_one_source_and_a_date() -> None:
+    import datetime
+
+    for row in catalog_rows():
+        assert row.price_source.strip(), row.type.name
+        # one source for all listed prices, and a stated rule for the rest
+        assert row.price_source.startswith(("Google Cloud", "rule: ")), row.type.name
+        date = datetime.date.fromisoformat(row.price_date)
+        assert datetime.date(2017, 1, 1) <= date <= datetime.date(2030, 1, 1), row.type.name
+        assert "price_per_hour" in filled_fields(row.type), row.type.name
+
+
+def test_google_lists_the_types_it_rents_per_device() -> None:
+    """Recorded by hand from the cited price lists (us-central1; TPUs per chip)."""
+    listed = {
+        "K80": 0.45,
+        "P100": 1.46,
+        "V100-SXM2-16GB": 2.48,
+        "T4": 0.35,
+        "L4": 0.56,
+        "A100-SXM4-40GB": 2.934,
+        "TPUv2": 4.50 / 4,
+        "TPUv3": 8.00 / 4,
+        "TPUv4": 12.88 / 4,
+        "TPUv5e": 1.20,
+        "TPUv5p": 4.20,
+        "TPUv6e": 2.70,
+    }
+    by_name = {r.type.name: r for r in catalog_rows()}
+    for name, price in listed.items():
+        row = by_name[name]
+        assert row.type.price_per_hour == pytest.approx(price), name
+        assert row.price_source.startswith("Google Cloud"), name
+
+
+def test_rule_priced_types_rent_for_their_purchase_price_over_the_rule_hours() -> None:
+    from clustersim.cluster import PURCHASE_HOURS
+
+    ruled = [r for r in catalog_rows() if r.price_source.startswith("rule: purchase_usd")]
+    assert {r.type.name for r in ruled} >= {"H100-SXM5-80GB", "B200", "MI300X", "Gaudi3"}
+    for r in ruled:
+        assert r.type.purchase_usd is not None
+        assert r.type.price_per_hour == pytest.approx(
+            r.type.purchase_usd / PURCHASE_HOURS, abs=5e-4
+        ), r.type.name
+
+
+def test_every_type_has_a_purchase_price_and_an_amortisation() -> None:
+    for t in load_catalog():
+        assert t.purchase_usd is not None and t.purchase_usd > 0, t.name
+        assert t.amortisation_years in (3.0, 4.0), t.name
+        assert t.capital_per_hour == pytest.approx(t.purchase_usd / (t.amortisation_years * 8760.0))
 
 
 def test_default_intra_node_bandwidth_follows_the_interconnect() -> None:
@@ -334,3 +404,35 @@ def test_notice_covers_the_catalog_file() -> None:
     assert "## accelerators.csv" in notice
     for credit in ("Epoch AI", "CC BY 4.0", "Apache", "MIT"):
         assert credit in notice
+
+
+def test_a_user_type_without_a_purchase_price_gets_the_rule() -> None:
+    from clustersim.cluster import DEFAULT_AMORTISATION_YEARS, PURCHASE_HOURS
+
+    t = chip(price_per_hour=2.0)
+    assert t.purchase_usd is None
+    assert t.amortisation_years == DEFAULT_AMORTISATION_YEARS == 4.0
+    assert t.capital_usd == pytest.approx(2.0 * PURCHASE_HOURS)
+
+
+@pytest.mark.parametrize(
+    "bad", [chip(purchase_usd=-1.0), chip(amortisation_years=0.0), chip(purchase_usd=math.inf)]
+)
+def test_catalog_rejects_impossible_capital_values(bad: AcceleratorType) -> None:
+    with pytest.raises(ValueError):
+        load_catalog().with_types([bad])
+
+
+@pytest.mark.parametrize(("column", "value"), [("price_date", "May 2024"), ("price_source", "")])
+def test_reading_a_csv_without_a_dated_price_source_names_the_line(column: str, value: str) -> None:
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO((DATA / "accelerators.csv").read_text())))
+    rows[0][column] = value
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerow(rows[0])
+    with pytest.raises(ValueError, match=f"line 2.*{column}"):
+        read_catalog_csv(buf.getvalue())

@@ -63,6 +63,25 @@ def test_oversized_jobs_are_reported_as_dropped(
     assert out["jobs_dropped"] == 1 and out["jobs_completed"] == 1
 
 
+def test_jobs_no_device_can_hold_are_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ResNet-50 bs64 needs 8.04 GB per device, bs16 2.62 GB: an Orin Nano has 8 GB
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,work,job_type\n"
+        "a,0,1,100,ResNet-50 (batch size 64)\n"
+        "b,0,1,100,ResNet-50 (batch size 16)\n"
+    )
+    args = ["run", "--cluster", "Jetson-Orin-Nano-8GB:2:1", "--trace", str(trace)]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["jobs_dropped"], out["jobs_fit_nowhere"], out["jobs_completed"]) == (1, 1, 1)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "dropped: no device can hold them" in text and "ResNet-50" in text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -217,3 +236,51 @@ def test_what_needs_a_heavy_package_still_gets_it(shared_data: Path, tmp_path: P
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["jobs_total"] >= 1000  # clustersim.kernels.COMPILE_FROM_JOBS
     assert "numba" in names
+
+
+def test_json_reports_both_costs_the_horizon_and_both_waits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # one 1-GPU job on one V100 (Google Cloud $2.48/h; Epoch $11,500 over 4 years)
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,3600,1,3600,a\n"
+    )
+    base = ["run", "--cluster", "v100:1", "--trace", str(trace), "--json"]
+    assert main([*base, "--horizon-hours", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["horizon_s"] == 7200.0
+    # the job's hour on the trace's GPU takes less on a V100; the cloud pays what it held
+    assert 0 < out["busy_device_hours"] < 1
+    assert out["cost_cloud_usd"] == pytest.approx(2.48 * out["busy_device_hours"])
+    assert out["cost_owned_capital_usd"] == pytest.approx(11500 / (4 * 8760) * 2)
+    assert out["cost_usd"] == out["cost_owned_usd"]
+    assert out["cost_owned_usd"] > out["cost_owned_capital_usd"]  # plus the energy
+    assert out["wait_mean_s"] == 0.0 and out["queue_delay_mean_s"] == 0.0
+    assert main(base) == 0
+    assert json.loads(capsys.readouterr().out)["horizon_s"] == 3600.0  # the 1 h floor
+
+
+def test_the_table_labels_first_start_delay_and_both_costs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,60,1,60,a\n"
+    )
+    assert main(["run", "--cluster", "v100:1", "--trace", str(trace)]) == 0
+    text = capsys.readouterr().out
+    for label in ("first-start delay mean", "total wait mean", "cost, owned, over horizon"):
+        assert label in text
+    assert "cost, cloud, device-h held" in text
+    assert "queueing delay mean" not in text
+
+
+def test_a_bad_horizon_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,60,1,60,a\n"
+    )
+    code = main(["run", "--cluster", "v100:1", "--trace", str(trace), "--horizon-hours", "0"])
+    assert code == 2
+    assert "horizon" in capsys.readouterr().err

@@ -11,7 +11,10 @@ import pytest
 
 from clustersim import engine, kernels
 from clustersim.engine import EngineOptions, simulate
-from clustersim.result import DROP_TOO_LARGE
+from clustersim.metrics import summary
+from clustersim.perf import PerformanceModel
+from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_TOO_LARGE
+from clustersim.spec import cluster_from_shorthand
 from scheduling.base import Decision, Policy, State
 from scheduling.registry import make_policy
 from tests.simple import FixedRates, cluster, fixed_rates, jobs
@@ -170,6 +173,49 @@ def test_jobs_larger_than_the_cluster_are_dropped_and_reported() -> None:
     r = finish(make_policy("fifo"), t)
     assert r.drop_reason.tolist() == ["", DROP_TOO_LARGE, ""]
     np.testing.assert_allclose(r.finish, [1, np.nan, 2])
+
+
+def test_a_job_no_device_can_hold_waits_for_one_that_can() -> None:
+    # ResNet-50 (batch size 64) needs 8.04 GB per device (clustersim.fit): not the Orin Nano's
+    # 8 GB. Two such jobs at t=0 on one Nano and one AGX Orin: without the check they run side
+    # by side; with it the second waits for the AGX and starts when the first ends, and both
+    # take the same time there.
+    cl = cluster_from_shorthand("Jetson-Orin-Nano-8GB:1:1,Jetson-AGX-Orin-64GB:1:1")
+    t = jobs([(0, 1, 1000), (0, 1, 1000)], job_type=["ResNet-50 (batch size 64)"] * 2)
+    free = simulate(t, cl, make_policy("fifo"), perf=PerformanceModel(fit_check=False))
+    assert np.isfinite(free.finish).all() and free.first_start.tolist() == [0, 0]
+    assert free.device_time[:, 0].max() > 0  # one ran on the Nano
+    r = simulate(t, cl, make_policy("fifo"))
+    assert r.device_time[:, 0].tolist() == [0, 0]
+    assert r.first_start[0] == 0 and r.first_start[1] == r.finish[0]
+    np.testing.assert_allclose(r.finish[1], 2 * r.finish[0], rtol=1e-12)
+    assert summary(r)["jobs_fit_nowhere"] == 0
+
+
+def test_jobs_no_device_of_the_cluster_can_hold_are_dropped_and_counted() -> None:
+    # on Orin Nanos only: ResNet-50 bs64 (8.04 GB) fits nowhere; bs16 (2.62 GB) runs; a PyTorch
+    # job type cannot run on TPUs, a job without a job type can; a job asking for a type the
+    # cluster lacks keeps its own reason
+    nano = cluster_from_shorthand("Jetson-Orin-Nano-8GB:2:1")
+    t = jobs(
+        [(0, 1, 10), (0, 1, 10), (0, 1, 10)],
+        job_type=[
+            "ResNet-50 (batch size 64)",
+            "ResNet-50 (batch size 16)",
+            "ResNet-50 (batch size 16)",
+        ],
+        gpu_type=["", "", "H100"],
+    )
+    r = simulate(t, nano, make_policy("fifo"))
+    assert r.drop_reason.tolist() == [DROP_NO_FIT, "", DROP_NO_TYPE]
+    assert np.isfinite(r.finish).tolist() == [False, True, False]
+    m = summary(r)
+    assert (m["jobs_dropped"], m["jobs_fit_nowhere"]) == (2, 1)
+    tpu = cluster_from_shorthand("TPUv4:4")
+    t = jobs([(0, 1, 10), (0, 1, 10)], job_type=["ResNet-50 (batch size 16)", ""])
+    r = simulate(t, tpu, make_policy("fifo"))
+    assert r.drop_reason.tolist() == [DROP_NO_FIT, ""]
+    assert summary(r)["jobs_fit_nowhere"] == 1
 
 
 def test_a_job_goes_to_its_fastest_type_with_room() -> None:

@@ -28,20 +28,39 @@ REQUIRED = (
     "jct_p95_s",
     "jct_p99_s",
     "queue_delay_mean_s",
+    "wait_mean_s",
+    "wait_p50_s",
+    "wait_p95_s",
+    "wait_p99_s",
     "makespan_s",
     "utilisation",
     "jain_index",
     "ftf_rho_max",
     "cost_usd",
+    "cost_owned_usd",
+    "cost_owned_capital_usd",
+    "cost_owned_energy_usd",
+    "cost_cloud_usd",
+    "horizon_s",
+    "horizon_start_s",
     "work_per_dollar",
+    "work_per_dollar_cloud",
     "energy_kwh",
     "carbon_kg",
     "preemptions",
 )
 
 
+#: A purchase price that amortises to exactly $1 per device-hour over 4 years.
+ONE_DOLLAR_AN_HOUR = 4 * 8760.0
+
+
 def accel(
-    name: str = "V100-SXM2-16GB", busy_w: float = 300.0, idle_w: float = 50.0, price: float = 2.0
+    name: str = "V100-SXM2-16GB",
+    busy_w: float = 300.0,
+    idle_w: float = 50.0,
+    price: float = 2.0,
+    purchase: float | None = ONE_DOLLAR_AN_HOUR,
 ) -> AcceleratorType:
     return AcceleratorType(
         name=name,
@@ -53,6 +72,7 @@ def accel(
         idle_w=idle_w,
         price_per_hour=price,
         release_year=2017,
+        purchase_usd=purchase,
     )
 
 
@@ -179,9 +199,24 @@ def test_summary_of_two_jobs_matches_hand_computation() -> None:
     assert m["avg_power_kw"] == pytest.approx(0.8625)
     assert m["carbon_kg"] == pytest.approx(1.725 * 0.4)
     assert m["electricity_cost_usd"] == pytest.approx(0.1725)
-    # provisioned: 2 devices × $2/h × 2 h; completed work 3 device-hours
-    assert m["cost_usd"] == pytest.approx(8.0)
-    assert m["work_per_dollar"] == pytest.approx(3.0 / 8.0)
+    # Both jobs arrive at 0: the arrival span is 0, so the horizon is its 1 h floor.
+    assert (m["horizon_start_s"], m["horizon_s"]) == (0.0, H)
+    # owned: 2 devices × $1/h × 1 h capital + 0.675 kWh in the first hour × $0.1/kWh
+    assert m["cost_owned_capital_usd"] == pytest.approx(2.0)
+    assert m["cost_owned_energy_usd"] == pytest.approx(0.0675)
+    assert m["cost_owned_usd"] == pytest.approx(2.0675)
+    assert m["cost_usd"] == m["cost_owned_usd"]
+    # cloud: $2/h × 3 busy device-hours
+    assert m["cost_cloud_usd"] == pytest.approx(6.0)
+    # completed work 3 device-hours, of which job 0's 1 by the horizon's end (1 h)
+    assert m["reference_gpu_hours_completed"] == pytest.approx(3.0)
+    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(1.0)
+    assert m["work_per_dollar"] == pytest.approx(1.0 / 2.0675)
+    assert m["work_per_dollar_cloud"] == pytest.approx(0.5)
+    # job 0 holds its GPU from submit to finish (wait 0); job 1 waits 1 h, holds 1 h
+    assert m["wait_mean_s"] == pytest.approx(1800.0)
+    assert m["wait_p50_s"] == pytest.approx(1800.0)
+    assert m["wait_p99_s"] == pytest.approx(0.99 * 3600.0)
     # alice got 1 h of 1 h demanded, bob 2 device-h of 4 device-h: x = 1, 0.5
     assert m["jain_index"] == pytest.approx(1.5**2 / (2 * 1.25))
     # job 0: N = 2 over [0, 1 h], isolated = 1 h × max(1, 2×1/2) -> ρ = 1.
@@ -196,17 +231,87 @@ def test_summary_of_two_jobs_matches_hand_computation() -> None:
     assert m["idle_while_queued"] == pytest.approx(0.25)
 
 
-def test_allocated_cost_charges_busy_device_hours_only() -> None:
-    m = summary(two_jobs(), cost_basis="allocated")
-    assert m["cost_usd"] == pytest.approx(6.0)
-    assert m["work_per_dollar"] == pytest.approx(0.5)
+def test_owned_cost_over_a_longer_horizon_pays_idle_power_after_the_run() -> None:
+    m = summary(two_jobs(), horizon_s=3 * H)
+    assert m["horizon_s"] == 3 * H
+    # capital: 2 devices × $1/h × 3 h
+    assert m["cost_owned_capital_usd"] == pytest.approx(6.0)
+    # energy: 675 W for 1 h, 1050 W for 1 h, then idle (2 × 50 W + 100 W) × 1.5 = 300 W for 1 h
+    assert m["cost_owned_energy_usd"] == pytest.approx((0.675 + 1.05 + 0.3) * 0.1)
+    assert m["cost_owned_usd"] == pytest.approx(6.2025)
+    # both jobs complete by 3 h: 3 device-hours of work over the owned cost
+    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(3.0)
+    assert m["work_per_dollar"] == pytest.approx(3.0 / 6.2025)
+    # the cloud cost does not depend on the horizon
+    assert m["cost_cloud_usd"] == pytest.approx(6.0)
+    assert m["energy_kwh"] == pytest.approx(1.725)
 
 
-def test_it_rejects_an_unknown_cost_basis() -> None:
+def test_a_run_longer_than_the_horizon_pays_only_the_part_inside() -> None:
+    m = summary(two_jobs(), horizon_s=1.5 * H)
+    assert m["cost_owned_capital_usd"] == pytest.approx(3.0)
+    # 675 W for 1 h and 1050 W for the half hour left
+    assert m["cost_owned_energy_usd"] == pytest.approx((0.675 + 0.525) * 0.1)
+    assert m["reference_gpu_hours_in_horizon"] == pytest.approx(1.0)  # job 1 ends at 2 h
+
+
+def test_the_default_horizon_is_the_arrival_span_with_a_one_hour_floor() -> None:
+    late = two_jobs(submit=[0.0, 2 * H], first_start=[0.0, 2 * H], finish=[H, 3 * H])
+    assert summary(late)["horizon_s"] == 2 * H
+    soon = two_jobs(submit=[0.0, 0.5 * H], first_start=[0.0, H], finish=[H, 2 * H])
+    assert summary(soon)["horizon_s"] == H
+    assert summary(soon, horizon_s=7.0)["horizon_s"] == 7.0
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_it_rejects_a_horizon_that_is_not_a_positive_length(bad: float) -> None:
     from clustersim.errors import ClustersimError
 
-    with pytest.raises(ClustersimError):
-        summary(two_jobs(), cost_basis="spot")
+    with pytest.raises(ClustersimError, match="horizon"):
+        summary(two_jobs(), horizon_s=bad)
+
+
+def test_without_a_purchase_price_the_device_costs_its_price_times_the_rule_hours() -> None:
+    from clustersim.cluster import PURCHASE_HOURS
+
+    cluster = make_cluster(types=(accel(purchase=None),))
+    m = summary(two_jobs(cluster=cluster))
+    # 2 devices × ($2/h × 5,112.5 h) / (4 × 8760 h) × 1 h
+    assert m["cost_owned_capital_usd"] == pytest.approx(2 * 2.0 * PURCHASE_HOURS / 35040.0)
+    assert abs(PURCHASE_HOURS - 15000 / 2.934) < 0.1
+
+
+def three_jobs_with_a_preemption() -> RunResult:
+    """2 GPUs. Job 0 (2 GPUs, t=0) runs [0, 1 h), is preempted by job 2 (2 GPUs, t=1 h), which
+    runs [1 h, 2 h); job 0 resumes [2 h, 3 h). Job 1 (1 GPU, t=0) runs [3 h, 4 h)."""
+    return make_result(
+        make_cluster(),
+        submit=[0.0, 0.0, H],
+        gpus=[2, 1, 2],
+        first_start=[0.0, 3 * H, H],
+        finish=[3 * H, 4 * H, 2 * H],
+        device_time=[[4 * H], [H], [2 * H]],
+        seg_t=[0.0, H, 2 * H, 3 * H, 4 * H],
+        seg_busy=[[[2.0]], [[2.0]], [[2.0]], [[1.0]]],
+        seg_queued=[1, 2, 1, 0],
+        seg_running=[1, 1, 1, 1],
+        preemptions=[1, 0, 0],
+    )
+
+
+def test_total_wait_counts_the_wait_after_a_preemption() -> None:
+    m = summary(three_jobs_with_a_preemption())
+    # first-start delays 0, 3 h and 0: job 0's hour off the GPUs is invisible here
+    assert m["queue_delay_mean_s"] == pytest.approx(H)
+    assert m["queue_delay_p50_s"] == pytest.approx(0.0)
+    # waits = JCT - held: 3 h - 2 h, 4 h - 1 h, 1 h - 1 h
+    assert m["wait_mean_s"] == pytest.approx(4 * H / 3)
+    assert m["wait_p50_s"] == pytest.approx(H)
+    assert m["wait_p95_s"] == pytest.approx(H + 0.9 * 2 * H)
+    assert m["wait_p99_s"] == pytest.approx(H + 0.98 * 2 * H)
+    frame = per_job_frame(three_jobs_with_a_preemption())
+    assert frame["held"].tolist() == [2 * H, H, H]
+    assert frame["wait"].tolist() == [H, 3 * H, 0.0]
 
 
 def test_jain_is_one_for_equal_users_and_lower_for_unequal() -> None:
@@ -280,7 +385,11 @@ def test_energy_and_carbon_are_summed_over_regions_and_types() -> None:
     assert m["utilisation_v100_sxm2_16gb"] == pytest.approx(1.0)
     assert m["utilisation_t4"] == pytest.approx(0.25)
     assert m["utilisation"] == pytest.approx(0.5)
-    assert m["cost_usd"] == pytest.approx(2 * 2.0 + 4 * 0.5)
+    # cloud: 2 V100 device-hours × $2 + 1 T4 device-hour × $0.5
+    assert m["cost_cloud_usd"] == pytest.approx(2 * 2.0 + 1 * 0.5)
+    # owned: all 6 devices × $1/h for the 1 h horizon, plus each region's energy at its price
+    assert m["cost_owned_capital_usd"] == pytest.approx(6.0)
+    assert m["cost_owned_energy_usd"] == pytest.approx(m["electricity_cost_usd"])
 
 
 def test_unfinished_busy_time_stretches_the_window() -> None:
@@ -341,8 +450,14 @@ def test_empty_results_are_json_safe() -> None:
         assert m["makespan_s"] is None
         assert m["jain_index"] is None
         assert m["energy_kwh"] == 0.0
-        assert m["cost_usd"] == 0.0
-        assert m["work_per_dollar"] is None
+        assert m["cost_cloud_usd"] == 0.0
+        assert m["work_per_dollar_cloud"] is None
+        assert m["wait_mean_s"] is None
+        # the owned cluster still costs its capital and idle power for the 1 h horizon:
+        # 2 devices × $1 + (2 × 50 W + 100 W) × 1.5 for 1 h × $0.1/kWh
+        assert m["horizon_s"] == H
+        assert m["cost_owned_usd"] == pytest.approx(2.0 + 0.3 * 0.1)
+        assert m["work_per_dollar"] == 0.0
         assert json_safe(timeseries(result))
         assert len(per_job_frame(result)) == len(result.jobs)
     assert summary(dropped)["deadline_met_share"] == 0.0
@@ -476,8 +591,12 @@ def test_per_job_frame_has_the_documented_columns() -> None:
         "migrations",
         "drop_reason",
         "ftf_rho",
+        "held",
+        "wait",
     ]
     assert frame["jct"].tolist() == [H, 2 * H]
+    assert frame["held"].tolist() == [H, H]
+    assert frame["wait"].tolist() == [0.0, H]
     assert frame["queue_delay"].tolist() == [0.0, H]
     assert frame["ftf_rho"].tolist() == pytest.approx([1.0, 4 / 3])
     assert frame["attained_gpu_s"].tolist() == [H, 2 * H]
@@ -486,3 +605,61 @@ def test_per_job_frame_has_the_documented_columns() -> None:
 def test_type_names_are_sanitized_for_keys() -> None:
     assert sanitize("V100-SXM2-16GB") == "v100_sxm2_16gb"
     assert sanitize("TPU v5e (pod)") == "tpu_v5e_pod"
+
+
+# -- through the engine --------------------------------------------------------------------------
+
+
+def engine_run(policy: str, restore_s: float = 0.0, table: object = None) -> RunResult:
+    """A (t=0, 1 GPU, 10 s), B (t=0, 2 GPUs, 4 s), C (t=1, 1 GPU, 3 s) on one 2-GPU node at
+    1 work unit per second (tests/test_engine.py's hand-worked trace)."""
+    from clustersim.engine import simulate
+    from scheduling.registry import make_policy
+    from tests.simple import cluster, fixed_rates, jobs
+
+    t = table if table is not None else jobs([(0, 1, 10), (0, 2, 4), (1, 1, 3)])
+    cl = cluster([("A", 2)])
+    return simulate(t, cl, make_policy(policy), rates=fixed_rates(t, cl, restore_s=restore_s))  # type: ignore[arg-type]
+
+
+def test_las_jobs_wait_after_preemption_though_their_first_start_delay_is_zero() -> None:
+    # LAS: A 0-1; at 1 B preempts A and runs 1-5; then C 5-8 and A 5-14.
+    r = engine_run("las")
+    np.testing.assert_allclose(r.finish, [14, 5, 8])
+    frame = per_job_frame(r)
+    # first-start delays: A 0, B 1, C 4; waits: A 14 - 10 = 4, B 5 - 4 = 1, C 7 - 3 = 4
+    assert frame["queue_delay"].tolist() == [0.0, 1.0, 4.0]
+    assert frame["held"].tolist() == pytest.approx([10.0, 4.0, 3.0])
+    assert frame["wait"].tolist() == pytest.approx([4.0, 1.0, 4.0])
+    m = summary(r)
+    assert m["queue_delay_mean_s"] == pytest.approx(5 / 3)
+    assert m["wait_mean_s"] == pytest.approx(3.0)
+
+
+def test_a_restore_delay_counts_as_holding_devices_not_as_waiting() -> None:
+    # SRTF, restore 0.5 s: B 0-1, C preempts it 1-2, B resumes at 2, stalls to 2.5, ends 5.5
+    from tests.simple import jobs
+
+    r = engine_run("srtf", restore_s=0.5, table=jobs([(0, 1, 10), (0, 2, 4), (1, 2, 1)]))
+    assert r.finish[1] == pytest.approx(5.5)
+    frame = per_job_frame(r)
+    # B held its GPUs 0-1 and 2-5.5 (4.5 s, the stall included): it waited 1 s, during 1-2
+    assert frame["held"][1] == pytest.approx(4.5)
+    assert frame["wait"][1] == pytest.approx(1.0)
+
+
+def test_policies_on_the_same_workload_pay_the_same_owned_capital() -> None:
+    from clustersim.cluster import PURCHASE_HOURS
+
+    fifo, las = summary(engine_run("fifo")), summary(engine_run("las"))
+    # FIFO ends at 17 s, LAS at 14 s: a cost over the makespan would differ by 17/14
+    assert (fifo["makespan_s"], las["makespan_s"]) == (17.0, 14.0)
+    # arrivals span 1 s -> the 1 h floor; 2 devices × $1/h × 5,112.5 h / (4 × 8760 h)
+    capital = 2 * 1.0 * PURCHASE_HOURS / (4 * 8760.0)
+    assert fifo["horizon_s"] == las["horizon_s"] == H
+    assert fifo["cost_owned_capital_usd"] == las["cost_owned_capital_usd"]
+    assert fifo["cost_owned_capital_usd"] == pytest.approx(capital)
+    # same busy device-seconds (no restore delay), so the same energy and cost inside the hour
+    assert fifo["cost_owned_usd"] == pytest.approx(las["cost_owned_usd"])
+    assert fifo["cost_cloud_usd"] == pytest.approx(las["cost_cloud_usd"])
+    assert fifo["cost_cloud_usd"] == pytest.approx(21 / 3600)  # 21 device-seconds at $1/h

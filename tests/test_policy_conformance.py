@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 
-from clustersim.engine import simulate
+from clustersim.engine import seed_matters, simulate
 from scheduling.base import Decision, Policy, State
 from scheduling.registry import PLACEMENTS, POLICIES, make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs, yarn_reference
@@ -150,6 +150,89 @@ def test_policy_is_deterministic_for_a_seed(name: str) -> None:
     )
     assert np.array_equal(a.finish, b.finish, equal_nan=True)
     assert np.array_equal(a.seg_busy, b.seg_busy)
+
+
+def _outcome(r) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
+    """Every per-job, per-stint and timeline array of a result (what "the same" compares)."""
+    st = r.stints
+    return [
+        r.first_start,
+        r.finish,
+        r.attained,
+        r.type_time,
+        r.preemptions,
+        r.migrations,
+        r.seg_t,
+        r.seg_busy,
+        st.job,
+        st.node,
+        st.devices,
+        st.start,
+        st.end,
+    ]
+
+
+def _answers_per_seed(policy, placement: str, seeds=(0, 1, 2, 3)) -> int:  # type: ignore[no-untyped-def]
+    """How many different results ``seeds`` give (all else equal) on a contended trace."""
+    cl = CLUSTERS["two-racks"]
+    t = random_trace(7, n=80)
+    seen: list[list[np.ndarray]] = []
+    for seed in seeds:
+        r = simulate(
+            t, cl, policy(), make_placement(placement), rates=fixed_rates(t, cl), seed=seed
+        )
+        out = _outcome(r)
+        if not any(
+            all(np.array_equal(a, b, equal_nan=True) for a, b in zip(out, o, strict=True))
+            for o in seen
+        ):
+            seen.append(out)
+    return len(seen)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_policy_depends_on_the_seed_exactly_when_it_says_so(name: str) -> None:
+    cls = POLICIES[name]
+    answers = _answers_per_seed(lambda: make_policy(name), "consolidate")
+    if cls.uses_seed:
+        assert answers > 1, f"{name} says it uses the seed, yet four seeds gave one answer"
+    else:
+        assert answers == 1, f"{name} says it ignores the seed, yet seeds changed its results"
+        assert not seed_matters(cls, PLACEMENTS["consolidate"])
+
+
+@pytest.mark.parametrize("name", sorted(PLACEMENTS))
+def test_a_placement_depends_on_the_seed_exactly_when_it_says_so(name: str) -> None:
+    cls = PLACEMENTS[name]
+    answers = _answers_per_seed(lambda: make_policy("fifo"), name)
+    assert (answers > 1) == cls.uses_seed, (name, answers)
+    assert seed_matters(POLICIES["fifo"], cls) == cls.uses_seed
+
+
+def test_the_random_placement_is_the_seeded_one_and_the_rest_are_not() -> None:
+    # what the product promises (experiments collapse seeds on the others)
+    assert [n for n, cls in sorted(PLACEMENTS.items()) if cls.uses_seed] == ["random"]
+    assert seed_matters(POLICIES["fifo"], PLACEMENTS["random"])
+    assert not seed_matters(POLICIES["fifo"], PLACEMENTS["consolidate"])
+    assert not seed_matters(POLICIES["fifo"])  # the default placement is consolidate
+
+
+class _ShuffledFIFO(Policy):
+    """A policy that draws from the run's generator without saying so (the battery's foil)."""
+
+    name = "shuffled-fifo"
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+
+    def schedule(self, state: State) -> Decision:
+        q = state.queued()
+        return Decision(run=q[self._rng.permutation(len(q))])
+
+
+def test_the_seed_check_catches_a_policy_that_draws_without_saying_so() -> None:
+    assert not _ShuffledFIFO.uses_seed
+    assert _answers_per_seed(_ShuffledFIFO, "consolidate") > 1
 
 
 def _empty_state(cl):  # type: ignore[no-untyped-def]

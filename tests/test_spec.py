@@ -193,6 +193,42 @@ def test_a_user_type_can_override_a_catalog_price() -> None:
     assert_same(cluster_from_spec(cluster_to_spec(c)), c)
 
 
+def test_a_user_type_takes_a_purchase_price_and_an_amortisation() -> None:
+    chip = {**MYCHIP, "purchase_usd": 20000, "amortisation_years": 5}
+    c = cluster_from_spec(
+        {"accelerators": [chip], "pools": [{"accelerator": "MyChip", "nodes": 1}]}
+    )
+    t = c.types[0]
+    assert (t.purchase_usd, t.amortisation_years) == (20000.0, 5.0)
+    assert t.capital_per_hour == pytest.approx(20000 / (5 * 8760))
+    assert_same(cluster_from_spec(cluster_to_spec(c)), c)
+
+
+def test_a_user_type_without_a_purchase_price_is_bought_at_the_rule_price() -> None:
+    from clustersim.cluster import PURCHASE_HOURS
+
+    c = cluster_from_spec(
+        {"accelerators": [dict(MYCHIP)], "pools": [{"accelerator": "MyChip", "nodes": 1}]}
+    )
+    t = c.types[0]
+    assert t.purchase_usd is None and t.amortisation_years == 4.0
+    assert t.capital_usd == pytest.approx(1.5 * PURCHASE_HOURS)
+    assert "purchase_usd" not in cluster_to_spec(c)["accelerators"][0]
+    assert_same(cluster_from_spec(cluster_to_spec(c)), c)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("purchase_usd", -1), ("amortisation_years", 0), ("purchase_usd", "1k")]
+)
+def test_bad_capital_values_name_the_field(key: str, value: object) -> None:
+    chip = {**MYCHIP, key: value}
+    with pytest.raises(SpecError) as info:
+        cluster_from_spec(
+            {"accelerators": [chip], "pools": [{"accelerator": "MyChip", "nodes": 1}]}
+        )
+    assert info.value.field == f"accelerators[0].{key}"
+
+
 def test_a_user_type_without_idle_power_gets_a_labelled_assumption() -> None:
     c = cluster_from_spec(
         {"accelerators": [dict(MYCHIP)], "pools": [{"accelerator": "MyChip", "nodes": 1}]}

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from clustersim.errors import TraceError
 from clustersim.jobtypes import reference_speed
 from clustersim.traces import READERS, detect_format, read_trace
-from clustersim.traces.alibaba_openb import NOMINAL_DURATION_S
+from clustersim.traces.alibaba_openb import NEVER_SCHEDULED, NOMINAL_DURATION_S, SHARING_DROPPED
 from clustersim.traces.base import LineTally
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces"
@@ -219,19 +219,33 @@ def test_openb_real_lists_are_detected(shared_data: Path, variant: str) -> None:
 
 def test_openb_default_list(openb_default: tuple) -> None:
     jobs, report = openb_default
-    assert (report.jobs_read, report.jobs_kept, report.jobs_dropped) == (8152, 7063, 1089)
+    # 8,152 pods: 1,088 CPU-only; of the GPU pods, 861 Pending ones were never scheduled
+    # (openb-pod-7285, line 7287, among them: deleted when created) and never ran.
+    assert (report.jobs_read, report.jobs_kept, report.jobs_dropped) == (8152, 6203, 1949)
     assert report.drop_reasons["CPU-only pod (num_gpu = 0)"].count == 1088
-    # openb-pod-7285 (line 7287): never scheduled, deleted when created.
-    assert report.drop_reasons[
-        "deletion_time not after the start (scheduled_time, else creation_time)"
-    ] == LineTally(1, [7287])
+    assert report.drop_reasons[NEVER_SCHEDULED].count == 861
+    assert len(report.drop_reasons) == 2
     assert jobs.submit_time[0] == 0.0 and report.time_span_s == 12_901_761.0
     assert set(jobs.gpu_type) == {""}
     text = "\n".join(report.warnings)
     assert "deletion_time at the trace end" in text and "32 rows" in text
     assert "alibaba/clusterdata#218" in text and "4117 rows" in text
-    assert "never scheduled" in text and "860 rows" in text
-    assert any("3077 GPU-sharing pods" in a for a in report.assumptions)
+    assert "never scheduled" not in text
+    # 3,077 GPU-sharing pods less the 504 of them never scheduled
+    assert "GPU-sharing pods" in text and "2573 rows" in text and "whole device" in text
+    assert int((jobs.gpu_fraction < 1).sum()) == 2573
+
+
+def test_openb_default_list_marks_exactly_the_sharing_pods(
+    shared_data: Path, openb_default: tuple
+) -> None:
+    jobs, _ = openb_default
+    with openb_path(shared_data, "default").open() as f:
+        rows = {r["name"]: r for r in csv.DictReader(f)}
+    assert all(rows[j]["scheduled_time"] != "" for j in jobs.job_id)
+    milli = np.array([float(rows[j]["gpu_milli"]) for j in jobs.job_id])
+    sharing = (jobs.num_gpus == 1) & (milli > 0) & (milli < 1000)
+    np.testing.assert_array_equal(jobs.gpu_fraction, np.where(sharing, milli / 1000, 1.0))
 
 
 def test_openb_spot_values(openb_default: tuple) -> None:
@@ -240,18 +254,17 @@ def test_openb_spot_values(openb_default: tuple) -> None:
     assert jobs.submit_time[i] == 427061.0
     assert jobs.work[i] == 12902960.0 - 427061.0
     assert (jobs.num_gpus[i], jobs.priority[i], jobs.cpu[i], jobs.mem_gb[i]) == (1, 2, 6.0, 12.0)
-    assert jobs.gpu_type[i] == ""
+    assert jobs.gpu_type[i] == "" and jobs.gpu_fraction[i] == 0.46
 
 
 def test_openb_gpu_spec_constraints(shared_data: Path, openb_rows: dict) -> None:
     jobs, report = read_trace(openb_path(shared_data, "gpuspec33"))
-    assert report.jobs_kept == 7063
+    assert report.jobs_kept == 6203
     t4 = reference_speed("T4") or 0
     for i, name in enumerate(jobs.job_id[:400]):
         raw = openb_rows[name]
         spec = raw["gpu_spec"]
-        start = float(raw["scheduled_time"] or raw["creation_time"])
-        run = float(raw["deletion_time"]) - start
+        run = float(raw["deletion_time"]) - float(raw["scheduled_time"])
         if spec == "T4":
             assert jobs.gpu_type[i] == "T4" and jobs.work[i] == pytest.approx(run * t4)
         elif spec == "V100M32":
@@ -260,7 +273,7 @@ def test_openb_gpu_spec_constraints(shared_data: Path, openb_rows: dict) -> None
             assert jobs.gpu_type[i] == spec and jobs.work[i] == run
         elif "|" in spec and len(set(spec.split("|"))) > 1:
             assert jobs.gpu_type[i] == "" and jobs.work[i] == run
-    assert any("G2 331, G3 86" in w for w in report.warnings)
+    assert any("G2 300, G3 77" in w for w in report.warnings)  # scheduled pods only
     jobs, _ = read_trace(openb_path(shared_data, "gpuspec33"), multi_spec="first")
     i = by_id(jobs, next(n for n, r in openb_rows.items() if r["gpu_spec"] == "V100M16|V100M32"))
     assert jobs.gpu_type[i] == "V100-SXM2-16GB"
@@ -279,18 +292,48 @@ def test_openb_five_column_variant(shared_data: Path) -> None:
 def test_openb_fixture() -> None:
     jobs, report = read_trace(FIXTURES / "openb_small.csv")
     assert report.jobs_read == 8  # the blank line does not count
-    assert report.drop_reasons == {"CPU-only pod (num_gpu = 0)": LineTally(1, [4])}
-    assert list(jobs.job_id) == ["pod-a", "pod-b", "pod-d", "pod-e", "pod-f", "pod-g", "pod-h"]
-    assert list(jobs.gpu_type) == ["", "V100-SXM2-32GB", "", "G2", "T4", "", ""]
-    assert list(jobs.priority) == [2, 0, 1, 2, 2, 0, 2]
+    # pod-e (line 6, Pending, no scheduled_time) never ran: dropped, not replayed as the
+    # 300 s it waited before deletion
+    assert report.drop_reasons == {
+        "CPU-only pod (num_gpu = 0)": LineTally(1, [4]),
+        NEVER_SCHEDULED: LineTally(1, [6]),
+    }
+    assert list(jobs.job_id) == ["pod-a", "pod-b", "pod-d", "pod-f", "pod-g", "pod-h"]
+    assert list(jobs.gpu_type) == ["", "V100-SXM2-32GB", "", "T4", "", ""]
+    assert list(jobs.priority) == [2, 0, 1, 2, 0, 2]
     v32, t4 = reference_speed("V100M32") or 0, reference_speed("T4") or 0
-    # pod-e never scheduled: 700 − 400; pod-h has no deletion_time: runs to the end (9000);
-    # pod-a and pod-f are Running with deletion_time at the trace end.
-    assert jobs.work == pytest.approx([9000, 950 * v32, 490, 300, 8480 * t4, 50, 8200])
+    # pod-h has no deletion_time: runs to the end (9000); pod-a and pod-f are Running with
+    # deletion_time at the trace end.
+    assert jobs.work == pytest.approx([9000, 950 * v32, 490, 8480 * t4, 50, 8200])
+    # pod-b asks for 460 thousandths of a GPU: marked, still one whole device
+    assert list(jobs.gpu_fraction) == [1.0, 0.46, 1.0, 1.0, 1.0, 1.0]
+    assert list(jobs.num_gpus) == [1, 1, 8, 2, 1, 4]
     text = "\n".join(report.warnings)
+    assert "GPU-sharing pods (0 < gpu_milli < 1000, 0.5 GPUs" in text and "1 row (line 3)" in text
     assert "unknown qos class" in text and "(line 8)" in text
     assert "no deletion_time" in text and "(line 10)" in text
-    assert "G2 1" in text
+    assert "G2" not in text
+
+
+def test_openb_sharing_pods_can_be_dropped() -> None:
+    jobs, report = read_trace(FIXTURES / "openb_small.csv", sharing="drop")
+    assert list(jobs.job_id) == ["pod-a", "pod-d", "pod-f", "pod-g", "pod-h"]
+    assert report.drop_reasons[SHARING_DROPPED] == LineTally(1, [3])
+    assert (jobs.gpu_fraction == 1.0).all()
+    assert not any("GPU-sharing" in w for w in report.warnings)
+
+
+def test_openb_never_scheduled_pods_are_dropped_whatever_their_phase(tmp_path: Path) -> None:
+    header = (FIXTURES / "openb_small.csv").read_text().splitlines()[0]
+    text = (
+        header
+        + "\np1,1,1,1,1000,,LS,Succeeded,0,100,40"
+        + "\np2,1,1,2,1000,,LS,Pending,10,500,"
+        + "\np3,1,1,1,1000,,LS,Failed,20,90,\n"
+    )
+    jobs, report = read_trace(write(tmp_path, text))
+    assert list(jobs.job_id) == ["p1"] and list(jobs.work) == [60.0]
+    assert report.drop_reasons == {NEVER_SCHEDULED: LineTally(2, [3, 4])}
 
 
 def test_openb_phase_choice() -> None:
@@ -304,9 +347,7 @@ def test_openb_drops_zero_length_pods(tmp_path: Path) -> None:
     text = header + "\np1,1,1,1,1000,,LS,Running,0,10,0\np2,1,1,1,1000,,LS,Running,5,5,5\n"
     jobs, report = read_trace(write(tmp_path, text))
     assert list(jobs.job_id) == ["p1"]
-    assert report.drop_reasons[
-        "deletion_time not after the start (scheduled_time, else creation_time)"
-    ] == LineTally(1, [3])
+    assert report.drop_reasons["deletion_time not after scheduled_time"] == LineTally(1, [3])
 
 
 @pytest.mark.parametrize(
@@ -323,6 +364,7 @@ def test_openb_rejects_bad_options() -> None:
     assert error_of(path, None, multi_spec="all").field == "multi_spec"
     assert error_of(path, None, phases="Running").field == "phases"
     assert error_of(path, None, nominal_duration_s=-1).field == "nominal_duration_s"
+    assert error_of(path, None, sharing="split").field == "sharing"
 
 
 def test_reports_are_json_compatible(shared_data: Path) -> None:

@@ -264,3 +264,24 @@ def test_transformations_chain_with_their_start_time() -> None:
     assert len(out) == 10 and out.submit_time.max() < 2000.0
     assert start == "2023-07-01T10:47:21"  # 10:30:41 + 1000 s
     assert format_time(parse_time(start)) == start
+
+
+def test_gpu_sharing_requests_survive_every_transformation() -> None:
+    # job i asks for (i + 1) / 10 of a GPU (job 9: a whole one)
+    jobs = _jobs(10, gpu_fraction=(np.arange(10) + 1) / 10)
+    out, _, _ = time_window(jobs, 300.0, 800.0)  # jobs 3..7, re-based
+    assert out.gpu_fraction.tolist() == [0.4, 0.5, 0.6, 0.7, 0.8]
+    out, _, _ = scale_load(out, 2.0)
+    assert out.gpu_fraction.tolist() == [0.4, 0.5, 0.6, 0.7, 0.8]
+    out, _, _ = cap_demand(out, cluster_from_shorthand("v100:1"))
+    assert out.gpu_fraction.tolist() == [0.4, 0.5, 0.6, 0.7, 0.8]
+    out, _, _ = sample(out, n=2, seed=0)
+    assert set(out.gpu_fraction.tolist()) <= {0.4, 0.5, 0.6, 0.7, 0.8}
+    back = {j: f for j, f in zip(out.job_id, out.gpu_fraction, strict=True)}
+    assert all(back[j] == (int(j[1:]) + 1) / 10 for j in back)
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.5, 1.5, np.nan])
+def test_a_gpu_fraction_outside_zero_one_is_refused(bad: float) -> None:
+    with pytest.raises(ClustersimError, match="gpu_fraction"):
+        _jobs(2, gpu_fraction=[1.0, bad])

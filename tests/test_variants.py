@@ -218,7 +218,20 @@ def test_the_operations_are_registered_by_name() -> None:
 
 
 def test_price_keys_are_the_cost_keys_the_spec_format_defines() -> None:
-    assert "price_per_hour" in price_keys()
+    assert price_keys() == ("price_per_hour", "purchase_usd", "amortisation_years")
+
+
+def test_a_capital_cost_override() -> None:
+    t4 = load_catalog().get("T4")
+    entry = price_override("T4", {"purchase_usd": 1000.0, "amortisation_years": 3})
+    assert (entry["price_per_hour"], entry["purchase_usd"], entry["amortisation_years"]) == (
+        t4.price_per_hour,
+        1000.0,
+        3,
+    )
+    spec = {"accelerators": [entry], "pools": [{"accelerator": "T4", "nodes": 1}]}
+    t = cluster_from_spec(spec).types[0]
+    assert (t.purchase_usd, t.amortisation_years) == (1000.0, 3.0)
 
 
 def test_a_price_override_is_the_catalog_type_with_another_price() -> None:
@@ -239,5 +252,13 @@ def test_overrides_are_told_apart_from_types_of_ones_own() -> None:
     own, overrides = split_price_overrides(
         [price_override("T4", {"price_per_hour": 0.2}), MYCHIP, changed]
     )
-    assert overrides == [{"name": "T4", "price_per_hour": 0.2}]
+    t4 = load_catalog().get("T4")
+    assert overrides == [
+        {
+            "name": "T4",
+            "price_per_hour": 0.2,
+            "purchase_usd": t4.purchase_usd,
+            "amortisation_years": t4.amortisation_years,
+        }
+    ]
     assert own == [MYCHIP, changed]  # another power figure: a type of its own

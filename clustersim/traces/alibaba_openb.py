@@ -14,17 +14,23 @@ Mapping to the job table
 ------------------------
 - ``job_id``: ``name``; ``submit_time``: ``creation_time``, not re-based (0 is the start of
   the trace in every variant);
-- run time: ``deletion_time − scheduled_time``; for a pod never scheduled (``Pending``) there
-  is no run, and ``deletion_time − creation_time`` (how long it waited before deletion) is
-  used instead, with a warning. A pod without ``deletion_time`` runs until the trace end (the
+- run time: ``deletion_time − scheduled_time``. A pod never scheduled (empty
+  ``scheduled_time``: in ``openb_pod_list_default.csv`` exactly the ``Pending`` pods, 897 of
+  them, 861 asking for GPUs) never ran: it is dropped, counted under its own reason. (Its
+  waiting time before deletion is not a run time; replaying it as one would add demand the
+  cluster never served.) A pod without ``deletion_time`` runs until the trace end (the
   latest time in the file). Known quirk: ``Running`` pods carry a ``deletion_time``
   (alibaba/clusterdata#218): it is used as their end. Those whose ``deletion_time`` is the
   trace end were still running when the trace was cut, so their run time is a lower bound
   (warned);
-- ``num_gpus``: ``num_gpu``. GPU-sharing pods (``num_gpu`` 1, ``0 < gpu_milli < 1000``,
-  thousandths of a GPU) get one whole device: the engine allocates whole devices. Their run
-  time is kept as measured (a shared GPU slowed them down, if anything). The report counts
-  them and their fractional demand. CPU-only pods (``num_gpu`` 0) are dropped;
+- ``num_gpus``: ``num_gpu``. CPU-only pods (``num_gpu`` 0) are dropped;
+- ``gpu_fraction``: GPU-sharing pods (``num_gpu`` 1, ``0 < gpu_milli < 1000``, thousandths
+  of a GPU; 2,573 of the 6,203 pods kept from the default list) are kept with ``gpu_fraction =
+  gpu_milli / 1000``, the share of a device they asked for, and counted in a warning: the
+  engine allocates whole devices (no GPU-sharing model yet), so each still holds one whole
+  device. Their run time is kept as measured (a shared GPU slowed them down, if anything).
+  Option ``sharing="drop"`` drops them instead (counted under their own reason), for a
+  study of the whole-GPU workload only. Every other pod has ``gpu_fraction`` 1;
 - ``gpu_type``: from ``gpu_spec`` (e.g. ``"V100M32|V100M16"``: any of those types). Names
   resolve through the catalog aliases (``V100M16`` → ``V100-SXM2-16GB``); names the catalog
   deliberately leaves unmapped (``G2``, ``G3``) are kept as written and reported. The job
@@ -44,6 +50,7 @@ Without time columns (``multigpu50``) every pod arrives at 0 (the ATC'23 simulat
 such a list as one batch) and gets the nominal run time ``nominal_duration_s``, by default
 :data:`NOMINAL_DURATION_S`, the median run time of the scheduled GPU pods of
 ``openb_pod_list_default.csv`` (which this variant was sampled from); the report says so.
+Such a list says nothing about scheduling, so no pod is dropped as never scheduled.
 
 Options
 -------
@@ -54,10 +61,15 @@ Options
     ``"any"`` (default) or ``"first"``, see ``gpu_type``.
 ``nominal_duration_s``
     Run time of pods of a list without time columns.
+``sharing``
+    ``"keep"`` (default): GPU-sharing pods are kept, marked with their ``gpu_fraction``;
+    ``"drop"``: they are dropped.
 
-Rows are dropped when ``num_gpu`` is 0 (CPU-only), negative, not an integer or implausibly
-large, ``gpu_milli`` is outside [0, 1000], the phase is not selected, ``creation_time`` is
-negative or not finite, or the pod's end is not after its start.
+Rows are dropped (each counted under the first reason that applies, in this order) when
+``num_gpu`` is 0 (CPU-only), negative, not an integer or implausibly large, ``gpu_milli`` is
+outside [0, 1000], the pod shares a GPU and ``sharing="drop"``, the phase is not selected,
+the pod was never scheduled, ``creation_time`` is negative or not finite, or the pod's end is
+not after its ``scheduled_time``.
 """
 
 from __future__ import annotations
@@ -104,6 +116,11 @@ NOMINAL_DURATION_S = 655.0
 QOS_PRIORITY: dict[str, int] = {"LS": 2, "Guaranteed": 2, "Burstable": 1, "BE": 0}
 PHASES = ("Succeeded", "Failed", "Running", "Pending")
 MULTI_SPEC = ("any", "first")
+SHARING = ("keep", "drop")
+#: Drop reason of pods without ``scheduled_time``.
+NEVER_SCHEDULED = "never scheduled (no scheduled_time): no run to replay"
+#: Drop reason of GPU-sharing pods with ``sharing="drop"``.
+SHARING_DROPPED = "GPU-sharing pod (0 < gpu_milli < 1000; option sharing='drop')"
 
 
 class AlibabaOpenbReader(TraceReader):
@@ -122,13 +139,21 @@ class AlibabaOpenbReader(TraceReader):
     def parse(
         self, data: bytes, path: str, *, limits: ReadLimits | None = None, **options: Any
     ) -> tuple[JobTable, ParseReport]:
-        """Parse an openb pod list (options ``phases``, ``multi_spec``, ``nominal_duration_s``)."""
-        check_options(self, path, options, {"phases", "multi_spec", "nominal_duration_s"})
+        """Parse an openb pod list (options ``phases``, ``multi_spec``, ``nominal_duration_s``,
+        ``sharing``)."""
+        check_options(
+            self, path, options, {"phases", "multi_spec", "nominal_duration_s", "sharing"}
+        )
         phases = name_list_option(options.get("phases"), path, "phases", "pod phases")
         multi = options.get("multi_spec", "any")
         if multi not in MULTI_SPEC:
             raise TraceError(
                 path, 0, "multi_spec", f"multi_spec must be 'any' or 'first', not {multi!r}"
+            )
+        sharing = options.get("sharing", "keep")
+        if sharing not in SHARING:
+            raise TraceError(
+                path, 0, "sharing", f"sharing must be 'keep' or 'drop', not {sharing!r}"
             )
         nominal = positive_option(
             options.get("nominal_duration_s", NOMINAL_DURATION_S), path, "nominal_duration_s"
@@ -171,6 +196,7 @@ class AlibabaOpenbReader(TraceReader):
             fractional = ~np.isfinite(gpus) | (np.floor(gpus) != gpus)
             huge = gpus > MAX_GPUS
             bad_milli = ~((milli >= 0) & (milli <= 1000))
+            shares = (gpus == 1) & (milli > 0) & (milli < 1000)
         checks = [
             ("CPU-only pod (num_gpu = 0)", cpu_only),
             ("num_gpu < 0", negative),
@@ -178,26 +204,24 @@ class AlibabaOpenbReader(TraceReader):
             (f"num_gpu > {MAX_GPUS}", huge & ~fractional),
             ("gpu_milli outside [0, 1000]", bad_milli),
         ]
+        if sharing == "drop":
+            checks.append((SHARING_DROPPED, shares))
         if phases is not None:
             chosen_codes = [i for i, p in enumerate(phase_names) if p in phases]
             checks.append(("pod_phase not selected (option phases)", ~np.isin(phase, chosen_codes)))
 
         if timed:
             trace_end = _finite_max([creation, deletion, scheduled])
-            unscheduled = np.isnan(scheduled)
             undeleted = np.isnan(deletion)
-            start = np.where(unscheduled, creation, scheduled)
             end = np.where(undeleted, trace_end, deletion)
             with np.errstate(invalid="ignore", over="ignore"):
-                duration = end - start
+                duration = end - scheduled
             checks += [
+                (NEVER_SCHEDULED, np.isnan(scheduled)),
                 ("creation_time < 0", creation < 0),
                 ("creation_time not finite", ~np.isfinite(creation)),
                 ("times not finite", ~np.isfinite(duration)),
-                (
-                    "deletion_time not after the start (scheduled_time, else creation_time)",
-                    duration <= 0,
-                ),
+                ("deletion_time not after scheduled_time", duration <= 0),
             ]
             submit = creation
         else:
@@ -214,12 +238,15 @@ class AlibabaOpenbReader(TraceReader):
 
         # GPU sharing.
         kept_gpus, kept_milli, kept_phase = gpus[idx], milli[idx], phase[idx]
-        share = (kept_gpus == 1) & (kept_milli > 0) & (kept_milli < 1000)
+        share = shares[idx]
+        fraction = np.where(share, kept_milli / 1000.0, 1.0)
         if share.any():
-            report.assume(
-                f"{int(share.sum())} GPU-sharing pods (0 < gpu_milli < 1000, "
-                f"{kept_milli[share].sum() / 1000:.1f} GPUs of demand in total) each get one "
-                "whole device; run times kept as measured"
+            report.warn(
+                f"GPU-sharing pods (0 < gpu_milli < 1000, {kept_milli[share].sum() / 1000:.1f} "
+                "GPUs of demand in total): kept with gpu_fraction = gpu_milli / 1000, but each "
+                "holds one whole device (the engine has no GPU-sharing model yet); run times "
+                "kept as measured (option sharing='drop' drops them)",
+                kl[share],
             )
         report.warn("GPU pod with gpu_milli = 0: whole GPUs assumed", kl[kept_milli == 0])
         report.warn(
@@ -242,7 +269,6 @@ class AlibabaOpenbReader(TraceReader):
                 phase_names.index("Running") if "Running" in phase_names else -1
             )
             kept_deletion, kept_undeleted = deletion[idx], undeleted[idx]
-            kept_unscheduled = unscheduled[idx]
             at_end = kept_deletion == trace_end
             report.warn(
                 "pod_phase Running with deletion_time at the trace end: still running when the "
@@ -259,19 +285,11 @@ class AlibabaOpenbReader(TraceReader):
                 "lower bound)",
                 kl[kept_undeleted],
             )
-            report.warn(
-                "never scheduled (no scheduled_time): run time = deletion_time − creation_time, "
-                "the time it waited before deletion",
-                kl[kept_unscheduled],
-            )
-            report.warn(
-                "scheduled_time before creation_time",
-                kl[~kept_unscheduled & (scheduled[idx] < creation[idx])],
-            )
+            report.warn("scheduled_time before creation_time", kl[scheduled[idx] < creation[idx]])
             report.assume(
                 "submit_time = creation_time, not re-based "
                 f"(first {submit[idx].min() if len(idx) else 0.0:g} s); run time = deletion_time "
-                "− scheduled_time (creation_time when never scheduled)"
+                "− scheduled_time; pods never scheduled are dropped"
             )
         else:
             report.warn(
@@ -326,6 +344,7 @@ class AlibabaOpenbReader(TraceReader):
             priority=priority,
             cpu=cpu,
             mem_gb=mem,
+            gpu_fraction=fraction,
         )
         return table, report
 

@@ -63,6 +63,7 @@
       spec.columns.forEach(function (c, i) {
         var v = row[c.key];
         var td = el("td", typeof v === "number" || Array.isArray(v) ? "num" : null);
+        if (c.nowrap) td.style.whiteSpace = "nowrap";
         if (i === 0 && row.colour) {
           var sw = el("span", "swatch");
           sw.style.background = row.colour;

@@ -131,7 +131,7 @@ def test_a_planner_compares_policies_end_to_end(
     started = time.monotonic()
     states = charts_drawn(pg, timeout_ms=120_000)  # polls progress, reloads when done
     all_ready(states)
-    assert len(states) == 19 and plots(pg) == 18  # 18 Plotly figures and the metric table
+    assert len(states) == 23 and plots(pg) == 22  # 22 Plotly figures and the metric table
     runs = list(Run.objects.values_list("pk", "policy", "load_factor", "state", "error"))
     assert all(r[3] == "succeeded" for r in runs), runs  # with the reasons if not
     assert pg.locator("#chart-table tbody tr, #chart-table tr").count() >= 5
@@ -164,7 +164,7 @@ def test_a_planner_compares_policies_end_to_end(
     assert download.value.suggested_filename.endswith(".png")
     assert bottom.get_attribute("data-state") == "ready"
     all_ready(charts_drawn(pg))
-    assert plots(pg) == 18
+    assert plots(pg) == 22
     assert pg.evaluate("window.clustersimCharts.all.then(() => true)")
     warm_s = time.monotonic() - t0
     assert warm_s < 10, f"experiment page took {warm_s:.1f} s to draw its charts"

@@ -28,7 +28,7 @@ import json
 import signal
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +107,7 @@ class ChaosStack(Stack):
         self.small = 0
         self.small_jobs = 0
         self.reference: dict[int, dict[str, Any]] = {}  # workload id -> undisturbed summary
+        self.twins: list[int] = []  # clusters of the tiny cluster's spec, the first is it
 
     # -- set-up and clean-up ---------------------------------------------------------------
     def up(self) -> None:
@@ -114,6 +115,7 @@ class ChaosStack(Stack):
         self.cluster = self.post("/api/v1/clusters/", {"name": "tiny", "spec": TINY_CLUSTER}, 201)[
             "id"
         ]
+        self.twins = [self.cluster]
         long = self.upload(long_trace(self.tmp / "long.csv", LONG_JOBS), "long")
         small = self.upload(PHILLY_SAMPLE, "small")
         self.long, self.small = long["id"], small["id"]
@@ -122,7 +124,7 @@ class ChaosStack(Stack):
             assert w["status"] == "ready", w
             if wid == self.small:
                 self.small_jobs = int(w["report"]["jobs_kept"])
-        _, runs = self.experiment("reference", [self.long, self.small], seeds=[0])
+        _, runs = self.experiment("reference", [self.long, self.small])
         rows = self.settle_runs(runs)
         for run_id, state, _, error in rows:
             assert state == "succeeded", (run_id, state, error)
@@ -198,31 +200,60 @@ class ChaosStack(Stack):
         self,
         name: str,
         workloads: list[int],
-        seeds: Iterable[int],
+        runs: int = 1,
         *,
+        same_work: bool = True,
         cluster: int | None = None,
         token: str | None = None,
     ) -> tuple[int, list[int]]:
-        """Create an experiment (FIFO; the seeds change nothing: every run of a workload is
-        the same work); its id and its runs' ids."""
+        """Create an experiment of ``runs`` FIFO runs of each workload; its id and its runs'
+        ids.
+
+        ``same_work``: every run of a workload is the same work (so its summary is the
+        reference run's): one run on each of ``runs`` clusters of the tiny cluster's spec
+        (:meth:`twin_clusters`); seeds would not do, as a configuration that does not depend
+        on the seed is run once for all seeds. Otherwise ``runs`` seeds of the random
+        placement on one cluster (``cluster``, default the tiny one)."""
         exp = self.post(
             "/api/v1/experiments/",
-            self.experiment_body(name, workloads, seeds, cluster),
+            self.experiment_body(name, workloads, runs, same_work=same_work, cluster=cluster),
             202,
             token,
         )
         return exp["id"], self.runs_of(exp["id"])
 
     def experiment_body(
-        self, name: str, workloads: list[int], seeds: Iterable[int], cluster: int | None = None
+        self,
+        name: str,
+        workloads: list[int],
+        runs: int = 1,
+        *,
+        same_work: bool = True,
+        cluster: int | None = None,
     ) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "name": name,
-            "clusters": [cluster or self.cluster],
             "workloads": workloads,
             "policies": [{"name": "fifo"}],
-            "seeds": list(seeds),
+            "seeds": [0],
         }
+        if same_work and runs > 1:
+            assert cluster is None, "runs of the same work use the tiny cluster's twins"
+            body["clusters"] = self.twin_clusters(runs)
+        else:
+            body["clusters"] = [cluster or self.cluster]
+            if runs > 1:  # the random placement draws from the seed: one run per seed
+                body.update(seeds=list(range(runs)), placement="random")
+        return body
+
+    def twin_clusters(self, n: int) -> list[int]:
+        """``n`` clusters of the tiny cluster's spec, the tiny cluster first (made once)."""
+        while len(self.twins) < n:
+            name = f"tiny-twin-{len(self.twins)}"
+            self.twins.append(
+                self.post("/api/v1/clusters/", {"name": name, "spec": TINY_CLUSTER}, 201)["id"]
+            )
+        return self.twins[:n]
 
     def runs_of(self, experiment: int) -> list[int]:
         rows = self.sql(
@@ -356,7 +387,7 @@ class ChaosStack(Stack):
         w = self.upload(PHILLY_SAMPLE, f"after-{uuid.uuid4().hex[:6]}")
         self.check_small_uploads([w["id"]])
         if simulate:
-            _, runs = self.experiment("after", [self.small], seeds=[0])
+            _, runs = self.experiment("after", [self.small])
             self.check_runs(runs)
         self.check_alive()
 
@@ -407,7 +438,7 @@ def _timed(fn: Callable[[], object]) -> float:
 def probe_worker_sigkill(stack: ChaosStack, runs_n: int = 6) -> dict[str, Any]:
     """SIGKILL the worker (main process and pool) while two runs simulate and more wait;
     a new worker starts. Every run succeeds once, with the undisturbed result."""
-    _, runs = stack.experiment("sigkill", [stack.long], seeds=range(runs_n))
+    _, runs = stack.experiment("sigkill", [stack.long], runs_n)
     killed = stack.wait_running(runs, 2)
     stack.restart_workers(signal.SIGKILL)
     settle = _timed(lambda: stack.check_runs(runs))
@@ -420,7 +451,7 @@ def probe_worker_sigkill(stack: ChaosStack, runs_n: int = 6) -> dict[str, Any]:
 def probe_broker_restart(stack: ChaosStack, runs_n: int = 6) -> dict[str, Any]:
     """Restart Redis empty while two runs simulate and more runs and an upload wait in the
     queue: their messages are gone. Every run and the upload still end right."""
-    _, runs = stack.experiment("broker-restart", [stack.long], seeds=range(runs_n))
+    _, runs = stack.experiment("broker-restart", [stack.long], runs_n)
     stack.wait_running(runs, 2)
     upload = stack.upload(PHILLY_SAMPLE, "queued-upload")["id"]
     stack.private.redis.restart_empty()
@@ -435,7 +466,7 @@ def probe_create_while_broker_down(stack: ChaosStack, down_s: float = 3.0) -> di
     until it gets a 2xx: each request leaves exactly one object, which ends right."""
     tag = uuid.uuid4().hex[:6]
     exp_name, upload_name = f"created-while-down-{tag}", f"uploaded-while-down-{tag}"
-    body = json.dumps(stack.experiment_body(exp_name, [stack.small], [0])).encode()
+    body = json.dumps(stack.experiment_body(exp_name, [stack.small])).encode()
     content = PHILLY_SAMPLE.read_bytes()
 
     def create() -> int:
@@ -546,7 +577,7 @@ def probe_database_outage(
     Each waiting run's task meets the outage and retries with a random back-off; whether its
     retries run out within the outage is chance (about one in six for 20 s), hence many
     waiting runs."""
-    _, runs = stack.experiment("db-outage", [stack.long], seeds=range(runs_n))
+    _, runs = stack.experiment("db-outage", [stack.long], runs_n)
     stack.wait_running(runs, 2)
     upload = stack.upload(PHILLY_SAMPLE, "upload-before-outage")["id"]
     stack.private.pg.stop("fast")

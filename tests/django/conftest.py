@@ -203,9 +203,9 @@ def finished_run(owner: Any, make_experiment: Any) -> Any:
     return exp.runs.get()
 
 
-#: Simulation outcomes by (policy, load, seed), computed once per test session: each test
-#: gets fresh rows, stored through the runner's own claim/store path.
-_OUTCOMES: dict[tuple[str, float, int], Any] = {}
+#: Simulation outcomes by (policy, placement, load, seed), computed once per test session:
+#: each test gets fresh rows, stored through the runner's own claim/store path.
+_OUTCOMES: dict[tuple[str, str, float, int], Any] = {}
 
 
 def _finish(exp: Any) -> Any:
@@ -213,7 +213,7 @@ def _finish(exp: Any) -> Any:
 
     for run in exp.runs.select_related("cluster", "workload", "experiment", "owner"):
         attempt = runner.claim(run.pk, "test")
-        key = (run.policy, run.load_factor, run.seed)
+        key = (run.policy, run.placement, run.load_factor, run.seed)
         if key not in _OUTCOMES:
             with runner.Heartbeat(run.pk, attempt, threaded=False) as beat:
                 _OUTCOMES[key] = runner.simulate_run(run, beat)
@@ -225,16 +225,22 @@ def _finish(exp: Any) -> Any:
 
 @pytest.fixture
 def finish() -> Any:
-    """Run an experiment's queued runs to success, simulating each (policy, load, seed) of
-    the Gavel demo trace once per test session (faster than ``make_experiment(run=True)``)."""
+    """Run an experiment's queued runs to success, simulating each (policy, placement, load,
+    seed) of the Gavel demo trace once per test session (faster than
+    ``make_experiment(run=True)``)."""
     return _finish
 
 
 @pytest.fixture
 def experiment(owner: Any, make_experiment: Any, finish: Any) -> Any:
     """The owner's finished grid: fifo and las × load factors 1 and 2 × seeds 0 and 1 on the
-    Gavel demo trace (eight runs)."""
+    Gavel demo trace (eight runs), with the random placement so that the seeds matter."""
     exp = make_experiment(
-        owner, policies=("fifo", "las"), load_factors=(1.0, 2.0), seeds=(0, 1), name="grid"
+        owner,
+        policies=("fifo", "las"),
+        load_factors=(1.0, 2.0),
+        seeds=(0, 1),
+        placement="random",
+        name="grid",
     )
     return finish(exp)

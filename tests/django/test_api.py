@@ -52,6 +52,34 @@ def test_the_builtin_catalog_lists_known_types(api: Any) -> None:
     assert {"K80", "P100", "T4"} <= names
 
 
+def test_the_builtin_catalog_gives_each_price_its_source_date_and_capital(api: Any) -> None:
+    types = {t["name"]: t for t in api.get("/api/v1/catalog/accelerators/").json()}
+    v100 = types["V100-SXM2-16GB"]
+    assert v100["price_per_hour"] == 2.48 and v100["price_source"].startswith("Google Cloud")
+    assert v100["purchase_usd"] == 11500 and v100["amortisation_years"] == 4
+    assert all(t["price_source"] and len(t["price_date"]) == 10 for t in types.values())
+
+
+def test_an_accelerator_type_takes_a_purchase_price_and_an_amortisation(api: Any) -> None:
+    body = {**ACC, "purchase_usd": 20000, "amortisation_years": 5}
+    r = api.post("/api/v1/accelerators/", body, format="json")
+    assert r.status_code == 201, r.json()
+    assert (r.json()["purchase_usd"], r.json()["amortisation_years"]) == (20000, 5)
+    from planner.models import AcceleratorType
+
+    spec = AcceleratorType.objects.get(pk=r.json()["id"]).to_spec()
+    assert (spec["purchase_usd"], spec["amortisation_years"]) == (20000, 5)
+    # both are optional: no purchase price (the rule applies) and 4 years
+    r = api.post("/api/v1/accelerators/", {**ACC, "name": "Plain"}, format="json")
+    assert (r.json()["purchase_usd"], r.json()["amortisation_years"]) == (None, 4.0)
+
+
+@pytest.mark.parametrize(("key", "value"), [("purchase_usd", -1), ("amortisation_years", 0)])
+def test_it_rejects_impossible_capital_values(api: Any, key: str, value: float) -> None:
+    r = api.post("/api/v1/accelerators/", {**ACC, key: value}, format="json")
+    assert r.status_code == 400 and key in r.json()
+
+
 # -- clusters ---------------------------------------------------------------------------------
 
 
@@ -166,6 +194,7 @@ def _grid(cluster: int, workload: int, **kw: Any) -> dict[str, Any]:
         ],
         "load_factors": [1, 1.5],
         "seeds": [0, 1],
+        "placement": "random",  # drawn from the seed: one run per seed
         **kw,
     }
 
@@ -217,10 +246,56 @@ def test_a_workload_still_parsing_cannot_be_used(
     assert r.status_code == 400 and "not parsed" in str(r.json())
 
 
+def test_an_experiment_prices_every_run_over_its_cost_horizon(
+    api: Any,
+    owner: Any,
+    make_cluster: Any,
+    make_workload: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    c, w = make_cluster(owner), make_workload(owner)
+    grid = _grid(c.pk, w.pk, cost_horizon_hours=720, load_factors=[1, 2], seeds=[0])
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api.post("/api/v1/experiments/", grid, format="json")
+    assert r.status_code == 202, r.json()
+    assert r.json()["cost_horizon_hours"] == 720
+    summaries = [
+        api.get(f"/api/v1/runs/{x['id']}/summary/").json()
+        for x in api.get(f"/api/v1/runs/?experiment={r.json()['id']}").json()["results"]
+    ]
+    assert len(summaries) == 4
+    assert {m["horizon_s"] for m in summaries} == {720 * 3600.0}
+    # the same horizon and cluster: the same capital for every policy and load factor
+    assert len({m["cost_owned_capital_usd"] for m in summaries}) == 1
+    for m in summaries:
+        assert m["cost_usd"] == m["cost_owned_usd"] > m["cost_owned_capital_usd"] > 0
+        assert m["cost_cloud_usd"] > 0 and m["wait_mean_s"] >= 0
+
+
+@pytest.mark.parametrize("hours", [0, -5])
+def test_it_rejects_a_cost_horizon_that_is_not_positive(
+    api: Any, owner: Any, make_cluster: Any, make_workload: Any, hours: float
+) -> None:
+    c, w = make_cluster(owner), make_workload(owner)
+    grid = _grid(c.pk, w.pk, cost_horizon_hours=hours)
+    r = api.post("/api/v1/experiments/", grid, format="json")
+    assert r.status_code == 400 and "cost_horizon_hours" in r.json()
+
+
+def test_without_a_cost_horizon_runs_use_the_arrival_span(
+    api: Any, owner: Any, make_experiment: Any
+) -> None:
+    exp = make_experiment(owner, load_factors=(1.0, 2.0), run=True)
+    assert api.get(f"/api/v1/experiments/{exp.pk}/").json()["cost_horizon_hours"] is None
+    spans = {r.load_factor: r.summary["horizon_s"] for r in exp.runs.all()}
+    # twice the load: arrivals twice as dense, half the span
+    assert spans[2.0] == pytest.approx(spans[1.0] / 2)
+
+
 def test_cancelling_an_experiment_cancels_its_queued_runs(
     api: Any, owner: Any, make_experiment: Any
 ) -> None:
-    exp = make_experiment(owner, seeds=(0, 1, 2))
+    exp = make_experiment(owner, seeds=(0, 1, 2), placement="random")
     r = api.post(f"/api/v1/experiments/{exp.pk}/cancel/")
     assert r.status_code == 200 and r.json()["state"] == "cancelled"
     assert r.json()["run_counts"]["cancelled"] == 3
@@ -305,7 +380,7 @@ def test_list_endpoints_use_a_constant_number_of_queries(
     from planner.models import AcceleratorType
 
     def add() -> None:
-        make_experiment(owner, seeds=(0, 1))
+        make_experiment(owner, seeds=(0, 1), placement="random")
         make_accelerator(owner, f"T{AcceleratorType.objects.count()}")
 
     add()
@@ -320,7 +395,7 @@ def test_experiment_detail_is_a_constant_number_of_queries(
     api: Any, owner: Any, make_experiment: Any
 ) -> None:
     small = make_experiment(owner)
-    big = make_experiment(owner, seeds=tuple(range(10)))
+    big = make_experiment(owner, seeds=tuple(range(10)), placement="random")
     assert _queries(api, f"/api/v1/experiments/{small.pk}/") == _queries(
         api, f"/api/v1/experiments/{big.pk}/"
     )

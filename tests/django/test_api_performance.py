@@ -56,7 +56,7 @@ def _objects(
     base = make_cluster(owner)
     base.clone("what-if")
     finished = make_experiment(owner, policies=("fifo", "sjf"), run=True)
-    make_experiment(owner, seeds=(0, 1), cluster=base)  # queued runs: null timestamps
+    make_experiment(owner, seeds=(0, 1), placement="random", cluster=base)  # queued: no times
     Workload.objects.create(owner=owner, name="pending", original_filename="x.csv")
     assert finished.runs.filter(state="succeeded").count() == 2
     return {
@@ -357,7 +357,10 @@ def test_the_benchmarked_endpoints_use_few_queries(
     url: str,
     queries: int,
 ) -> None:
-    exps = [make_experiment(owner, policies=("fifo", "sjf"), seeds=(0, 1)) for _ in range(3)]
+    exps = [
+        make_experiment(owner, policies=("fifo", "sjf"), seeds=(0, 1), placement="random")
+        for _ in range(3)
+    ]
     url = url.format(run=exps[0].runs.first().pk, exp=exps[0].pk)
     with django_assert_num_queries(queries):
         assert api.get(url).status_code == 200

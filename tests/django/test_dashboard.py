@@ -112,6 +112,40 @@ def test_an_experiment_is_launched_and_watched(
     assert fragment["X-Poll-Done"] == "1" and b"100.0 %" in fragment.content
 
 
+def test_the_experiment_form_sets_the_cost_horizon(
+    web: Any,
+    owner: Any,
+    make_cluster: Any,
+    make_workload: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from planner.models import Experiment
+
+    c, w = make_cluster(owner), make_workload(owner)
+    data = {
+        "name": "horizon",
+        "clusters": [c.pk],
+        "workloads": [w.pk],
+        "policies": ["fifo"],
+        "load_factors": "1",
+        "seeds": "0",
+        "cost_horizon_hours": "48",
+    }
+    assert b"Cost horizon (hours)" in web.get("/experiments/new/").content
+    with django_capture_on_commit_callbacks(execute=True):
+        r = web.post("/experiments/new/", data)
+    assert r.status_code == 302, r.content.decode()[-2000:]
+    exp = Experiment.objects.get(name="horizon")
+    assert exp.cost_horizon_hours == 48.0
+    assert exp.runs.get().summary["horizon_s"] == 48 * 3600.0
+    page = web.get(r["Location"]).content.decode()
+    assert "owned-cost horizon 48 h" in page
+    for chart in ("bars-wait_mean_s", "bars-cost_owned_usd", "bars-cost_cloud_usd"):
+        assert chart in page
+    r = web.post("/experiments/new/", {**data, "name": "zero", "cost_horizon_hours": "0"})
+    assert r.status_code == 200 and "more than 0 hours" in r.content.decode()
+
+
 def test_the_experiment_form_reports_bad_numbers(web: Any, owner: Any, make_cluster: Any) -> None:
     r = web.post("/experiments/new/", {"name": "x", "load_factors": "1, fast", "seeds": "-1"})
     text = r.content.decode()

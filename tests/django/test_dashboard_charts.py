@@ -113,11 +113,31 @@ def test_the_metric_table_has_mean_and_spread_for_every_cell(web: Client, experi
     assert {r["policy"] for r in rows} == {"fifo", "las"}
     assert all(r["seeds"] == 2 for r in rows)
     keys = {c["key"] for c in table["columns"]}
-    assert {"jct_mean_s", "jct_p99_s", "cost_usd", "carbon_kg", "jain_index"} <= keys
+    assert {"jct_mean_s", "jct_p99_s", "carbon_kg", "jain_index"} <= keys
+    assert {"wait_mean_s", "queue_delay_mean_s", "cost_owned_usd", "cost_cloud_usd"} <= keys
     mean, sd = rows[0]["jct_mean_s"]
     assert mean > 0 and sd is not None and sd >= 0
     units = {c["key"]: c.get("unit") for c in table["columns"]}
     assert units["utilisation"] == "%" and units["carbon_kg"] == "kg CO₂e"
+
+
+def test_the_table_says_which_wait_and_which_cost_each_column_is(
+    web: Client, experiment: Any
+) -> None:
+    columns = get_json(web, f"/charts/experiments/{experiment.pk}/table/")["table"]["columns"]
+    label = {c["key"]: c["label"] for c in columns}
+    assert "first-start" in label["queue_delay_mean_s"]
+    assert "total wait" in label["wait_mean_s"].lower()
+    assert "owned" in label["cost_owned_usd"].lower() and "horizon" in label["cost_owned_usd"]
+    assert "cloud" in label["cost_cloud_usd"].lower()
+    assert "cost_usd" not in label  # the alias is not charted twice
+
+
+def test_the_cost_pareto_charts_name_their_cost(web: Client, experiment: Any) -> None:
+    owned = get_json(web, f"/charts/experiments/{experiment.pk}/pareto-cost/")["figure"]
+    cloud = get_json(web, f"/charts/experiments/{experiment.pk}/pareto-cloud/")["figure"]
+    assert "owned cost" in owned["layout"]["xaxis"]["title"]["text"].lower()
+    assert "cloud cost" in cloud["layout"]["xaxis"]["title"]["text"].lower()
 
 
 def test_bars_carry_error_bars_over_seeds(web: Client, experiment: Any) -> None:

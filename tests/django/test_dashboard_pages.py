@@ -66,6 +66,33 @@ def test_the_run_page_has_a_summary_a_gantt_window_and_the_run_charts(
     assert f"/compare/?runs={run.pk}," in html
 
 
+def test_the_run_page_counts_the_jobs_no_device_can_hold(web: Client, experiment: Any) -> None:
+    from planner.models import Run
+
+    run = experiment.runs.first()
+    Run.objects.filter(pk=run.pk).update(summary={**run.summary, "jobs_fit_nowhere": 7})
+    html = web.get(f"/runs/{run.pk}/").content.decode()
+    row = re.search(
+        r"Jobs no device can hold \(dropped\).*?<td class=\"num\">([^<]*)</td>", html, re.S
+    )
+    assert row is not None and row.group(1) == "7"
+
+
+def test_the_run_summary_names_both_waits_and_both_costs(web: Client, experiment: Any) -> None:
+    html = web.get(f"/runs/{experiment.runs.first().pk}/").content.decode()
+    for label in (
+        "Mean total wait",
+        "Mean first-start delay",
+        "p99 first-start delay",
+        "Owned cost over the horizon",
+        "Cloud cost (on-demand, device-hours held)",
+        "Cost horizon",
+        "Owned cost: amortised capital over the horizon",
+    ):
+        assert label in html, label
+    assert "queueing delay</" not in html.lower()  # no row is called just "queueing delay"
+
+
 def test_the_compare_page_is_a_shareable_url_of_run_ids(web: Client, experiment: Any) -> None:
     ids = list(experiment.runs.values_list("pk", flat=True))
     # the picker's checkboxes send runs=1&runs=2: redirect to the short link

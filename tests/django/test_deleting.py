@@ -59,7 +59,7 @@ def test_deleting_the_failed_run_leaves_a_succeeded_experiment(
 ) -> None:
     from planner import runner
 
-    exp = finish(make_experiment(owner, seeds=(0, 1)))
+    exp = finish(make_experiment(owner, load_factors=(1.0, 2.0)))
     bad = exp.runs.last()
     Run.objects.filter(pk=bad.pk).update(state=RunState.FAILED, error="boom")
     Experiment.objects.filter(pk=exp.pk).update(state=Experiment.State.RUNNING)
@@ -74,7 +74,7 @@ def test_deleting_the_failed_run_leaves_a_succeeded_experiment(
 def test_a_queued_run_or_the_only_run_is_not_deleted(
     owner: Any, make_experiment: Any, finished_run: Any
 ) -> None:
-    queued = make_experiment(owner, seeds=(0, 1)).runs.first()
+    queued = make_experiment(owner, load_factors=(1.0, 2.0)).runs.first()
     with pytest.raises(services.InUse) as err:
         services.delete_run(queued)
     assert "is queued: cancel it first" in err.value.messages[0]
@@ -181,7 +181,7 @@ def test_deleting_a_run_over_the_api(api: Any, experiment: Any) -> None:
 def test_deleting_a_queued_run_over_the_api_is_a_409(
     api: Any, owner: Any, make_experiment: Any
 ) -> None:
-    exp = make_experiment(owner, seeds=(0, 1))
+    exp = make_experiment(owner, load_factors=(1.0, 2.0))
     run = exp.runs.first()
     r = api.delete(f"/api/v1/runs/{run.pk}/")
     assert r.status_code == 409 and "cancel it first" in r.json()["detail"]
@@ -279,7 +279,7 @@ def test_an_experiment_and_a_run_are_deleted_from_their_pages(web: Any, experime
 
 
 def test_a_running_run_offers_cancel_first(web: Any, owner: Any, make_experiment: Any) -> None:
-    run = make_experiment(owner, seeds=(0, 1)).runs.first()
+    run = make_experiment(owner, load_factors=(1.0, 2.0)).runs.first()
     page = web.get(f"/runs/{run.pk}/delete/").content.decode()
     assert "cancel it first" in page and f'action="/runs/{run.pk}/cancel/"' in page
     r = web.post(f"/runs/{run.pk}/cancel/")

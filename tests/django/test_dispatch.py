@@ -110,7 +110,8 @@ def test_a_worker_serves_the_queues_of_its_roles(settings: Any) -> None:
 
 
 def _queued(owner: Any, make_experiment: Any, n: int, **kw: Any) -> Experiment:
-    return make_experiment(owner, seeds=tuple(range(n)), **kw)
+    # the random placement draws from the seed: one run per seed
+    return make_experiment(owner, seeds=tuple(range(n)), placement="random", **kw)
 
 
 def _in_flight(owner: Any) -> int:
@@ -231,6 +232,7 @@ def _experiment_body(make_cluster: Any, make_workload: Any, owner: Any, seeds: i
         "workloads": [make_workload(owner).pk],
         "policies": [{"name": "fifo"}],
         "seeds": list(range(seeds)),
+        "placement": "random",  # drawn from the seed: one run per seed
     }
 
 
@@ -282,9 +284,9 @@ def test_rerunning_past_the_limit_is_a_429_and_requeues_nothing(
     api: Any, owner: Any, make_experiment: Any, settings: Any
 ) -> None:
     settings.CLUSTERSIM_MAX_QUEUED_RUNS_PER_USER = 3
-    done = make_experiment(owner, seeds=(0, 1))
+    done = make_experiment(owner, seeds=(0, 1), placement="random")
     runner.cancel_runs(done.runs.all())
-    make_experiment(owner, seeds=(0, 1), name="queued")  # two queued
+    make_experiment(owner, seeds=(0, 1), placement="random", name="queued")  # two queued
     r = api.post(f"/api/v1/experiments/{done.pk}/rerun/")
     assert r.status_code == 429
     assert set(done.runs.values_list("state", flat=True)) == {RunState.CANCELLED}
@@ -304,7 +306,7 @@ def test_the_experiment_form_shows_the_limit_as_a_form_error(
         "policies": ["fifo"],
         "load_factors": "1",
         "seeds": "0, 1",
-        "placement": "",
+        "placement": "random",
         "compat": "",
     }
     r = web.post("/experiments/new/", data)

@@ -101,6 +101,7 @@ def test_the_reaper_requeues_a_killed_workers_run_while_no_worker_serves_simulat
             "workloads": [long_workload["id"]],
             "policies": [{"name": "fifo"}],
             "seeds": [0, 1, 2],
+            "placement": "random",  # drawn from the seed: one run per seed
         },
         202,
     )
@@ -149,6 +150,7 @@ def test_another_users_single_run_starts_after_a_few_of_the_first_users_many(
             "workloads": [long_workload["id"]],
             "policies": [{"name": "fifo"}],
             "seeds": list(range(40)),
+            "placement": "random",  # drawn from the seed: one run per seed
         },
         202,
     )
@@ -240,6 +242,7 @@ def test_concurrent_dispatchers_keep_exactly_the_allowance_in_flight(
             "workloads": [long_workload["id"]],
             "policies": [{"name": "fifo"}],
             "seeds": list(range(30)),
+            "placement": "random",  # drawn from the seed: one run per seed
         },
         202,
     )

@@ -304,7 +304,7 @@ def test_a_run_overtaken_by_a_later_one_counts_as_lost(
 ) -> None:
     """Queues are first in, first out: a run sent after this one started a while ago, so this
     one's message is gone (long before CLUSTERSIM_RESEND_AFTER_S)."""
-    exp = make_experiment(owner, seeds=(0, 1))
+    exp = make_experiment(owner, seeds=(0, 1), placement="random")  # one run per seed
     first, second = exp.runs.order_by("pk")
     now = timezone.now()
     Run.objects.filter(pk=first.pk).update(dispatched_at=now - timedelta(minutes=5))
@@ -387,6 +387,7 @@ def test_creating_while_the_broker_is_down_stores_and_the_sweeper_starts_it_late
         "workloads": [ready.pk],
         "policies": [{"name": "fifo"}],
         "seeds": [0, 1],
+        "placement": "random",  # drawn from the seed: one run per seed
     }
     with django_capture_on_commit_callbacks(execute=True):
         r = api.post("/api/v1/experiments/", body, format="json")

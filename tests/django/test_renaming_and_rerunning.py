@@ -74,6 +74,7 @@ def test_rerun_with_changes_prefills_the_form_from_the_experiment(
         load_factors=(1.0, 1.5),
         seeds=(0, 7),
         placement="spread",
+        cost_horizon_hours=720.0,
         name="q3",
     )
     Experiment.objects.filter(pk=exp.pk).update(
@@ -92,20 +93,23 @@ def test_rerun_with_changes_prefills_the_form_from_the_experiment(
         "seeds": "0, 7",
         "placement": "spread",
         "compat": "",
+        "cost_horizon_hours": 720.0,
     }
     # change the load factors and launch
     data = {**posted(form), "load_factors": "2"}
     r = web.post("/experiments/new/", data)
     new = Experiment.objects.exclude(pk=exp.pk).get()
     assert r.status_code == 302
-    assert (new.name, new.load_factors, new.seeds, new.placement) == (
+    assert (new.name, new.load_factors, new.seeds, new.placement, new.cost_horizon_hours) == (
         "q3 (re-run)",
         [2.0],
         [0, 7],
         "spread",
+        720.0,
     )
     assert new.policies[1] == {"name": "las", "params": {"quantum_s": 600.0}}
-    assert new.runs.count() == 2 * 1 * 2
+    # fifo and las under spread placement draw nothing from the seed: one run each
+    assert new.runs.count() == 2
 
 
 def test_rerun_of_another_users_experiment_is_404(

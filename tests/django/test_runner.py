@@ -243,7 +243,7 @@ def test_the_periodic_task_re_enqueues_what_it_requeued(run: Run) -> None:
 
 
 def test_rerun_requeues_failed_and_cancelled_runs(owner: Any, make_experiment: Any) -> None:
-    exp = make_experiment(owner, seeds=(0, 1))
+    exp = make_experiment(owner, seeds=(0, 1), placement="random")  # one run per seed
     first, second = exp.runs.order_by("pk")
     runner.cancel_runs(Run.objects.filter(pk=first.pk))
     assert runner.execute_run(second.pk, "w") == "succeeded"
@@ -278,6 +278,25 @@ def test_the_job_table_round_trips_through_parquet(owner: Any, make_workload: An
     again = from_parquet(to_parquet(jobs))
     for name in ("job_id", "submit_time", "num_gpus", "work", "job_type", "deadline"):
         np.testing.assert_array_equal(getattr(again, name), getattr(jobs, name))
+
+
+def test_gpu_sharing_requests_round_trip_and_old_tables_read_as_whole_devices() -> None:
+    import io
+
+    import pandas as pd
+
+    from clustersim.jobs import JobTable
+
+    jobs = JobTable.from_columns(
+        job_id=["a", "b"], submit_time=[0, 1], num_gpus=[1, 2], work=[5, 6], gpu_fraction=[0.46, 1]
+    )
+    assert from_parquet(to_parquet(jobs)).gpu_fraction.tolist() == [0.46, 1.0]
+    # a table stored before the column existed
+    frame = pd.read_parquet(io.BytesIO(to_parquet(jobs))).drop(columns=["gpu_fraction"])
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    old = from_parquet(buf.getvalue())
+    assert old.gpu_fraction.tolist() == [1.0, 1.0] and old.work.tolist() == [5.0, 6.0]
 
 
 @pytest.mark.django_db(transaction=True)
