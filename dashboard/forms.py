@@ -618,7 +618,6 @@ class SpecRowForm(forms.Form):
     integer stays one; a blank text stays), so saving an untouched page changes no spec."""
 
     keys: tuple[str, ...] = ()
-    required_keys: frozenset[str] = frozenset()
     keep = forms.CharField(required=False, widget=forms.HiddenInput)
 
     @classmethod
@@ -682,7 +681,7 @@ def _row_form(part: str, keys: tuple[str, ...], required: tuple[str, ...]) -> ty
         if key == "accelerator" or (part == "prices" and key == "name"):
             field.widget.attrs["list"] = "accelerator-names"
         fields[key] = field
-    attrs = {**fields, "keys": tuple(fields), "required_keys": frozenset(required)}
+    attrs = {**fields, "keys": tuple(fields)}
     return type(f"{part.title()}RowForm", (SpecRowForm,), attrs)
 
 
