@@ -266,6 +266,60 @@ class ClusterFromPresetSerializer(StrictInput, serializers.Serializer):
 
 class CloneSerializer(StrictInput, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    spec = serializers.JSONField(
+        required=False,
+        help_text="An edited spec for the copy (a variant); default: the cluster's own. The way "
+        "to edit a spec that runs have used (its cluster's spec is frozen).",
+    )
+
+    def validate_spec(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("a cluster spec is a JSON object")
+        return value
+
+
+#: The parameters each what-if operation takes (required ones first).
+WHAT_IF_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "add_pool": (("accelerator", "devices"), ("devices_per_node", "region", "rack", "pool")),
+    "replace_type": (("pool", "accelerator"), ()),
+    "scale": (("factor",), ("pool",)),
+}
+
+
+class WhatIfSerializer(StrictInput, serializers.Serializer):
+    op = serializers.ChoiceField(
+        choices=list(WHAT_IF_PARAMS),
+        help_text="add_pool: add `devices` of type `accelerator` in a new pool of nodes of "
+        "`devices_per_node` (a divisor of `devices`; default by kind, 8 for GPUs), optionally in "
+        "`region` or declared `rack`, named `pool`. replace_type: pool `pool` gets "
+        "`accelerator` devices (same nodes; its intra_gbs reset to the type's default). scale: "
+        "every pool's nodes (or pool `pool`'s) times `factor`, to the nearest whole node, halves "
+        "up (clustersim.variants).",
+    )
+    name = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        help_text='Blank: the cluster\'s name and the change, e.g. "small + 64 H100-SXM5-80GB".',
+    )
+    accelerator = serializers.CharField(max_length=100, required=False)
+    devices = serializers.IntegerField(min_value=1, max_value=1_000_000_000, required=False)
+    devices_per_node = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    region = serializers.CharField(max_length=200, required=False)
+    rack = serializers.CharField(max_length=200, required=False)
+    pool = serializers.CharField(max_length=200, required=False)
+    factor = PositiveFloatField(required=False, max_value=1000.0)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        required, optional = WHAT_IF_PARAMS[attrs["op"]]
+        errors = {k: [f"required by {attrs['op']}"] for k in required if k not in attrs}
+        for k in attrs:
+            if k not in ("op", "name", *required, *optional):
+                errors[k] = [f"{attrs['op']} takes no {k}"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
 
 
 class PresetSerializer(serializers.Serializer):
@@ -752,3 +806,10 @@ class TimeseriesSerializer(serializers.Serializer):
 
 class DetailSerializer(serializers.Serializer):
     detail = serializers.CharField()
+
+
+class InUseSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="Why, and what to do first.")
+    experiments = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The experiments in the way."
+    )

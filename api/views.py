@@ -19,7 +19,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import APIException, ErrorDetail, NotFound, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -40,7 +40,6 @@ from planner.models import (
     Workload,
 )
 
-CONFLICT = OpenApiResponse(s.DetailSerializer, description="still used by experiment runs")
 NAME_TAKEN = OpenApiResponse(
     OpenApiTypes.OBJECT, description="you already have one of this name: {name: [message]}"
 )
@@ -105,6 +104,60 @@ def _rows(model: Any, serializer_class: Any, db: str, utc_text: bool) -> Any:
     return model.objects.using(db).values_list(*serializer_class.row_plan().select(utc_text))
 
 
+IN_USE = OpenApiResponse(
+    s.InUseSerializer,
+    description="used by experiments: queued or running ones (cancel them first), or finished "
+    "ones (delete them first, or with ?cascade=true); `experiments` lists them",
+)
+SPEC_FROZEN = OpenApiResponse(
+    s.InUseSerializer,
+    description="the spec is frozen: runs of `experiments` used it; save the edit as a variant "
+    "(POST clusters/{id}/clone/ with the spec)",
+)
+RUN_IN_USE = OpenApiResponse(
+    s.InUseSerializer,
+    description="queued or running (cancel first), or the only run of its experiment (delete "
+    "the experiment)",
+)
+CASCADE = OpenApiParameter(
+    "cascade",
+    OpenApiTypes.BOOL,
+    description="true: also delete the finished experiments that used it (their runs and "
+    "stored results); default false: refuse (409) while any experiment uses it.",
+)
+
+
+class InUseConflict(APIException):
+    """409 with the reason and the experiments in the way (``planner.services.InUse``)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "in_use"
+
+    def __init__(self, exc: services.InUse) -> None:
+        message = " ".join(exc.messages)
+        super().__init__(message)
+        # the answer's body as is (APIException would turn the ids into strings)
+        self.detail = {
+            "detail": ErrorDetail(message, self.default_code),
+            "experiments": exc.experiments,
+        }
+
+
+@contextlib.contextmanager
+def _as_409() -> Iterator[None]:
+    try:
+        yield
+    except services.InUse as exc:
+        raise InUseConflict(exc) from None
+
+
+def _cascade(request: Request) -> bool:
+    value = request.query_params.get("cascade", "false")
+    if value not in ("true", "false"):
+        raise ValidationError({"cascade": ["true or false"]})
+    return value == "true"
+
+
 class Conflict(ValidationError):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "still used by experiment runs; delete those experiments first"
@@ -113,19 +166,37 @@ class Conflict(ValidationError):
         super().__init__({"detail": self.default_detail})
 
 
+TYPE_CONFLICT = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="you already have a type of this name ({name: [message]}), or clusters naming "
+    "the type ran in experiments ({detail, experiments}): its figures are frozen",
+)
+
+
 @extend_schema(tags=["accelerators"])
-@extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+@extend_schema(methods=["DELETE"], responses={204: None, 409: IN_USE})
 @extend_schema(methods=["POST"], responses={201: s.AcceleratorTypeSerializer, 409: NAME_TAKEN})
 @extend_schema(
-    methods=["PUT", "PATCH"], responses={200: s.AcceleratorTypeSerializer, 409: NAME_TAKEN}
+    methods=["PUT", "PATCH"], responses={200: s.AcceleratorTypeSerializer, 409: TYPE_CONFLICT}
 )
 class AcceleratorTypeViewSet(OwnedMixin, viewsets.ModelViewSet):
-    """Your accelerator types. Built-in ones: ``/api/v1/catalog/accelerators/``."""
+    """Your accelerator types. Built-in ones: ``/api/v1/catalog/accelerators/``. A type that
+    clusters simulated in experiments name is frozen but for its notes (409)."""
 
     model = AcceleratorType
     serializer_class = s.AcceleratorTypeSerializer
     filterset_fields = ("kind",)
     ordering_fields = ("name", "created", "release_year")
+
+    def perform_update(self, serializer: Any) -> None:
+        with _as_409():
+            services.check_type_editable(serializer.instance, dict(serializer.validated_data))
+        serializer.save()
+
+    def perform_destroy(self, instance: Any) -> None:
+        with _as_409():
+            services.check_type_editable(instance, None)
+        super().perform_destroy(instance)
 
 
 @extend_schema(tags=["accelerators"])
@@ -175,7 +246,14 @@ class PresetsView(APIView):
 
 
 @extend_schema(tags=["clusters"])
-@extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+@extend_schema(methods=["DELETE"], parameters=[CASCADE], responses={204: None, 409: IN_USE})
+@extend_schema(
+    methods=["PUT", "PATCH"],
+    description="Edit the cluster; the spec is validated. A spec that runs have used is frozen "
+    "(their results refer to it): changing it answers 409, and `clone` with the edited spec "
+    "saves it as a variant; the name and description stay editable.",
+    responses={200: s.ClusterSerializer, 409: SPEC_FROZEN},
+)
 class ClusterViewSet(OwnedMixin, viewsets.ModelViewSet):
     """Inventories: the simulator's cluster spec, validated on every write."""
 
@@ -231,18 +309,71 @@ class ClusterViewSet(OwnedMixin, viewsets.ModelViewSet):
             )
         return Response(s.ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
 
+    def perform_update(self, serializer: Any) -> None:
+        with _as_409():
+            services.check_spec_editable(serializer.instance, serializer.validated_data.get("spec"))
+        serializer.save()
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Delete the cluster: 409 while experiments use it, unless they have finished and
+        ``cascade`` is true (then they are deleted with it, runs and results too)."""
+        cascade = _cascade(request)
+        with _as_409():
+            services.delete_cluster(self.get_object(), cascade=cascade)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
     @extend_schema(request=s.CloneSerializer, responses={201: s.ClusterSerializer})
     @action(detail=True, methods=["post"])
     def clone(self, request: Request, pk: str | None = None) -> Response:
-        """Copy the cluster for a what-if; the copy's ``parent`` is this one."""
+        """Copy the cluster for a what-if; the copy's ``parent`` is this one. With ``spec``,
+        the copy gets that spec (validated): an edit saved as a variant."""
         form = s.CloneSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        copy = self.get_object().clone(form.validated_data.get("name"))
+        data = form.validated_data
+        cluster = self.get_object()
+        if "spec" not in data:
+            copy = cluster.clone(data.get("name"))
+            if data.get("description") is not None:
+                services.update_cluster(copy, description=data["description"])
+        else:
+            with _as_400("spec"):
+                copy = services.create_variant(
+                    cluster,
+                    data["spec"],
+                    data.get("name") or f"{cluster.name} (variant)",
+                    data.get("description", ""),
+                )
         return Response(s.ClusterSerializer(copy).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.WhatIfSerializer, responses={201: s.ClusterSerializer})
+    @action(detail=True, methods=["post"], url_path="what-if")
+    def what_if(self, request: Request, pk: str | None = None) -> Response:
+        """Make a variant in one step: add devices in a new pool, replace a pool's type, or
+        scale pools (``op``). The variant's ``parent`` is this cluster; launch an experiment
+        with both to compare them. A parameter the simulator refuses answers 400 naming it."""
+        form = s.WhatIfSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        op, name = data.pop("op"), data.pop("name", "")
+        try:
+            variant = services.what_if(self.get_object(), op, data, name)
+        except DjangoValidationError as exc:
+            raise ValidationError(_by_field(exc, (*data, "name"))) from None
+        return Response(s.ClusterSerializer(variant).data, status=status.HTTP_201_CREATED)
+
+
+def _by_field(exc: DjangoValidationError, fields: Any) -> dict[str, list[str]]:
+    """A service error ``"<field>: message"`` under its field (else ``non_field_errors``)."""
+    out: dict[str, list[str]] = {}
+    for message in exc.messages:
+        head, sep, rest = message.partition(": ")
+        key = head if sep and head in fields else "non_field_errors"
+        out.setdefault(key, []).append(rest if key == head else message)
+    return out
 
 
 @extend_schema(tags=["workloads"])
-@extend_schema(methods=["DELETE"], responses={204: None, 409: CONFLICT})
+@extend_schema(methods=["DELETE"], parameters=[CASCADE], responses={204: None, 409: IN_USE})
 class WorkloadViewSet(
     OwnedMixin,
     mixins.ListModelMixin,
@@ -267,6 +398,14 @@ class WorkloadViewSet(
         return [MultiPartParser()] if action == "create" else [JSONParser()]
 
     # lists read only their serializer's columns (OwnedMixin.list): no report, no summary
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Delete the workload with its upload and job table (409 while experiments use it,
+        unless ``cascade`` and they have finished)."""
+        cascade = _cascade(request)
+        with _as_409():
+            services.delete_workload(self.get_object(), cascade=cascade)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     def get_serializer_class(self) -> Any:
         if self.action == "list":
@@ -380,9 +519,13 @@ class ExperimentViewSet(
         data = s.ExperimentSerializer(self.get_queryset().get(pk=exp.pk)).data
         return Response(data, status=status.HTTP_202_ACCEPTED)
 
-    def perform_destroy(self, instance: Experiment) -> None:
-        runner.cancel_runs(instance.runs.all(), "experiment deleted")
-        instance.delete()
+    @extend_schema(responses={204: None, 409: IN_USE})
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Delete the experiment with its runs and their stored results; 409 while runs are
+        queued or running (cancel it first)."""
+        with _as_409():
+            services.delete_experiment(self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses=s.ExperimentSerializer)
     @action(detail=True, methods=["post"])
@@ -442,7 +585,7 @@ def _finished(run: Run) -> None:
 
 
 @extend_schema(tags=["runs"])
-class RunViewSet(OwnedMixin, viewsets.ReadOnlyModelViewSet):
+class RunViewSet(OwnedMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet):
     """Runs (one simulation each) and their results."""
 
     model = Run
@@ -456,6 +599,14 @@ class RunViewSet(OwnedMixin, viewsets.ReadOnlyModelViewSet):
         if self.action == "list":
             return s.RunListSerializer
         return s.RunSerializer
+
+    @extend_schema(responses={204: None, 409: RUN_IN_USE})
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Delete a finished run and its stored results (its experiment counts one run less);
+        409 while it is queued or running, or when it is its experiment's only run."""
+        with _as_409():
+            services.delete_run(self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses=s.RunSerializer)
     @action(detail=True, methods=["post"])

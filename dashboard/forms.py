@@ -566,3 +566,478 @@ def describe_recipe(w: Workload) -> list[dict[str, Any]]:
             else:
                 add(label, str(step))
     return lines
+
+
+# -- cluster editor, what-ifs, renames and prefilled experiments (issue 12) ------------------
+
+#: Spec keys shown as text, as integers (every other shown key is a number).
+_TEXT_KEYS = frozenset({"name", "carbon_zone", "region", "rack", "accelerator"})
+_INT_KEYS = frozenset({"nodes", "devices_per_node", "racks", "cpu_cores", "release_year"})
+#: Keys kept as they are but not shown (lists).
+_HIDDEN_KEYS = frozenset({"aliases", "assumptions"})
+#: What a blank field means, by key (the spec's defaults, clustersim.spec).
+_PLACEHOLDERS = {
+    "pue": "1.2",
+    "price_per_kwh": "0.10",
+    "carbon_g_per_kwh": "400",
+    "oversubscription": "1",
+    "rack_oversubscription": "1",
+    "devices_per_node": "by kind",
+    "intra_gbs": "catalog",
+    "nic_gbps": "100",
+    "overhead_w": "50/device",
+    "availability": "1",
+    "idle_w": "11.4% busy",
+    "region": "first",
+    "rack": "own rack",
+    "name": "",
+}
+_LABELS = {
+    "price_per_kwh": "$/kWh",
+    "carbon_g_per_kwh": "gCO₂/kWh",
+    "price_per_hour": "$/device-h",
+    "purchase_usd": "purchase $",
+    "amortisation_years": "amortisation (years)",
+    "oversubscription": "uplink ratio",
+    "rack_oversubscription": "rack uplink ratio",
+    "devices_per_node": "devices/node",
+    "racks": "spread over N racks",
+    "intra_gbs": "intra-node GB/s",
+    "nic_gbps": "NIC Gbit/s",
+    "host_mem_gb": "host GB",
+    "overhead_w": "node W",
+    "fp16_tflops": "FP16 TFLOPS",
+    "memory_bw_tbs": "mem TB/s",
+}
+
+
+class SpecRowForm(forms.Form):
+    """One entry of a list in a spec (a region, rack, pool, type): a blank field leaves its
+    key out (the spec's default applies). The entry as it was rides along in ``keep`` (JSON):
+    keys the row does not show are kept, and a value saved unchanged is the original one (an
+    integer stays one; a blank text stays), so saving an untouched page changes no spec."""
+
+    keys: tuple[str, ...] = ()
+    keep = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def initial_of(cls, entry: dict[str, Any]) -> dict[str, Any]:
+        initial = {k: entry[k] for k in cls.keys if k in entry}
+        return {**initial, "keep": json.dumps(entry)}
+
+    def clean_keep(self) -> dict[str, Any]:
+        text = self.cleaned_data.get("keep") or ""
+        try:
+            kept = json.loads(text) if text else {}
+        except json.JSONDecodeError:
+            raise ValidationError("the page was changed: reload it") from None
+        return kept if isinstance(kept, dict) else {}
+
+    def entry(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        original: dict[str, Any] = d.get("keep") or {}
+        out: dict[str, Any] = {}
+        for key, was in original.items():
+            if key not in self.keys:
+                out[key] = was
+                continue
+            now = d.get(key)
+            if now in (None, ""):
+                if was == "":
+                    out[key] = was
+            else:
+                out[key] = was if was == now and type(was) is not bool else now
+        for key in self.keys:
+            if key not in original and d.get(key) not in (None, ""):
+                out[key] = d[key]
+        return out
+
+
+def _row_form(part: str, keys: tuple[str, ...], required: tuple[str, ...]) -> type[SpecRowForm]:
+    """A row form with a field per spec key of ``part`` (so keys the format gains appear)."""
+    from clustersim.catalog import KINDS
+
+    fields: dict[str, Any] = {}
+    for key in keys:
+        if key in _HIDDEN_KEYS:
+            continue
+        need = key in required
+        field: forms.Field
+        if key == "kind":
+            field = forms.ChoiceField(
+                required=False, choices=[("", "(gpu)"), *((k, k) for k in KINDS)]
+            )
+        elif key in _TEXT_KEYS:
+            field = forms.CharField(required=need, max_length=200)
+        elif key in _INT_KEYS:
+            field = forms.IntegerField(required=need)
+        else:
+            field = forms.FloatField(required=need)
+        field.label = _LABELS.get(key, key.replace("_", " "))
+        placeholder = _PLACEHOLDERS.get(key, "" if need else "default")
+        if part == "pools" and key == "name":
+            placeholder = "pool<i>"
+        field.widget.attrs.update(placeholder=placeholder, title=key)
+        if key == "accelerator" or (part == "prices" and key == "name"):
+            field.widget.attrs["list"] = "accelerator-names"
+        fields[key] = field
+    attrs = {**fields, "keys": tuple(fields)}
+    return type(f"{part.title()}RowForm", (SpecRowForm,), attrs)
+
+
+def _editor_rows() -> dict[str, type[SpecRowForm]]:
+    from clustersim.variants import (
+        ACCELERATOR_KEYS,
+        ACCELERATOR_REQUIRED,
+        POOL_KEYS,
+        RACK_KEYS,
+        REGION_KEYS,
+        price_keys,
+    )
+
+    return {
+        "regions": _row_form("regions", REGION_KEYS, ("name",)),
+        "racks": _row_form("racks", RACK_KEYS, ("name",)),
+        "pools": _row_form("pools", POOL_KEYS, ("accelerator", "nodes")),
+        "accelerators": _row_form("accelerators", ACCELERATOR_KEYS, ACCELERATOR_REQUIRED),
+        "prices": _row_form("prices", ("name", *price_keys()), ("name",)),
+    }
+
+
+#: The editor's parts: formset prefix → (title, help).
+EDITOR_PARTS = {
+    "regions": (
+        "Regions",
+        "Carbon zone (hourly intensity series), electricity price and PUE. None: one default "
+        "region.",
+    ),
+    "racks": (
+        "Racks",
+        "Declared racks, each in a region, with the uplink oversubscription ratio (1 = "
+        "non-blocking). Pools that name none get racks of their own.",
+    ),
+    "pools": (
+        "Node pools",
+        "Groups of identical nodes: accelerator type and count, devices per node, a declared "
+        "rack or N racks of their own, region, links, CPU, memory, power, availability. Blank "
+        "fields take the spec's defaults.",
+    ),
+    "accelerators": (
+        "Accelerator types of this cluster",
+        "Types of your own (or a catalog name to replace that type entirely). Types you keep "
+        "for every cluster are on the API's /accelerators/.",
+    ),
+    "prices": (
+        "Price overrides",
+        "A catalog type at another price in this cluster (blank: the catalog's).",
+    ),
+}
+
+
+class ClusterMetaForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80})
+    )
+    variant_name = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Variant name",
+        help_text="For “Save as new variant”; blank: the name followed by “(edited)”.",
+    )
+
+
+class ClusterEditor:
+    """The cluster edit page: name and description, and a formset per part of the spec.
+
+    Top-level spec keys the editor does not show (the spec's display ``name``) are kept.
+    :meth:`spec` assembles the edited spec; :meth:`add_spec_error` shows the simulator's
+    message (``pools[1].nodes: ...``) next to the field it names.
+    """
+
+    def __init__(self, cluster: Cluster, data: Any = None) -> None:
+        from clustersim.variants import split_price_overrides
+
+        self.cluster = cluster
+        self.rows = _editor_rows()
+        spec = cluster.spec
+        own, prices = split_price_overrides(spec.get("accelerators") or [])
+        # the entries the price rows came from: an untouched row saves its entry as it was
+        names = [p["name"] for p in prices]
+        self._price_entries = [
+            dict(a) for a in spec.get("accelerators") or [] if a.get("name") in names
+        ]
+        entries = {
+            "regions": spec.get("regions") or [],
+            "racks": spec.get("racks") or [],
+            "pools": spec.get("pools") or [],
+            "accelerators": own,
+            "prices": prices,
+        }
+        self.meta = ClusterMetaForm(
+            data,
+            prefix="cluster",
+            initial={"name": cluster.name, "description": cluster.description},
+        )
+        self.formsets = {
+            part: forms.formset_factory(self.rows[part], extra=1, can_delete=True)(
+                data,
+                prefix=part,
+                initial=[self.rows[part].initial_of(dict(e)) for e in entries[part]],
+            )
+            for part in EDITOR_PARTS
+        }
+        self.errors: list[str] = []
+        self._index: dict[str, list[forms.Form]] = {}
+
+    def parts(self) -> list[dict[str, Any]]:
+        return [
+            {"prefix": p, "title": t, "help": h, "formset": self.formsets[p]}
+            for p, (t, h) in EDITOR_PARTS.items()
+        ]
+
+    def is_valid(self) -> bool:
+        ok = self.meta.is_valid()
+        return all([ok, *(fs.is_valid() for fs in self.formsets.values())])
+
+    def _kept(self, part: str) -> list[SpecRowForm]:
+        fs = self.formsets[part]
+        out = []
+        for i, form in enumerate(fs.forms):
+            if form.cleaned_data.get("DELETE"):
+                continue
+            if i >= fs.initial_form_count() and not form.has_changed():
+                continue
+            out.append(form)
+        return out
+
+    def spec(self) -> dict[str, Any]:
+        """The edited spec (call after :meth:`is_valid`)."""
+        from clustersim.errors import ClustersimError
+        from clustersim.variants import price_override
+
+        spec = {
+            k: v
+            for k, v in self.cluster.spec.items()
+            if k not in ("regions", "racks", "accelerators", "pools")
+        }
+        for part in ("regions", "racks"):
+            forms_ = self._kept(part)
+            self._index[part] = list(forms_)
+            if forms_:
+                spec[part] = [f.entry() for f in forms_]
+        own, prices = self._kept("accelerators"), self._kept("prices")
+        accelerators = [f.entry() for f in own]
+        initial_prices = self.formsets["prices"].forms[: len(self._price_entries)]
+        for f in prices:
+            if f in initial_prices and not f.has_changed():
+                accelerators.append(self._price_entries[initial_prices.index(f)])
+                continue
+            entry = f.entry()
+            name = entry.pop("name")
+            try:
+                accelerators.append(price_override(name, entry))
+            except ClustersimError as exc:
+                f.add_error(None, str(exc))
+        self._index["accelerators"] = [*own, *prices]
+        if accelerators:
+            spec["accelerators"] = accelerators
+        pools = self._kept("pools")
+        self._index["pools"] = list(pools)
+        spec["pools"] = [f.entry() for f in pools]
+        return spec
+
+    def add_spec_error(self, exc: ValidationError) -> None:
+        import re
+
+        for message in exc.messages:
+            m = re.match(r"(regions|racks|accelerators|pools)\[(\d+)\]\.?(\w*)", message)
+            rows = self._index.get(m.group(1), []) if m else []
+            if m and int(m.group(2)) < len(rows):
+                form = rows[int(m.group(2))]
+                key = m.group(3)
+                form.add_error(key if key in form.fields else None, message)
+            else:
+                self.errors.append(message)
+
+    def has_errors(self) -> bool:
+        forms_ = [f for fs in self.formsets.values() for f in fs.forms]
+        return bool(self.errors or self.meta.errors or any(f.errors for f in forms_))
+
+
+class _WhatIfForm(forms.Form):
+    op = forms.CharField(widget=forms.HiddenInput)
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Variant name",
+        help_text="Blank: the cluster's name and the change.",
+    )
+
+    def __init__(self, *args: Any, cluster: Cluster, **kwargs: Any) -> None:
+        from clustersim.variants import pool_names
+
+        super().__init__(*args, **kwargs)
+        self.cluster = cluster
+        self.pools = pool_names(cluster.spec)
+        self.order_fields([*(k for k in self.fields if k != "name"), "name"])
+
+    def pool_choices(self) -> list[tuple[str, str]]:
+        out = []
+        for name, pool in zip(self.pools, self.cluster.spec.get("pools") or [], strict=True):
+            size = f"{pool.get('nodes')} × {pool.get('devices_per_node', '?')}"
+            out.append((name, f"{name} ({pool.get('accelerator')}, {size})"))
+        return out
+
+    def params(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        return {k: v for k, v in d.items() if k not in ("op", "name") and v not in (None, "")}
+
+
+class AddPoolForm(_WhatIfForm):
+    """Add N devices of a type in a new pool."""
+
+    title = "Add devices in a new pool"
+
+    accelerator = forms.CharField(
+        max_length=100, widget=forms.TextInput(attrs={"list": "accelerator-names"})
+    )
+    devices = forms.IntegerField(min_value=1, help_text="How many devices (whole nodes).")
+    devices_per_node = forms.IntegerField(
+        min_value=1, max_value=1024, required=False, help_text="Blank: 8 for GPUs, 4 for TPUs."
+    )
+    region = forms.ChoiceField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        regions = [str(r.get("name")) for r in self.cluster.spec.get("regions") or []]
+        self.fields["region"].choices = [("", "the first"), *((r, r) for r in regions)]
+        self.initial.setdefault("op", "add_pool")
+
+
+class ReplaceTypeForm(_WhatIfForm):
+    """Give a pool another accelerator type."""
+
+    title = "Replace a pool's type"
+
+    pool = forms.ChoiceField()
+    accelerator = forms.CharField(
+        max_length=100,
+        label="New type",
+        widget=forms.TextInput(attrs={"list": "accelerator-names"}),
+        help_text="Same nodes and devices per node; intra-node links: the new type's default.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].choices = self.pool_choices()
+        self.initial.setdefault("op", "replace_type")
+
+
+class ScaleForm(_WhatIfForm):
+    """Scale every pool (or one) by a factor."""
+
+    title = "Scale pools"
+
+    factor = forms.FloatField(
+        help_text="Nodes × factor, to the nearest whole node (halves up); e.g. 1.5 or 0.5."
+    )
+    pool = forms.ChoiceField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].choices = [("", "every pool"), *self.pool_choices()]
+        self.initial.setdefault("op", "scale")
+
+
+WHAT_IF_FORMS: dict[str, type[_WhatIfForm]] = {
+    "add_pool": AddPoolForm,
+    "replace_type": ReplaceTypeForm,
+    "scale": ScaleForm,
+}
+
+
+def what_if_forms(cluster: Cluster, bound: _WhatIfForm | None = None) -> list[_WhatIfForm]:
+    """The cluster page's what-if forms (``bound`` in place of its kind's blank one)."""
+    out: list[_WhatIfForm] = []
+    for op, cls in WHAT_IF_FORMS.items():
+        if bound is not None and bound.prefix == op:
+            out.append(bound)
+        else:
+            out.append(cls(cluster=cluster, prefix=op))
+    return out
+
+
+def attach_what_if_error(form: _WhatIfForm, exc: ValidationError) -> None:
+    """A service error ``"devices: ..."`` next to its field, else above the form."""
+    for message in exc.messages:
+        head, sep, _ = message.partition(": ")
+        form.add_error(head if sep and head in form.fields else None, message)
+
+
+class WorkloadEditForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
+    )
+
+
+def _numbers_text(values: list[Any]) -> str:
+    return ", ".join(
+        str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in values
+    )
+
+
+def experiment_initial(exp: Any) -> dict[str, Any]:
+    """The create form's initial values for a re-run of ``exp`` with changes: its clusters,
+    workloads, policies and parameters, load factors, seeds, placement, mode and cost
+    horizon.
+
+    A policy listed twice with different parameters (possible over the API) keeps its first
+    parameters: the form takes one set per policy."""
+    params: dict[str, Any] = {}
+    names: list[str] = []
+    for p in exp.policies:
+        if p["name"] not in names:
+            names.append(p["name"])
+            if p.get("params"):
+                params[p["name"]] = p["params"]
+    return {
+        "name": f"{exp.name} (re-run)"[:200],
+        "clusters": list(exp.clusters.values_list("pk", flat=True)),
+        "workloads": list(exp.workloads.values_list("pk", flat=True)),
+        "policies": names,
+        "params": json.dumps(params) if params else "",
+        "load_factors": _numbers_text(exp.load_factors),
+        "seeds": _numbers_text(exp.seeds),
+        "placement": exp.placement,
+        "compat": exp.compat,
+        "cost_horizon_hours": exp.cost_horizon_hours,
+    }
+
+
+def compare_initial(owner: Any, clusters: list[Cluster]) -> dict[str, Any]:
+    """The create form's initial values to compare ``clusters`` (an original and its
+    variants): the workloads, policies, loads and seeds of the latest experiment that used
+    the first of them, else the owner's latest ready workload under FIFO."""
+    from planner.models import Experiment
+
+    base = (
+        Experiment.objects.owned_by(owner).filter(clusters=clusters[0]).order_by("-pk").first()
+        if clusters
+        else None
+    )
+    initial: dict[str, Any] = {}
+    if base is not None:
+        initial = experiment_initial(base)
+    else:
+        latest = (
+            Workload.objects.owned_by(owner)
+            .filter(status=WorkloadStatus.READY)
+            .order_by("-created", "-pk")
+            .first()
+        )
+        initial = {"workloads": [latest.pk] if latest else [], "policies": ["fifo"]}
+    initial["clusters"] = [c.pk for c in clusters]
+    initial["name"] = " vs ".join(c.name for c in clusters)[:200]
+    return initial

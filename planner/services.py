@@ -397,3 +397,361 @@ def rerun(experiment: Experiment) -> int:
         if ids:
             launch(experiment.pk)
     return len(ids)
+
+
+# -- editing, variants and deleting (issue 12, points 6 and 7) -------------------------------
+#
+# Results are computed on a cluster's spec, so a spec that runs have used is frozen: an edit
+# of it is refused (InUse, the API's 409) and saved as a new variant cluster instead
+# (create_variant, parent = the original); names and descriptions stay editable. Deleting
+# refuses while a queued or running experiment uses the object; a cluster or workload that
+# finished experiments used is deleted only with them (``cascade``), never leaving a result
+# without the cluster or trace it ran on. Deleting a run, an experiment or a workload deletes
+# its stored artefacts (per-job tables, time series, stints, uploads, job tables).
+
+
+class InUse(ValidationError):
+    """The object is used by experiments (the API answers 409); ``experiments`` are their ids."""
+
+    def __init__(self, message: str, experiments: Iterable[int] = ()) -> None:
+        super().__init__(message, code="in_use")
+        self.experiments = sorted(set(experiments))
+
+
+def _named(experiments: Sequence[Experiment], limit: int = 5) -> str:
+    names = [f"{e.name!r} (#{e.pk})" for e in experiments[:limit]]
+    more = len(experiments) - limit
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+def experiments_using(obj: Cluster | Workload) -> Any:
+    """The experiments whose grid holds the cluster or workload (or whose runs use it)."""
+    from django.db.models import Q
+
+    field = "clusters" if isinstance(obj, Cluster) else "workloads"
+    run_field = "runs__cluster" if isinstance(obj, Cluster) else "runs__workload"
+    return (
+        Experiment.objects.filter(Q(**{field: obj}) | Q(**{run_field: obj}))
+        .distinct()
+        .order_by("pk")
+    )
+
+
+def active_experiments(experiments: Any) -> Any:
+    """Those of ``experiments`` (a queryset) with queued or running runs."""
+    from planner.models import ACTIVE_STATES
+
+    ids = Run.objects.filter(
+        experiment__in=experiments.values("pk"), state__in=ACTIVE_STATES
+    ).values("experiment_id")
+    return Experiment.objects.filter(pk__in=ids).order_by("pk")
+
+
+def spec_users(cluster: Cluster) -> list[Experiment]:
+    """The experiments whose runs simulated (or will simulate) the cluster's spec."""
+    ids = Run.objects.filter(cluster=cluster).values("experiment_id")
+    return list(Experiment.objects.filter(pk__in=ids).order_by("pk"))
+
+
+def check_spec_editable(cluster: Cluster, spec: Any) -> None:
+    """Raise :class:`InUse` if ``spec`` differs from the cluster's and runs used the old one."""
+    if spec is None or spec == cluster.spec:
+        return
+    users = spec_users(cluster)
+    if users:
+        raise InUse(
+            f"the spec of cluster {cluster.name!r} is frozen: experiments {_named(users)} ran "
+            "on it, and their results must keep referring to the spec they ran on. Save the "
+            "edit as a new variant instead (the dashboard's 'Save as new variant', or "
+            f"POST /api/v1/clusters/{cluster.pk}/clone/ with the spec); the name and "
+            "description stay editable",
+            [e.pk for e in users],
+        )
+
+
+def type_users(acc: Any) -> list[Experiment]:
+    """The experiments whose runs simulated a cluster naming the owner's accelerator type
+    ``acc`` (a pool names it and the spec does not define it itself: ``effective_spec``)."""
+    from clustersim.catalog import normalize_name
+
+    name = normalize_name(acc.name)
+    clusters = []
+    for pk, spec in (
+        Cluster.objects.filter(owner_id=acc.owner_id, runs__isnull=False)
+        .distinct()
+        .values_list("pk", "spec")
+    ):
+        defined = {normalize_name(str(a.get("name", ""))) for a in spec.get("accelerators") or []}
+        named = {normalize_name(str(p.get("accelerator", ""))) for p in spec.get("pools") or []}
+        if name in named - defined:
+            clusters.append(pk)
+    ids = Run.objects.filter(cluster_id__in=clusters).values("experiment_id")
+    return list(Experiment.objects.filter(pk__in=ids).order_by("pk"))
+
+
+def check_type_editable(acc: Any, changes: dict[str, Any] | None) -> None:
+    """Raise :class:`InUse` if ``changes`` (``None``: deleting) alter what the simulator
+    reads of a type (all but ``notes``) that clusters whose specs runs used name: their
+    results would silently refer to another type."""
+    if changes is not None:
+        changed = [k for k, v in changes.items() if k != "notes" and getattr(acc, k) != v]
+        if not changed:
+            return
+    users = type_users(acc)
+    if users:
+        what = "deleted" if changes is None else "changed"
+        raise InUse(
+            f"accelerator type {acc.name!r} cannot be {what}: clusters naming it ran in "
+            f"experiments {_named(users)}, whose results must keep referring to it. Define "
+            "another type (or a price override in a variant of the cluster) instead; the "
+            "notes stay editable",
+            [e.pk for e in users],
+        )
+
+
+def update_cluster(
+    cluster: Cluster,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    spec: dict[str, Any] | None = None,
+) -> Cluster:
+    """Edit the cluster in place: any field while no run used its spec, else only the name
+    and description (:func:`check_spec_editable`). The spec is validated with the owner's
+    types; saved are only the fields given (a worker may read the row meanwhile)."""
+    with transaction.atomic():
+        fields: dict[str, Any] = {}
+        if spec is not None and spec != cluster.spec:
+            check_spec_editable(cluster, spec)
+            total, types = cluster_summary(spec, cluster.owner)
+            fields.update(spec=spec, total_devices=total, device_types=types)
+        if name is not None:
+            fields["name"] = name
+        if description is not None:
+            fields["description"] = description
+        if fields:
+            for key, value in fields.items():
+                setattr(cluster, key, value)
+            cluster.save(update_fields=[*fields, "updated"])
+    return cluster
+
+
+def update_workload(
+    workload: Workload, *, name: str | None = None, description: str | None = None
+) -> Workload:
+    """Rename the workload or edit its description; only those columns are written (the
+    worker may be storing its parse result in the same row)."""
+    fields = {k: v for k, v in (("name", name), ("description", description)) if v is not None}
+    if fields:
+        for key, value in fields.items():
+            setattr(workload, key, value)
+        workload.save(update_fields=[*fields, "updated"])
+    return workload
+
+
+def create_variant(
+    cluster: Cluster, spec: dict[str, Any], name: str, description: str = ""
+) -> Cluster:
+    """A new cluster of the owner with ``spec`` (validated), its ``parent`` the original."""
+    return create_cluster(
+        cluster.owner,
+        name[:200],
+        spec,
+        description=description,
+        preset=cluster.preset,
+        parent=cluster,
+    )
+
+
+def owner_types(owner_id: int) -> list[dict[str, Any]]:
+    """The owner's accelerator types as spec entries (what a spec's pools may name)."""
+    from planner.models import AcceleratorType
+
+    return [t.to_spec() for t in AcceleratorType.objects.filter(owner_id=owner_id)]
+
+
+def what_if(cluster: Cluster, op: str, params: dict[str, Any], name: str = "") -> Cluster:
+    """A variant of the cluster made by one what-if operation of :mod:`clustersim.variants`
+    (``add_pool``, ``replace_type``, ``scale``), named ``<name> + 64 H100-SXM5-80GB`` and
+    so on unless ``name`` is given. Raises :class:`ValidationError` naming the parameter."""
+    from clustersim.errors import ClustersimError
+    from clustersim.variants import OPERATIONS
+
+    if op not in OPERATIONS:
+        raise ValidationError(f"op: one of {', '.join(OPERATIONS)}, not {op!r}")
+    try:
+        variant = OPERATIONS[op](cluster.spec, **params, extra_types=owner_types(cluster.owner_id))
+    except ClustersimError as exc:
+        raise ValidationError(str(exc)) from None
+    return create_variant(
+        cluster,
+        variant.spec,
+        name or variant.name(cluster.name),
+        description=f"what-if of {cluster.name!r}:{variant.change}",
+    )
+
+
+def _run_artefacts(runs: Any) -> list[int]:
+    ids: list[int] = []
+    for row in runs.values_list("per_job_id", "timeseries_id", "stints_id"):
+        ids += [i for i in row if i is not None]
+    return ids
+
+
+def _delete_artefacts(ids: Iterable[int]) -> None:
+    """Delete the artefact rows (their blobs are never read: only ``pk`` is loaded)."""
+    ids = list(ids)
+    if ids:
+        Artefact.objects.filter(pk__in=ids).only("pk").delete()
+
+
+def _delete_experiment(exp: Experiment) -> None:
+    artefacts = _run_artefacts(exp.runs.all())
+    exp.delete()  # its runs with it
+    _delete_artefacts(artefacts)
+
+
+def experiment_blockers(exp: Experiment) -> str:
+    """Why the experiment cannot be deleted now (``""``: it can)."""
+    from planner.models import ACTIVE_STATES
+
+    n = exp.runs.filter(state__in=ACTIVE_STATES).count()
+    if not n:
+        return ""
+    return (
+        f"experiment {exp.name!r} has {n} queued or running run{'s' if n > 1 else ''}: "
+        "cancel it first (or wait for it to finish)"
+    )
+
+
+def delete_experiment(exp: Experiment) -> None:
+    """Delete a finished experiment with its runs and their stored results (:class:`InUse`
+    while runs are queued or running)."""
+    with transaction.atomic():
+        list(Run.objects.select_for_update().filter(experiment=exp).values_list("pk"))
+        reason = experiment_blockers(exp)
+        if reason:
+            raise InUse(reason, [exp.pk])
+        _delete_experiment(exp)
+
+
+def run_blockers(run: Run) -> str:
+    """Why the run cannot be deleted now (``""``: it can)."""
+    from planner.models import ACTIVE_STATES
+
+    if run.state in ACTIVE_STATES:
+        return f"run #{run.pk} is {run.state}: cancel it first (or wait for it to finish)"
+    if not Run.objects.filter(experiment_id=run.experiment_id).exclude(pk=run.pk).exists():
+        return (
+            f"run #{run.pk} is the only run of experiment #{run.experiment_id}: delete the "
+            "experiment instead"
+        )
+    return ""
+
+
+def delete_run(run: Run) -> None:
+    """Delete a finished run and its stored results; the experiment counts one run less and
+    its state follows the runs left (e.g. succeeded once its one failed run is gone)."""
+    from django.db.models import F
+
+    with transaction.atomic():
+        row = Run.objects.select_for_update().filter(pk=run.pk).first()
+        if row is None:
+            return
+        reason = run_blockers(row)
+        if reason:
+            raise InUse(reason, [row.experiment_id])
+        artefacts = _run_artefacts(Run.objects.filter(pk=row.pk))
+        row.delete()
+        _delete_artefacts(artefacts)
+        Experiment.objects.filter(pk=row.experiment_id).update(runs_total=F("runs_total") - 1)
+        _restate(row.experiment_id)
+
+
+def _restate(experiment_id: int) -> None:
+    """The experiment's state from its runs, also when it had finished (a run deleted)."""
+    from planner.models import ACTIVE_STATES
+
+    states = set(Run.objects.filter(experiment_id=experiment_id).values_list("state", flat=True))
+    if states & set(ACTIVE_STATES):
+        runner.refresh_experiment(experiment_id)
+        return
+    final = (
+        Experiment.State.FAILED
+        if RunState.FAILED in states
+        else Experiment.State.CANCELLED
+        if RunState.CANCELLED in states
+        else Experiment.State.SUCCEEDED
+    )
+    Experiment.objects.filter(pk=experiment_id).update(state=final)
+
+
+def usage_blockers(obj: Cluster | Workload, cascade: bool = False) -> tuple[str, list[int]]:
+    """Why the cluster or workload cannot be deleted (``""``: it can) and the experiments
+    in the way. Active experiments always are; finished ones unless ``cascade``."""
+    what = "cluster" if isinstance(obj, Cluster) else "workload"
+    using = experiments_using(obj)
+    active = list(active_experiments(using))
+    if active:
+        return (
+            f"{what} {obj.name!r} is used by experiments that are queued or running: "
+            f"{_named(active)}; cancel them first (or wait for them to finish)",
+            [e.pk for e in active],
+        )
+    finished = list(using)
+    if finished and not cascade:
+        return (
+            f"{what} {obj.name!r} has results in experiments {_named(finished)}: delete "
+            f"those first, or delete the {what} together with them (cascade)",
+            [e.pk for e in finished],
+        )
+    return "", []
+
+
+def _delete_used(obj: Cluster | Workload, cascade: bool) -> list[int]:
+    from django.db.models import ProtectedError
+
+    with transaction.atomic():
+        list(
+            Run.objects.select_for_update()
+            .filter(experiment__in=experiments_using(obj).values("pk"))
+            .values_list("pk")
+        )
+        reason, ids = usage_blockers(obj, cascade)
+        if reason:
+            raise InUse(reason, ids)
+        artefacts: list[int] = []
+        if isinstance(obj, Workload):  # locked: a parse storing its table now waits, then
+            # finds no row and rolls its table back (planner.parsing._store)
+            row = (
+                Workload.objects.select_for_update()
+                .filter(pk=obj.pk)
+                .values_list("source_id", "jobs_id")
+                .first()
+            )
+            artefacts = [i for i in row or () if i is not None]
+        deleted = []
+        for exp in experiments_using(obj):
+            deleted.append(exp.pk)
+            _delete_experiment(exp)
+        try:
+            obj.delete()
+        except ProtectedError:  # an experiment made meanwhile
+            raise InUse(
+                f"{obj.name!r} was just used by a new experiment; try again",
+                [e.pk for e in experiments_using(obj)],
+            ) from None
+        _delete_artefacts(artefacts)
+    return deleted
+
+
+def delete_cluster(cluster: Cluster, *, cascade: bool = False) -> list[int]:
+    """Delete the cluster (:class:`InUse` while experiments use it; with ``cascade`` the
+    finished ones are deleted with it). Returns the ids of the experiments deleted."""
+    return _delete_used(cluster, cascade)
+
+
+def delete_workload(workload: Workload, *, cascade: bool = False) -> list[int]:
+    """Delete the workload and its upload and job table (as :func:`delete_cluster`). Workloads
+    derived from it keep their own job tables."""
+    return _delete_used(workload, cascade)

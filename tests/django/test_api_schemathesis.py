@@ -36,6 +36,9 @@ BEYOND_THE_SCHEMA = {
     "PUT /api/v1/clusters/{id}/": "the spec is checked by the simulator",
     "PATCH /api/v1/clusters/{id}/": "the spec is checked by the simulator",
     "POST /api/v1/clusters/import/": "the node list is parsed (kubectl, Slurm, Alibaba CSVs)",
+    "POST /api/v1/clusters/{id}/clone/": "an edited spec is checked by the simulator",
+    "POST /api/v1/clusters/{id}/what-if/": "each operation takes its own parameters; types, "
+    "pools and regions must exist, devices fill whole nodes",
     "POST /api/v1/experiments/": "clusters and workloads must be yours and parsed, the grid "
     "at most CLUSTERSIM_MAX_RUNS_PER_EXPERIMENT runs, parameters as each policy takes them",
     "POST /api/v1/workloads/synthetic/": "the recipe is checked field by field (planner.recipes)",
