@@ -95,3 +95,14 @@ def test_make_run_says_how_to_sign_in_once_the_workers_and_the_web_server_starte
     assert "--logs $(WORKER_LOGS)" in lines[ready]
     # nothing else prints the sign-in or the token (they are said once, together, last)
     assert not any("sign in" in x or "planner token" in x for x in lines)
+
+
+def test_make_run_gives_parsing_a_worker_of_its_own() -> None:
+    """Uploads never wait behind simulations: one worker per role, each serving only its own
+    queue (the timing with real workers: tests/chaos)."""
+    roles = [
+        m.group(1)
+        for line in _run_recipe()
+        if (m := re.search(r"CLUSTERSIM_WORKER_QUEUES=(\S+) \$\(CELERY_WORKER\)", line))
+    ]
+    assert sorted(roles) == ["housekeeping", "parse", "sim"]
