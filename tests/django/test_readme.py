@@ -44,7 +44,7 @@ def commands(block: str) -> list[tuple[list[str], int | None]]:
             continue
         text += line + "\n"
         try:
-            words = shlex.split(text, comments=True)
+            words = [w for w in shlex.split(text, comments=True) if w != "\n"]
         except ValueError:  # a quote still open: the command goes on
             continue
         if text.rstrip().endswith("\\"):
@@ -69,6 +69,8 @@ def curl(client: Client, token: str, words: list[str]) -> Any:
     url = ""
     it = iter(words[1:])
     for word in it:
+        if word == "-s":
+            continue
         if word == "-H":
             name, _, value = next(it).partition(": ")
             headers[name] = value.replace("$TOKEN", token)
@@ -110,6 +112,13 @@ def test_the_api_examples_answer_as_the_readme_says() -> None:
             out = io.StringIO()
             call_command("planner", "token", "demo", stdout=out)
             token = out.getvalue().strip()
+            continue
+        if words[0] == "until":  # until curl ... | grep -q PATTERN; do sleep 1; done
+            pipe = words.index("|")
+            assert words[pipe + 1 : pipe + 3] == ["grep", "-q"], words
+            r = curl(Client(), token, words[1:pipe])
+            pattern = words[pipe + 3].removesuffix(";")
+            assert pattern in r.content.decode(), (words, r.content[:300])
             continue
         r = curl(Client(), token, words)
         url = next(w for w in words if w.startswith("http"))
