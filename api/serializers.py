@@ -465,7 +465,7 @@ class ClusterFromPresetSerializer(StrictInput, serializers.Serializer):
 class CloneSerializer(StrictInput, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
-    spec = serializers.JSONField(
+    spec = JSONObject(
         required=False,
         help_text="An edited spec for the copy (a variant); default: the cluster's own. The way "
         "to edit a spec that runs have used (its cluster's spec is frozen).",

@@ -467,9 +467,13 @@ def probe_upload_while_simulating(
     within :data:`UPLOAD_READY_S`, and before any of the runs that held the slots when it
     was sent has finished: parsing has a queue and a worker of its own and never waits for a
     simulation slot."""
-    body = stack.experiment_body("busy", [workload or stack.long], range(runs_n), cluster)
+    # one run per seed of the random placement: runs_n runs on one cluster
+    body = stack.experiment_body(
+        "busy", [workload or stack.long], runs_n, same_work=False, cluster=cluster
+    )
     body["policies"] = [{"name": policy}]
     runs = stack.runs_of(stack.post("/api/v1/experiments/", body, 202)["id"])
+    assert len(runs) == runs_n, runs
     slots = sum(g.concurrency for g in stack.worker_groups if "sim" in g.roles.split(","))
     busy = stack.wait_running(runs, slots)
     trace = long_trace(stack.tmp / f"small-{uuid.uuid4().hex[:6]}.csv", jobs)

@@ -66,6 +66,7 @@ def curl(client: Client, token: str, words: list[str]) -> Any:
     headers: dict[str, str] = {}
     form: dict[str, Any] = {}
     body: str | None = None
+    method = ""
     url = ""
     it = iter(words[1:])
     for word in it:
@@ -84,10 +85,15 @@ def curl(client: Client, token: str, words: list[str]) -> Any:
             body = next(it)
         elif word == "-o":
             next(it)
+        elif word == "-X":
+            method = next(it)
         else:
             url = word
     parts = urlsplit(url)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
+    if method == "DELETE":
+        return client.delete(path, headers=headers)
+    assert not method, method
     if form:
         return client.post(path, form, headers=headers)
     if body is not None:
@@ -133,8 +139,8 @@ def test_the_api_examples_answer_as_the_readme_says() -> None:
     upload = Workload.objects.get(pk=answer("/api/v1/workloads/?").json()["id"])
     assert (upload.pk, upload.status, upload.summary["jobs"]) == (2, "ready", 100)
     exp = Experiment.objects.get(pk=answer("/api/v1/experiments/").json()["id"])
-    assert exp.runs.count() == 18 and set(exp.runs.values_list("state", flat=True)) == {"succeeded"}
-    assert exp.clusters.get().preset == "philly"
+    assert exp.runs.count() == 6 and set(exp.runs.values_list("state", flat=True)) == {"succeeded"}
+    assert exp.clusters.get().name.startswith("Demo: K80 + V100 + A100")
     synthetic = Workload.objects.get(pk=answer("/api/v1/workloads/synthetic/").json()["id"])
     assert (synthetic.status, synthetic.summary["jobs"]) == ("ready", 5000)
     derived = Workload.objects.get(pk=answer("/api/v1/workloads/1/derive/").json()["id"])
@@ -144,15 +150,28 @@ def test_the_api_examples_answer_as_the_readme_says() -> None:
     imported = Cluster.objects.get(pk=answer("/api/v1/clusters/import/").json()["id"])
     assert imported.total_devices > 0 and imported.import_report["unmapped"] == {}
     assert "L40" in imported.device_types
+    variant = Cluster.objects.get(pk=answer("/api/v1/clusters/1/what-if/").json()["id"])
+    philly = Cluster.objects.get(pk=1)
+    assert (
+        variant.total_devices == philly.total_devices + 64
+        and "H100-SXM5-80GB" in variant.device_types
+    )
+    assert not Cluster.objects.filter(pk=3).exists()
     compared = answer("/api/v1/compare/").json()
-    assert [r["id"] for r in compared["runs"]] == [1, 2, 3, 4]
-    assert all(v is not None and v > 0 for v in compared["metrics"]["jct_mean_s"])
-    jobs = pd.read_parquet(io.BytesIO(answer("/api/v1/runs/1/jobs/").content))
+    runs = compared["runs"]
+    assert [(r["id"], r["policy"], r["load_factor"]) for r in runs] == [
+        (2, "fifo", 1.0),
+        (5, "tiresias", 1.0),
+        (8, "gavel-las", 1.0),
+    ]
+    jct = compared["metrics"]["jct_mean_s"]
+    assert all(v is not None and v > 0 for v in jct) and len(set(jct)) == 3  # they differ
+    jobs = pd.read_parquet(io.BytesIO(answer("/api/v1/runs/5/jobs/").content))
     assert len(jobs) == 2406
-    stints = list(csv.DictReader(io.StringIO(answer("/api/v1/runs/1/stints/").content.decode())))
+    stints = list(csv.DictReader(io.StringIO(answer("/api/v1/runs/5/stints/").content.decode())))
     assert len(stints) >= 2406 and "node" in stints[0]
     table = list(csv.DictReader(io.StringIO(answer("/charts/experiments/1/").content.decode())))
-    assert len(table) == 4  # FIFO and Tiresias at 1x and 2x
+    assert len(table) == 9  # three policies at three loads
 
 
 def _cli_block() -> str:
