@@ -26,12 +26,16 @@ CHECK_ENV := DJANGO_SETTINGS_MODULE=config.settings.test
 # The embedded default: SQLite, a filesystem broker (no server), the demo data, the web app on
 # 127.0.0.1:8000 and three Celery workers, one per queue, so that none waits behind another:
 # simulations (2 slots), parsing (1 slot, memory-bounded) and housekeeping (the stale-run
-# reaper, the sweeper and the run dispatcher, with beat embedded to schedule them).
+# reaper, the sweeper and the run dispatcher, with beat embedded to schedule them). Once every
+# worker says it is ready and the web app answers, `manage.py ready` prints the sign-in line
+# and the API token, last, below the workers' banners. The previous run's logs are kept as .1.
 CELERY_WORKER := $(BIN)/celery -A config worker --without-gossip --without-mingle --loglevel INFO
+WORKER_LOGS := var/worker-sim.log var/worker-parse.log var/worker-housekeeping.log
 run: install
 	$(MANAGE) migrate --noinput
 	$(MANAGE) planner demo
 	@mkdir -p var && rm -f var/celerybeat-schedule*  # only last-run times; a stale one can crash beat
+	@for log in $(WORKER_LOGS); do if [ -f $$log ]; then mv -f $$log $$log.1; fi; done
 	@set -e; \
 	CLUSTERSIM_WORKER_QUEUES=sim $(CELERY_WORKER) -n sim@%h --concurrency 2 \
 		--logfile var/worker-sim.log & \
@@ -42,15 +46,12 @@ run: install
 	CLUSTERSIM_WORKER_QUEUES=housekeeping $(CELERY_WORKER) -n housekeeping@%h --concurrency 1 \
 		-B -s var/celerybeat-schedule --logfile var/worker-housekeeping.log & \
 	housekeeping=$$!; \
-	trap 'kill $$sim $$parse $$housekeeping 2>/dev/null; wait $$sim $$parse $$housekeeping 2>/dev/null' \
-		EXIT INT TERM; \
-	echo ""; \
-	echo "clustersim: http://127.0.0.1:8000  (sign in as demo / demo)"; \
-	echo "  API token for demo: $$($(MANAGE) planner token demo)  (header: Authorization: Token ...)"; \
-	echo "  API docs: http://127.0.0.1:8000/api/docs/"; \
-	echo "  worker logs: var/worker-sim.log, var/worker-parse.log, var/worker-housekeeping.log"; \
-	echo ""; \
-	$(MANAGE) runserver 127.0.0.1:8000 --noreload
+	$(MANAGE) runserver 127.0.0.1:8000 --noreload & \
+	web=$$!; \
+	trap 'kill $$web $$sim $$parse $$housekeeping 2>/dev/null; \
+		wait $$web $$sim $$parse $$housekeeping 2>/dev/null' EXIT INT TERM; \
+	$(MANAGE) ready --url http://127.0.0.1:8000 --user demo --logs $(WORKER_LOGS); \
+	wait $$web
 
 # Regenerate the committed OpenAPI schema after changing the API.
 schema: install

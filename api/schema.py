@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.fields import CharField, FileField
 from rest_framework.permissions import AllowAny
@@ -29,7 +28,12 @@ from api.strict import PY_SPACE
 
 _DETAIL = DetailSerializer
 _VALIDATION = OpenApiResponse(
-    OpenApiTypes.ANY,
+    {
+        "anyOf": [
+            {"type": "object", "additionalProperties": {}},
+            {"type": "array", "items": {"type": "string"}},
+        ]
+    },
     description="Invalid input: an object mapping each field (or ``non_field_errors``, or "
     "``detail``) to its messages, or a list of messages.",
 )
@@ -68,10 +72,16 @@ class AutoSchema(SpectacularAutoSchema):
         bound = getattr(field, "exclusive_minimum", None)
         if bound is not None:
             schema.update(minimum=bound, exclusiveMinimum=True)
+        bound = getattr(field, "exclusive_maximum", None)
+        if bound is not None:
+            schema.update(maximum=bound, exclusiveMaximum=True)
         if isinstance(field, FileField) and not field.allow_empty_file:
             schema["minLength"] = 1  # an empty file is refused
         if getattr(field, "allow_empty", True) is False and schema.get("type") == "array":
             schema["minItems"] = max(1, schema.get("minItems", 0))
+        for attr, key in (("min_items", "minItems"), ("max_items", "maxItems")):
+            if getattr(field, attr, None) is not None and schema.get("type") == "array":
+                schema[key] = getattr(field, attr)
         if (
             direction == "request"
             and isinstance(field, CharField)
@@ -112,3 +122,32 @@ class AutoSchema(SpectacularAutoSchema):
                 },
             }
         return headers
+
+
+def _refs(node: Any, out: set[str]) -> set[str]:
+    """The component names ``node`` refers to (``$ref`` anywhere inside it)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            out.add(ref.rsplit("/", 1)[1])
+        for value in node.values():
+            _refs(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _refs(value, out)
+    return out
+
+
+def drop_unused_components(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: leave out the schemas that no operation uses, directly or through
+    other schemas (e.g. the request-side twin of a read-only field's schema)."""
+    schemas = result.get("components", {}).get("schemas", {})
+    used = _refs({k: v for k, v in result.items() if k != "components"}, set())
+    todo = list(used)
+    while todo:
+        for name in _refs(schemas.get(todo.pop(), {}), set()) - used:
+            used.add(name)
+            todo.append(name)
+    for name in [n for n in schemas if n not in used]:
+        del schemas[name]
+    return result

@@ -8,13 +8,17 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import (
+    PolymorphicProxySerializer,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
 
 from api.representation import FastRepresentationMixin
 from api.strict import StrictInput
-from planner import services
+from planner import recipes, services
 from planner.models import (
     COMPAT_CHOICES,
     AcceleratorType,
@@ -64,6 +68,194 @@ class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
     def get_queryset(self) -> Any:
         request = self.context.get("request")
         return self.queryset.owned_by(request.user if request else None)
+
+
+# -- JSON fields, typed in the schema -----------------------------------------------------------
+# The values are checked where they are used (the simulator's spec reader, planner.recipes);
+# these fields say in the schema what they hold.
+
+_OBJECT = {"type": "object", "additionalProperties": {}}
+
+
+@extend_schema_field(_OBJECT)
+class JSONObject(serializers.JSONField):
+    """A JSON object."""
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class StringList(serializers.JSONField):
+    """A JSON list of strings."""
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": "A JSON object of strings, sent as the text of a form field.",
+    }
+)
+class JSONObjectText(serializers.JSONField):
+    """A JSON object of strings sent as text (a multipart form's field)."""
+
+
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "boolean"},
+            {"type": "integer"},
+            {"type": "number"},
+            {"type": "string"},
+            {"type": "array", "items": {"type": "number"}},
+        ],
+        "nullable": True,
+    }
+)
+class ParameterValue(serializers.JSONField):
+    """A policy parameter's value: a boolean, a number, a string or a list of numbers."""
+
+
+class _ExclusiveFloat(serializers.FloatField):
+    """A number checked elsewhere, documented with exclusive bounds (api.schema.AutoSchema)."""
+
+    def __init__(
+        self,
+        *,
+        exclusive_minimum: float | None = None,
+        exclusive_maximum: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if exclusive_minimum is not None:
+            self.exclusive_minimum = exclusive_minimum
+        if exclusive_maximum is not None:
+            self.exclusive_maximum = exclusive_maximum
+
+
+_OPTIONAL: dict[str, Any] = {"required": False, "allow_null": True}
+
+
+def _hour_field(help_text: str) -> _ExclusiveFloat:
+    return _ExclusiveFloat(
+        required=False, allow_null=True, min_value=0, exclusive_maximum=24, help_text=help_text
+    )
+
+
+class SyntheticRecipeSerializer(serializers.Serializer):
+    """A synthetic workload's recipe (planner.recipes; the models: clustersim.synth). Give
+    ``jobs`` or ``duration_s`` (or both); a field left out or null takes its default."""
+
+    def get_fields(self) -> dict[str, Any]:
+        from clustersim.synth import MAX_JOBS
+
+        opt = _OPTIONAL
+        return {
+            "model": serializers.ChoiceField(
+                recipes.MODELS,
+                **opt,
+                help_text="gavel (multi-GPU jobs), gavel-single, or fit (to fit_workload); "
+                "default gavel",
+            ),
+            "fit_workload": serializers.IntegerField(
+                **opt, help_text="With model fit: one of your ready workloads."
+            ),
+            "jobs": serializers.IntegerField(
+                min_value=1, max_value=MAX_JOBS, **opt, help_text="How many jobs."
+            ),
+            "duration_s": _ExclusiveFloat(
+                exclusive_minimum=0, **opt, help_text="Arrivals stop after this long (s)."
+            ),
+            "arrival": serializers.ChoiceField(
+                recipes.ARRIVALS, **opt, help_text="Arrival process; default the model's."
+            ),
+            "rate_per_hour": _ExclusiveFloat(
+                exclusive_minimum=0, **opt, help_text="Mean arrivals per hour."
+            ),
+            "amplitude": serializers.FloatField(
+                min_value=0, max_value=1, **opt, help_text="Diurnal swing, 0 to 1; default 0.5."
+            ),
+            "peak_hour": _hour_field("Diurnal: busiest hour of day, [0, 24); default 14."),
+            "start_hour": _hour_field("Diurnal: hour of day at t = 0, [0, 24); default 0."),
+            "duration_model": serializers.ChoiceField(
+                recipes.DURATION_MODELS, **opt, help_text="Fitted models: how durations are drawn."
+            ),
+            "job_types": serializers.BooleanField(
+                required=False, help_text="Give jobs model types (throughputs); default true."
+            ),
+            "seed": serializers.IntegerField(min_value=0, max_value=2**32 - 1, **opt),
+        }
+
+
+class StepSerializer(serializers.Serializer):
+    """One transformation (planner.recipes, clustersim.transform); an op takes only its own
+    fields: window (start_s, end_s), sample (fraction or n, seed), scale (factor), cap
+    (cluster, mode), rebase (start, keep)."""
+
+    op = serializers.ChoiceField(recipes.OPS)
+    start_s = serializers.FloatField(
+        min_value=0, **_OPTIONAL, help_text="window: from (s after the trace's start)"
+    )
+    end_s = _ExclusiveFloat(exclusive_minimum=0, **_OPTIONAL, help_text="window: to (s)")
+    fraction = _ExclusiveFloat(
+        exclusive_minimum=0, max_value=1, **_OPTIONAL, help_text="sample: the share kept"
+    )
+    n = serializers.IntegerField(
+        min_value=1, max_value=10_000_000, **_OPTIONAL, help_text="sample: how many jobs kept"
+    )
+    seed = serializers.IntegerField(
+        min_value=0, max_value=2**32 - 1, **_OPTIONAL, help_text="sample: its seed"
+    )
+    factor = _ExclusiveFloat(exclusive_minimum=0, required=False, help_text="scale: load factor")
+    cluster = serializers.IntegerField(required=False, help_text="cap: one of your clusters")
+    mode = serializers.ChoiceField(
+        ("cap", "drop"), **_OPTIONAL, help_text="cap: cap larger jobs, or drop them"
+    )
+    start = serializers.CharField(
+        required=False, help_text="rebase: ISO 8601 time, e.g. 2023-06-01T00:00:00Z"
+    )
+    keep = serializers.ChoiceField(
+        ("time_of_day", "weekday", "none"), **_OPTIONAL, help_text="rebase: what to keep"
+    )
+
+
+@extend_schema_field(SyntheticRecipeSerializer)
+class RecipeInput(serializers.JSONField):
+    """A synthetic recipe (checked by planner.recipes)."""
+
+
+@extend_schema_field(StepSerializer(many=True))
+class StepsInput(serializers.JSONField):
+    """Derive steps (checked by planner.recipes)."""
+
+    min_items = 1  # api.schema.AutoSchema documents them
+    max_items = recipes.MAX_STEPS
+
+
+@extend_schema_serializer(component_name="StoredSyntheticRecipe")
+class StoredSyntheticRecipeSerializer(SyntheticRecipeSerializer):
+    """A synthetic workload's recipe as stored: every field, blank ones at their defaults."""
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        fields["model"].required = True  # what tells it from a derived workload's recipe
+        return fields
+
+
+class DerivedRecipeSerializer(serializers.Serializer):
+    """A derived workload's recipe: its parent and the steps applied to its jobs."""
+
+    parent = serializers.IntegerField()
+    steps = StepSerializer(many=True)
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="Recipe",
+        serializers=[StoredSyntheticRecipeSerializer, DerivedRecipeSerializer],
+        resource_type_field_name=None,
+    )
+)
+class RecipeOutput(serializers.JSONField):
+    """A workload's recipe as stored (normalised)."""
 
 
 # -- accelerators -------------------------------------------------------------------------------
@@ -192,9 +384,15 @@ class BuiltinAcceleratorSerializer(serializers.Serializer):
 class ClusterSerializer(
     StrictInput, EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer
 ):
-    spec = serializers.JSONField(
+    spec = JSONObject(
         help_text="The simulator's cluster spec (see clustersim.spec): pools, racks, regions, "
         "accelerators."
+    )
+    device_types = StringList(read_only=True, help_text="accelerator type names present")
+    import_report = JSONObject(
+        read_only=True,
+        allow_null=True,
+        help_text="what the importer understood (imported node lists)",
     )
 
     class Meta:
@@ -267,7 +465,7 @@ class ClusterFromPresetSerializer(StrictInput, serializers.Serializer):
 class CloneSerializer(StrictInput, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
-    spec = serializers.JSONField(
+    spec = JSONObject(
         required=False,
         help_text="An edited spec for the copy (a variant); default: the cluster's own. The way "
         "to edit a spec that runs have used (its cluster's spec is frozen).",
@@ -326,7 +524,7 @@ class PresetSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     source = serializers.CharField()
-    spec = serializers.JSONField()
+    spec = JSONObject(help_text="The cluster spec, as POST /api/v1/clusters/ takes it.")
 
 
 # -- workloads ------------------------------------------------------------------------------------
@@ -335,6 +533,23 @@ class PresetSerializer(serializers.Serializer):
 class WorkloadSerializer(
     StrictInput, EditedFieldsMixin, FastRepresentationMixin, serializers.ModelSerializer
 ):
+    recipe = RecipeOutput(
+        read_only=True,
+        allow_null=True,
+        help_text="What a synthetic or derived workload was made of (null: an upload).",
+    )
+    report = JSONObject(
+        read_only=True,
+        allow_null=True,
+        help_text="The parse (or build) report: format, jobs read, kept and dropped (with "
+        "reasons and first lines), warnings, assumptions; or the error's line and field.",
+    )
+    summary = JSONObject(
+        read_only=True,
+        allow_null=True,
+        help_text="Jobs, time span, arrival rate, GPU-demand histogram and arrivals over time.",
+    )
+
     class Meta:
         model = Workload
         fields = (
@@ -416,22 +631,14 @@ class _NewWorkloadSerializer(StrictInput, serializers.Serializer):
 
 
 class SyntheticWorkloadSerializer(_NewWorkloadSerializer):
-    recipe = serializers.JSONField(
-        help_text='What to draw (planner.recipes): {"model": "gavel" | "gavel-single" | "fit", '
-        '"fit_workload": id (with "fit"), "jobs": 2000, "duration_s": null, '
-        '"arrival": "poisson" | "diurnal", "rate_per_hour": 30, "amplitude": 0.5, '
-        '"peak_hour": 14, "start_hour": 0, "duration_model": "lognormal" | "empirical", '
-        '"job_types": true, "seed": 0}; give jobs or duration_s.'
+    recipe = RecipeInput(
+        help_text="What to draw (planner.recipes); give jobs or duration_s (or both). Blank "
+        "fields take the model's values."
     )
 
 
 class DeriveWorkloadSerializer(_NewWorkloadSerializer):
-    steps = serializers.JSONField(
-        help_text="Transformations applied in order (planner.recipes): "
-        '{"op": "window", "start_s", "end_s"}, {"op": "sample", "fraction" | "n", "seed"}, '
-        '{"op": "scale", "factor"}, {"op": "cap", "cluster": id, "mode": "cap" | "drop"}, '
-        '{"op": "rebase", "start": ISO 8601, "keep": "time_of_day" | "weekday" | "none"}.'
-    )
+    steps = StepsInput(help_text="Transformations applied in order (planner.recipes).")
 
 
 class ClusterImportSerializer(StrictInput, serializers.Serializer):
@@ -448,7 +655,7 @@ class ClusterImportSerializer(StrictInput, serializers.Serializer):
     )
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True)
-    aliases = serializers.JSONField(
+    aliases = JSONObjectText(
         required=False,
         binary=True,
         help_text="A JSON object mapping model names in the file to catalog types, e.g. "
@@ -687,6 +894,14 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
 
 
 class RunSerializer(FastRepresentationMixin, serializers.ModelSerializer):
+    params = JSONObject(read_only=True, help_text="The policy's hyper-parameters.")
+    summary = JSONObject(
+        read_only=True,
+        allow_null=True,
+        help_text="Metrics of a finished run by stable name (jobs_total, jct_mean_s, "
+        "utilisation, cost_usd, carbon_kg, ...); null before it succeeds.",
+    )
+
     class Meta:
         model = Run
         fields = (
@@ -752,7 +967,7 @@ class PolicyParameterSerializer(serializers.Serializer):
         help_text="bool, int, float, str or tuple[float, ...] (a JSON list); '| None': null "
         "is accepted."
     )
-    default = serializers.JSONField(allow_null=True)
+    default = ParameterValue(allow_null=True)
     required = serializers.BooleanField()
     description = serializers.CharField()
     choices = serializers.ListField(

@@ -1,12 +1,60 @@
-from django.urls import include, path
-from rest_framework.routers import DefaultRouter
+from typing import Any, ClassVar
+
+from django.urls import NoReverseMatch, include, path
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.routers import APIRootView, DefaultRouter
 
 from api import views
 
 
-class Router(DefaultRouter):
-    include_format_suffixes = False
+class ApiRootView(APIRootView):
+    """Every endpoint of the API that needs no object id, by path; the operations on one
+    object (``clusters/{id}/clone/``, ``workloads/{id}/derive/``, ``runs/{id}/jobs/``, ...)
+    are in the schema (``schema``) and its interactive docs (``docs``)."""
 
+    #: keys → URL names outside the API's namespace
+    outside: ClassVar[dict[str, str]] = {"schema": "schema", "docs": "api-docs"}
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        response = super().get(request, *args, **kwargs)
+        for key, name in self.outside.items():
+            try:
+                response.data[key] = reverse(name, request=request)
+            except NoReverseMatch:  # a project that mounts the API without them
+                continue
+        return response
+
+
+class Router(DefaultRouter):
+    """The router's viewsets and, in its root, the endpoints beside them (:data:`ROOT`)."""
+
+    include_format_suffixes = False
+    APIRootView = ApiRootView
+
+    def get_api_root_view(self, api_urls: Any = None) -> Any:
+        lists = {prefix: f"{basename}-list" for prefix, _, basename in self.registry}
+        return self.APIRootView.as_view(api_root_dict={**ROOT, **lists})
+
+
+#: The API root's entries, in order: path → URL name
+ROOT: dict[str, str] = {
+    "accelerators": "accelerator-list",
+    "catalog/accelerators": "catalog",
+    "clusters": "cluster-list",
+    "clusters/from-preset": "cluster-from-preset",
+    "clusters/import": "cluster-import-nodes",
+    "presets": "presets",
+    "workloads": "workload-list",
+    "workloads/synthetic": "workload-synthetic",
+    "formats": "formats",
+    "experiments": "experiment-list",
+    "policies": "policies",
+    "placements": "placements",
+    "runs": "run-list",
+    "compare": "compare",
+}
 
 router = Router()
 router.register("accelerators", views.AcceleratorTypeViewSet, basename="accelerator")

@@ -14,6 +14,9 @@ Rows:
   again). Target ≤ 2 × the stale timeout, whatever the simulation queue holds.
 * **fairness**: user A queues 500 runs (one experiment), then user B one run; seconds B's
   run waits from its creation to its start. Target ≤ 10 s on 2 worker slots.
+* **busy**: a 120-job upload while an experiment of 16 full-Philly runs (philly preset)
+  fills both simulation slots and waits; seconds from the upload to "ready", which must come
+  before any of those runs ends (issue 12). Target ≤ 5 s.
 * **parse memory**: the worker's peak resident memory (highest ``VmHWM`` of any of its
   processes, fresh worker for each input) while it parses: an 11 GiB gzip bomb of blanks
   (11 MB), a header of 1,000,000 columns (10 MB), a 200 MiB line (gzip), the full Philly trace
@@ -27,7 +30,7 @@ Rows:
 
 A row that fails prints ``FAIL`` and the first line of the reason; the others go on
 (``reset`` clears the stack between rows). Knobs (environment): ``CLUSTERSIM_BENCH_CHAOS``
-(comma-separated row names to run: ``recovery,fairness,parse,upload,outage``).
+(comma-separated row names to run: ``recovery,fairness,busy,parse,upload,outage``).
 """
 
 from __future__ import annotations
@@ -149,6 +152,29 @@ def measure_fairness(stack: Any, runs: int = 500) -> list[dict]:
         return [_row(name, f"> {WAIT_CAP_S:.0f} s", goal, False, wall, f"A: {done_a} done")]
     note = f"A's runs done meanwhile: {done_a}"
     return [_row(name, f"{waited:.1f} s", goal, waited <= TARGET_FAIR_WAIT_S, wall, note)]
+
+
+def measure_busy(stack: Any, runs: int = 16, jobs: int = 120) -> list[dict]:
+    """A ``jobs``-job upload while an experiment of ``runs`` full-Philly runs fills every
+    simulation slot (issue 12, point 8)."""
+    name = f"upload of {jobs} jobs ready while {runs} full-Philly runs simulate and wait"
+    goal = f"≤ {probes.UPLOAD_READY_S:.0f} s"
+    t0 = time.monotonic()
+    try:
+        philly = stack.upload(PHILLY, "full Philly")["id"]
+        rows = stack.settle_workloads([philly], WAIT_CAP_S)
+        assert rows[philly][0] == "ready", rows[philly][:2]
+        cluster = stack.post(
+            "/api/v1/clusters/from-preset/", {"preset": "philly", "name": "philly"}, 201
+        )["id"]
+        out = probes.probe_upload_while_simulating(
+            stack, runs, jobs, workload=philly, cluster=cluster, policy="fifo"
+        )
+    except (AssertionError, TimeoutError, OSError) as exc:
+        return [_failed(name, goal, time.monotonic() - t0, exc)]
+    took = out["upload_ready_s"]
+    note = f"runs then: {out['runs']}"
+    return [_row(name, f"{took:.2f} s", goal, True, time.monotonic() - t0, note)]
 
 
 def _big_philly(path: Path, size: int) -> Path:
@@ -334,6 +360,7 @@ def _stack(tmp: Path) -> Iterator[Any]:
 ROWS: dict[str, Callable[[Any, Path], list[dict]]] = {
     "recovery": lambda stack, tmp: measure_recovery(stack),
     "fairness": lambda stack, tmp: measure_fairness(stack),
+    "busy": lambda stack, tmp: measure_busy(stack),
     "parse": measure_parse_memory,
     "upload": measure_upload_memory,
     "outage": lambda stack, tmp: measure_outage(stack),

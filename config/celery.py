@@ -3,11 +3,14 @@
 Tasks go to three queues (``CELERY_TASK_ROUTES``): ``<prefix>.sim``, ``<prefix>.parse`` and
 ``<prefix>.housekeeping`` (prefix ``CLUSTERSIM_CELERY_QUEUE``). A worker serves the roles in
 ``CLUSTERSIM_WORKER_QUEUES`` (``sim``, ``parse``, ``housekeeping``, comma-separated), or the
-queues given by ``-Q``, or else all three.
+queues given by ``-Q``, or else all three. A worker that serves both ``sim`` and ``parse``
+says at start that uploads will wait for its simulation slots (parsing should have a worker
+of its own: ``make run``'s ``parse``, docker-compose's ``parse-worker``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -40,5 +43,14 @@ def _serve_roles(sender: str, instance: Any, **kwargs: Any) -> None:
     from django.conf import settings
 
     roles = [r.strip() for r in settings.CLUSTERSIM_WORKER_QUEUES if r.strip()]
+    queues = instance.app.amqp.queues
     if roles:
-        instance.app.amqp.queues.select(worker_queues(roles, settings.CLUSTERSIM_QUEUES))
+        queues.select(worker_queues(roles, settings.CLUSTERSIM_QUEUES))
+    served = set(queues.consume_from)
+    both = {settings.CLUSTERSIM_QUEUES["sim"], settings.CLUSTERSIM_QUEUES["parse"]}
+    if both <= served:
+        logging.getLogger(__name__).warning(
+            "worker %s serves both simulations and parsing: an upload waits whenever all its "
+            "slots simulate; give parsing a worker of its own (CLUSTERSIM_WORKER_QUEUES=parse)",
+            sender,
+        )

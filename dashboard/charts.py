@@ -3,7 +3,8 @@
 A page renders empty containers that name one of these URLs; ``static/dashboard/charts.js``
 fetches it and draws the Plotly figure (or table) it answers. Every endpoint:
 
-- answers only the owner of the object; anyone else, signed in or not, gets 404;
+- answers only the owner of the object, signed in or with an API token; anyone else gets
+  404 (API clients get JSON errors, 401 without credentials: :mod:`dashboard.access`);
 - answers ``{"title", "figure" | "table" | "empty", "note"}``, where ``empty`` says what to
   do when there is nothing to draw;
 - with ``?format=csv`` or ``?format=json`` answers the full data behind the chart (not
@@ -30,6 +31,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from dashboard import figures, gantt
+from dashboard.access import chart_access
 from dashboard.plotting import Chart, empty
 from dashboard.results import (
     experiment_grid,
@@ -77,7 +79,7 @@ def respond(
     fmt = request.GET.get("format", "")
     if fmt:
         if fmt not in _FORMATS:
-            return JsonResponse({"error": "format is csv or json"}, status=400)
+            return JsonResponse({"detail": "format is csv or json"}, status=400)
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{kind}-{pk}-{name}")
         return _export(build(), fmt, safe)
     key = _cache_key(kind, pk, name, request, version) if version is not None else None
@@ -110,6 +112,7 @@ def experiment_chart_names() -> list[str]:
     return names
 
 
+@chart_access
 @require_GET
 def experiment_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     exp = get_object_or_404(Experiment.objects.owned_by(request.user), pk=pk)
@@ -165,6 +168,7 @@ def _float_param(request: HttpRequest, name: str) -> float | None:
     return value if np.isfinite(value) else None
 
 
+@chart_access
 @require_GET
 def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     run = get_object_or_404(
@@ -240,6 +244,7 @@ def _reference_duration(artefact_id: int, sha: str) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
+@chart_access
 @require_GET
 def workload_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     w = get_object_or_404(Workload.objects.owned_by(request.user).defer("summary"), pk=pk)
@@ -279,6 +284,7 @@ def workload_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
 CLUSTER_CHARTS = ("devices", "racks", "power", "cost", "carbon")
 
 
+@chart_access
 @require_GET
 def cluster_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     c = get_object_or_404(Cluster.objects.owned_by(request.user), pk=pk)
@@ -319,6 +325,7 @@ def compare_chart_names() -> list[str]:
     return names + [f"bars-{m}" for m in figures.COMPARE_METRICS]
 
 
+@chart_access
 @require_GET
 def compare_chart(request: HttpRequest, name: str) -> HttpResponse:
     if name not in compare_chart_names():

@@ -67,16 +67,23 @@ class ClusterForm(forms.Form):
         preset, text = data.get("preset"), (data.get("spec") or "").strip()
         if bool(preset) == bool(text):
             raise ValidationError("choose a preset or write a spec (exactly one)")
+        field = "preset" if preset else "spec"
         if preset:
             spec = preset_spec(preset)
         else:
             try:
                 spec = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ValidationError(f"spec is not valid JSON: {exc}") from None
+                self.add_error("spec", f"not valid JSON: {exc}")
+                return data
             if not isinstance(spec, dict):
-                raise ValidationError("a spec is a JSON object")
-        total, types = services.cluster_summary(spec, self.owner)
+                self.add_error("spec", "a spec is a JSON object")
+                return data
+        try:
+            total, types = services.cluster_summary(spec, self.owner)
+        except ValidationError as exc:
+            self.add_error(field, exc)
+            return data
         data["spec_obj"], data["total_devices"], data["device_types"] = spec, total, types
         return data
 
@@ -169,6 +176,17 @@ class ExperimentForm(forms.Form):
             raise ValidationError('an object of objects: {"policy": {"param": value}}')
         return params
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        chosen = set(data.get("policies") or ())
+        stray = sorted(set(data.get("params") or {}) - chosen) if chosen else []
+        if stray:
+            self.add_error(
+                "params",
+                f"parameters for {', '.join(stray)}, which you did not choose above",
+            )
+        return data
+
     def policy_list(self) -> list[dict[str, Any]]:
         params = self.cleaned_data.get("params") or {}
         return [{"name": n, "params": params.get(n, {})} for n in self.cleaned_data["policies"]]
@@ -198,6 +216,32 @@ class ExperimentForm(forms.Form):
             for p, w, alone in zip(policies, where, once, strict=True)
             if alone
         ]
+
+    def add_service_error(self, exc: ValidationError) -> None:
+        """Show each of the service's messages under the field it concerns, in this form's
+        terms (``las.quantum_s: ...`` rather than ``policies[1].params.quantum_s: ...``);
+        whole-grid problems (too many runs, the queue limit) above the form."""
+        import re
+
+        names = [p["name"] for p in self.policy_list()]
+        for message in exc.messages:
+            m = re.match(r"policies\[(\d+)\](\.params)?(?:\.(\w+))?: (.*)", message)
+            if m:
+                index, params, key, text = m.groups()
+                name = names[int(index)] if int(index) < len(names) else "?"
+                if params and key and not text.startswith(f"{name} "):
+                    text = f"{name}.{key}: {text}"
+                elif params and not key:
+                    text = f"{name}: {text}"
+                self.add_error("params" if params else "policies", text)
+            elif message.startswith("compat "):
+                self.add_error("placement" if "placement" in message else "compat", message)
+            elif message.startswith("load factors"):
+                self.add_error("load_factors", message)
+            elif message.startswith("workloads not parsed"):
+                self.add_error("workloads", message)
+            else:
+                self.add_error(None, message)
 
 
 def seeds_help() -> str:

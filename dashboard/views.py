@@ -206,9 +206,9 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
                 name=d["name"],
                 nodes_per_rack=d["nodes_per_rack"],
             )
-        except ValidationError as exc:
+        except ValidationError as exc:  # the file's, or an alias's (they name aliases[...])
             for message in exc.messages:
-                form.add_error("aliases" if ": aliases[" in message else None, message)
+                form.add_error("aliases" if ": aliases[" in message else "file", message)
         else:
             report = cluster.import_report or {}
             text = (
@@ -391,7 +391,7 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 cost_horizon_hours=d.get("cost_horizon_hours"),
             )
         except ValidationError as exc:
-            form.add_error(None, exc)
+            form.add_service_error(exc)
         else:
             return redirect("dashboard:experiment", pk=exp.pk)
     return render(request, "dashboard/experiment_form.html", {"form": form})

@@ -119,6 +119,13 @@ def _read_limits() -> Any:
     )
 
 
+def reason(exc: BaseException) -> str:
+    """Why a file could not be parsed, in words for its owner (no exception class names)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"the file could not be read: {exc.strerror}"
+    return str(exc)
+
+
 def _clean(text: str, tmp_path: str, shown: str) -> str:
     return text.replace(tmp_path, shown)
 
@@ -160,7 +167,7 @@ def parse_workload(workload_id: int) -> str:
         except (ClustersimError, OSError, ValueError) as exc:
             Workload.objects.filter(pk=workload_id, status=WorkloadStatus.PARSING).update(
                 status=WorkloadStatus.FAILED,
-                error=_clean(f"{type(exc).__name__}: {exc}", path, shown),
+                error=_clean(reason(exc), path, shown),
                 parsed_at=timezone.now(),
             )
             return "failed"
@@ -203,7 +210,7 @@ def build_workload(workload: Workload) -> str:
     except (ClustersimError, ValueError) as exc:
         Workload.objects.filter(pk=workload.pk, status=WorkloadStatus.PARSING).update(
             status=WorkloadStatus.FAILED,
-            error=f"{type(exc).__name__}: {exc}" if isinstance(exc, ValueError) else str(exc),
+            error=reason(exc),
             parsed_at=timezone.now(),
         )
         return "failed"

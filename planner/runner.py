@@ -376,11 +376,13 @@ def execute_run(
 ) -> str:
     """Claim, simulate and store one run. Returns what happened (for logs and tests).
 
-    Errors a user can cause (bad spec, unknown policy, bad parameters) and internal errors
-    fail the run with the reason; transient database errors propagate (the task retries
-    them) after giving the run back to the queue (:func:`release`; after the task's
-    ``last_try`` for the dispatcher to send again). ``on_claim`` is called with the run once
-    it is claimed (the task dispatches the user's next run then).
+    Errors a user can cause (bad spec, unknown policy, bad parameters: ``ClustersimError``)
+    fail the run with the simulator's message; any other error fails it as an "internal
+    error" naming the exception (a bug, logged with its traceback); transient database
+    errors propagate (the task retries them) after giving the run back to the queue
+    (:func:`release`; after the task's ``last_try`` for the dispatcher to send again).
+    ``on_claim`` is called with the run once it is claimed (the task dispatches the user's
+    next run then).
     """
     from planner.tasks import TRANSIENT_ERRORS
 
@@ -411,9 +413,8 @@ def execute_run(
     except TRANSIENT_ERRORS as exc:
         _release_for_retry(run_id, attempt, f"transient error, will retry: {exc}", last_try)
         raise
-    except (ClustersimError, KeyError, TypeError, ValueError) as exc:
-        message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-        fail(run_id, attempt, f"{type(exc).__name__}: {message}")
+    except ClustersimError as exc:  # what the user can fix, said in the simulator's words
+        fail(run_id, attempt, str(exc))
         refresh_experiment(run.experiment_id)
         return "failed"
     except Exception as exc:

@@ -210,11 +210,7 @@ def check_params(cls: type, params: Mapping[str, Any], where: str = "params") ->
     for key, value in params.items():
         spec = specs.get(key)
         if spec is None:
-            known = ", ".join(specs) if specs else "none"
-            errors.append(
-                f"{where}.{key}: {cls.name} has no parameter {_show(key)}; "  # type: ignore[attr-defined]
-                f"it takes: {known}"
-            )
+            errors.append(f"{where}.{key}: {unknown_parameter(cls, key)}")
             continue
         try:
             spec.check(value)
@@ -224,6 +220,31 @@ def check_params(cls: type, params: Mapping[str, Any], where: str = "params") ->
         if spec.required and spec.name not in params:
             errors.append(f"{where}.{spec.name}: required")
     return errors
+
+
+def unknown_parameter(cls: type, *keys: Any) -> str:
+    """What to say of parameters ``keys`` that policy class ``cls`` does not take, e.g.
+    ``fifo takes no parameter 'nonsense'; it takes: backfill``."""
+    name = getattr(cls, "name", cls.__name__)
+    names = [s.name for s in param_specs(cls)]
+    shown = ", ".join(_show(k) for k in keys)
+    if not names:
+        return f"{name} takes no parameters (got {shown})"
+    word = "parameter" if len(keys) == 1 else "parameters"
+    return f"{name} takes no {word} {shown}; it takes: {', '.join(names)}"
+
+
+def unknown_parameters(cls: type, params: Mapping[str, Any]) -> str | None:
+    """What is wrong with the names of ``params`` for policy class ``cls`` (names it does not
+    take, required ones left out), or ``None``."""
+    specs = {s.name: s for s in param_specs(cls)}
+    unknown = [k for k in params if k not in specs]
+    missing = [s.name for s in specs.values() if s.required and s.name not in params]
+    parts = [unknown_parameter(cls, *unknown)] if unknown else []
+    if missing:
+        name = getattr(cls, "name", cls.__name__)
+        parts.append(f"{name} needs {', '.join(map(repr, missing))}")
+    return "; ".join(parts) or None
 
 
 def normalised(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:

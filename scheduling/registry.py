@@ -37,11 +37,20 @@ PLACEMENTS: dict[str, type[Placement]] = {
 
 
 def make_policy(name: str, **params: Any) -> Policy:
-    """Instantiate the policy registered as ``name`` with hyper-parameters ``params``."""
+    """Instantiate the policy registered as ``name`` with hyper-parameters ``params``.
+
+    Raises ``KeyError`` for an unknown policy and ``ValueError`` naming the parameters it
+    does not take (or needs), e.g. "fifo takes no parameter 'x'; it takes: backfill".
+    """
+    from scheduling.params import unknown_parameters
+
     try:
         cls = POLICIES[name]
     except KeyError:
         raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    problem = unknown_parameters(cls, params)
+    if problem:
+        raise ValueError(problem)
     return cls(**params)
 
 

@@ -90,6 +90,14 @@ def test_jobs_no_device_can_hold_are_counted(
         (["--cluster", "p100:8", "--trace", "DEMO", "--policy", "nope"], "unknown policy"),
         (["--cluster", "p100:8", "--trace", "DEMO", "--param", "x"], "key=value"),
         (
+            ["--cluster", "p100:8", "--trace", "DEMO", "--param", "nonsense=1"],
+            "fifo takes no parameter 'nonsense'; it takes: backfill",
+        ),
+        (
+            ["--cluster", "p100:8", "--trace", "DEMO", "--policy", "sjf", "--param", "x=1"],
+            "sjf takes no parameters (got 'x')",
+        ),
+        (
             ["--cluster", "p100:8", "--trace", "DEMO", "--policy", "srtf", "--compat", "tiresias"],
             "--compat tiresias does not cover policy 'srtf'",
         ),

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from scheduling.params import param_specs, policies_errors, policy_errors
-from scheduling.registry import POLICIES
+from scheduling.registry import POLICIES, make_policy
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
@@ -29,8 +29,13 @@ def test_every_parameter_of_every_policy_has_a_checked_type(name: str) -> None:
         ("las", {"quantum_s": 0}, "quantum_s", "must be positive"),
         ("las", {"quantum_s": -5.0}, "quantum_s", "must be positive"),
         ("las", {"quantum_s": None}, "quantum_s", "not null"),
-        ("las", {"quantum": 60}, "quantum", "las has no parameter 'quantum'; it takes: quantum_s"),
-        ("sjf", {"x": 1}, "x", "it takes: none"),
+        (
+            "las",
+            {"quantum": 60},
+            "quantum",
+            "las takes no parameter 'quantum'; it takes: quantum_s",
+        ),
+        ("sjf", {"x": 1}, "x", "sjf takes no parameters (got 'x')"),
         ("fifo", {"backfill": "yes"}, "backfill", "true or false"),
         ("fifo", {"backfill": 1}, "backfill", "true or false"),
         ("tiresias", {"thresholds": 5}, "thresholds", "a list of numbers"),
@@ -86,3 +91,23 @@ def test_every_item_of_a_list_is_checked() -> None:
         "policies[2].name: unknown policy 'nope'; known: " + ", ".join(sorted(POLICIES)),
         "policies[3].params: must be an object of parameter values, got [1]",
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "says"),
+    [
+        ("fifo", {"nonsense": 1}, "fifo takes no parameter 'nonsense'; it takes: backfill"),
+        ("sjf", {"x": 1}, "sjf takes no parameters (got 'x')"),
+        (
+            "las",
+            {"quantum": 1, "q": 2},
+            "las takes no parameters 'quantum', 'q'; it takes: quantum_s",
+        ),
+    ],
+)
+def test_making_a_policy_names_the_parameters_it_does_not_take(
+    name: str, params: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ValueError) as info:
+        make_policy(name, **params)
+    assert str(info.value) == says  # not Python's "__init__() got an unexpected keyword"

@@ -18,6 +18,31 @@
     }
     setTimeout(tick, every);
   }
+  // The form's errors as the page shows them without JavaScript: a list under each field
+  // (before its paragraph), whole-form ones at the top. Text only, never markup.
+  function errorList(messages, name) {
+    var ul = document.createElement("ul");
+    ul.className = "errorlist";
+    if (name !== "__all__") ul.id = "id_" + name + "_error";
+    messages.forEach(function (m) {
+      var li = document.createElement("li");
+      li.textContent = typeof m === "string" ? m : (m.message || String(m));
+      ul.appendChild(li);
+    });
+    return ul;
+  }
+  function clearErrors(form) {
+    form.querySelectorAll("ul.errorlist").forEach(function (ul) { ul.remove(); });
+  }
+  function showErrors(form, errors) {
+    Object.keys(errors).forEach(function (name) {
+      var list = errorList(errors[name], name);
+      var input = name === "__all__" ? null : form.querySelector("[name='" + name + "']");
+      var anchor = input ? (input.closest("p") || input) : form.firstElementChild;
+      if (name === "__all__") list.classList.add("nonfield");
+      anchor.parentNode.insertBefore(list, anchor);
+    });
+  }
   function upload(form) {
     form.addEventListener("submit", function (ev) {
       if (!window.FormData || !window.XMLHttpRequest) return;
@@ -37,7 +62,13 @@
         try { data = JSON.parse(xhr.responseText); } catch (e) { /* not JSON */ }
         if (xhr.status === 202 && data.url) { window.location = data.url; return; }
         bar.hidden = true;
-        status.textContent = data.errors ? JSON.stringify(data.errors) : "upload failed (" + xhr.status + ")";
+        clearErrors(form);
+        if (data.errors) {
+          showErrors(form, data.errors);
+          status.textContent = "";
+        } else {
+          status.textContent = data.detail || "upload failed (" + xhr.status + ")";
+        }
       };
       xhr.onerror = function () { status.textContent = "network error"; };
       xhr.send(new FormData(form));

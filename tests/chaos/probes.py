@@ -448,6 +448,60 @@ def probe_worker_sigkill(stack: ChaosStack, runs_n: int = 6) -> dict[str, Any]:
     return {"killed": killed, "settle_s": settle}
 
 
+#: Seconds a small upload may take to be ready while every simulation slot is busy (issue 12,
+#: point 8: "ready within seconds"; the parse worker needs well under one).
+UPLOAD_READY_S = 5.0
+
+
+def probe_upload_while_simulating(
+    stack: ChaosStack,
+    runs_n: int = 16,
+    jobs: int = 120,
+    workload: int | None = None,
+    cluster: int | None = None,
+    policy: str = "tiresias",
+) -> dict[str, Any]:
+    """Fill every simulation slot with an experiment of ``runs_n`` runs (of ``workload``,
+    default the long trace, with ``policy``: Tiresias makes each run of the long trace last
+    several seconds), then upload a ``jobs``-job trace. It is ready, with all its jobs,
+    within :data:`UPLOAD_READY_S`, and before any of the runs that held the slots when it
+    was sent has finished: parsing has a queue and a worker of its own and never waits for a
+    simulation slot."""
+    # one run per seed of the random placement: runs_n runs on one cluster
+    body = stack.experiment_body(
+        "busy", [workload or stack.long], runs_n, same_work=False, cluster=cluster
+    )
+    body["policies"] = [{"name": policy}]
+    runs = stack.runs_of(stack.post("/api/v1/experiments/", body, 202)["id"])
+    assert len(runs) == runs_n, runs
+    slots = sum(g.concurrency for g in stack.worker_groups if "sim" in g.roles.split(","))
+    busy = stack.wait_running(runs, slots)
+    trace = long_trace(stack.tmp / f"small-{uuid.uuid4().hex[:6]}.csv", jobs)
+    t0 = time.monotonic()
+    wid = stack.upload(trace, "uploaded-while-busy")["id"]
+    while True:
+        (status, error, report), *_ = stack.sql(
+            "SELECT status, error, report FROM planner_workload WHERE id = %s", wid
+        )
+        took = time.monotonic() - t0
+        if status in FINAL_WORKLOAD_STATES or took > 10 * UPLOAD_READY_S:
+            break
+        time.sleep(0.05)
+    states = dict(
+        stack.sql("SELECT state, count(*) FROM planner_run WHERE id = ANY(%s) GROUP BY state", runs)
+    )
+    still = stack.sql(
+        "SELECT count(*) FROM planner_run WHERE id = ANY(%s) AND state = 'running'", busy
+    )[0][0]
+    assert status == "ready", f"the upload is {status} after {took:.1f} s: {error}"
+    assert report["jobs_kept"] == jobs, report
+    assert took <= UPLOAD_READY_S, f"the upload took {took:.1f} s; runs: {states}"
+    # it did not wait for a slot: the runs that held them then still do, the rest still wait
+    assert still == len(busy), f"the upload waited for a simulation to end: {states}"
+    assert states.get("queued", 0) == runs_n - len(busy), states
+    return {"upload_ready_s": took, "runs": states, "slots": slots}
+
+
 def probe_broker_restart(stack: ChaosStack, runs_n: int = 6) -> dict[str, Any]:
     """Restart Redis empty while two runs simulate and more runs and an upload wait in the
     queue: their messages are gone. Every run and the upload still end right."""

@@ -19,6 +19,13 @@ def test_a_sigkilled_worker_loses_no_run(stack: ChaosStack) -> None:
     probes.probe_worker_sigkill(stack)
 
 
+def test_an_upload_is_ready_within_seconds_while_every_simulation_slot_is_busy(
+    stack: ChaosStack,
+) -> None:
+    out = probes.probe_upload_while_simulating(stack, runs_n=16, jobs=120)
+    print(f"\n120-job upload ready in {out['upload_ready_s']:.2f} s; runs then: {out['runs']}")
+
+
 def test_a_broker_restarted_empty_strands_nothing(stack: ChaosStack) -> None:
     probes.probe_broker_restart(stack)
 

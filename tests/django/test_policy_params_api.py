@@ -71,7 +71,8 @@ def test_the_web_form_shows_the_same_error(
     r = web.post("/experiments/new/", data)
     assert r.status_code == 200
     text = r.content.decode()
-    assert "policies[0].params.quantum_s: must be a number" in text
+    # the form's terms: the policy by name, not its index in a list the form does not show
+    assert "las.quantum_s: must be a number" in text
     assert "<img src=x" not in text  # shown escaped
     assert not Experiment.objects.exists()
 
