@@ -471,7 +471,7 @@ class _MaxMinFairnessPerf:
     name = "MaxMinFairness_Perf"
 
     def __init__(self, lp_backend: str = "highs"):
-        if lp_backend not in ("highs", "cvxpy-ecos"):
+        if lp_backend not in ("highs", "barrier", "cvxpy-ecos"):
             raise ValueError(f"unknown lp_backend {lp_backend!r}")
         self._backend = lp_backend
 
@@ -515,6 +515,20 @@ class _MaxMinFairnessPerf:
             [-sparse.block_diag([coeff[i : i + 1] for i in range(m)]), np.ones((m, 1))],
             format="csr",
         )
+        if self._backend == "barrier":
+            x0 = _interior_start(rates, sfs, num_workers)
+            t0 = 0.5 * float(np.min(np.sum(coeff * x0, axis=1)))
+            c = np.zeros(m * n + 1)
+            c[-1] = -1.0
+            v = _central_point(
+                c,
+                sparse.vstack([a, tie], format="csr").toarray(),
+                np.concatenate([b, np.zeros(m)]),
+                np.append(x0.ravel(), t0),
+                m * n,
+            )
+            if v is not None:
+                return _unflatten(v[:-1].reshape(m, n), job_ids, worker_types)
         c = np.zeros(m * n + 1)
         c[-1] = -1.0
         z = _highs(
@@ -536,7 +550,7 @@ class _MaxSumThroughputPerf:
     name = "ThroughputSumWithPerf"
 
     def __init__(self, lp_backend: str = "highs"):
-        if lp_backend not in ("highs", "cvxpy-ecos"):
+        if lp_backend not in ("highs", "barrier", "cvxpy-ecos"):
             raise ValueError(f"unknown lp_backend {lp_backend!r}")
         self._backend = lp_backend
 
@@ -564,6 +578,16 @@ class _MaxSumThroughputPerf:
             cp.Problem(objective, cons).solve(solver="ECOS")
             return _unflatten(np.asarray(x.value), job_ids, worker_types)
         a, b = _base_constraints(sfs, num_workers)
+        if self._backend == "barrier":
+            v = _central_point(
+                -rates.ravel() / rates.max(),
+                a.toarray(),
+                b,
+                _interior_start(rates, sfs, num_workers).ravel(),
+                m * n,
+            )
+            if v is not None:
+                return _unflatten(v.reshape(m, n), job_ids, worker_types)
         z = _highs(-rates.ravel(), a, b, [(0, None)] * (m * n))
         return _unflatten(z.reshape(m, n), job_ids, worker_types)
 
@@ -586,7 +610,7 @@ class _FinishTimeFairnessPerf:
     name = "FinishTimeFairness_Perf"
 
     def __init__(self, lp_backend: str = "highs"):
-        if lp_backend not in ("highs", "cvxpy-ecos"):
+        if lp_backend not in ("highs", "barrier", "cvxpy-ecos"):
             raise ValueError(f"unknown lp_backend {lp_backend!r}")
         self._backend = lp_backend
         self.cumulative_isolated_time: dict[int, float] = {}
@@ -623,12 +647,28 @@ class _FinishTimeFairnessPerf:
         self._isolated_prev = {job: float(iso[i]) for i, job in enumerate(job_ids)}
         if self._backend == "cvxpy-ecos":
             x = self._cvxpy(rates, sfs, num_workers, rem, since, expected_isolated)
+        elif self._backend == "barrier":
+            x = self._barrier(rates, sfs, num_workers, rem, since, expected_isolated)
         else:
             x = self._highs(rates, sfs, num_workers, rem, since, expected_isolated)
         if x is None:  # Gavel: no solution -> IsolatedPolicy's allocation
             xi = np.tile(num_workers / m, (m, 1)) / sfs[:, None]
             x = xi / np.maximum(np.sum(xi, axis=1), 1.0)[:, None]
         return _unflatten(x, job_ids, worker_types)
+
+    @staticmethod
+    def _barrier(rates, sfs, num_workers, rem, since, e):  # type: ignore[no-untyped-def]
+        m, n = rates.shape
+        a, b = _base_constraints(sfs, num_workers, extra_cols=1)
+        x0 = _interior_start(rates, sfs, num_workers)
+        y0 = np.sum(rates * x0, axis=1)
+        t0 = float(np.max((since + rem / y0) / e)) * 1.5 + 1.0
+        c = np.zeros(m * n + 1)
+        c[-1] = 1.0
+        v = _central_point(
+            c, a.toarray(), b, np.append(x0.ravel(), t0), m * n, ftf=(rates, rem, since, e)
+        )
+        return None if v is None else v[:-1].reshape(m, n)
 
     @staticmethod
     def _cvxpy(rates, sfs, num_workers, rem, since, e):  # type: ignore[no-untyped-def]
@@ -694,6 +734,106 @@ class _FinishTimeFairnessPerf:
         return best
 
 
+def _central_point(
+    c: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    v: np.ndarray,
+    num_nonneg: int,
+    ftf: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    mu_final: float = 1e-10,
+) -> np.ndarray | None:
+    """Follow the central path of  min c.v  s.t.  a v <= b,  v[:num_nonneg] >= 0  to mu -> 0.
+
+    Minimises c.v / mu - sum log(b - a v) - sum log v[:num_nonneg] (damped Newton, dense
+    Hessian) for mu = 1, 0.1, ..., mu_final, from the strictly feasible start ``v``. The limit is
+    the analytic centre of the optimal face: a canonical point *inside* the set of optimal
+    solutions, the analogue of the interior point where ECOS (Gavel's solver) stops, as opposed
+    to the vertex a simplex/HiGHS returns. With ``ftf = (rates, rem, since, e)`` the variables
+    are (x row-major, t) and the convex barrier terms -log(t e_i - s_i - R_i / y_i),
+    y_i = sum_j r_ij x_ij, of Gavel's finish-time-fairness problem are added. Returns None if the
+    iteration breaks down numerically.
+    """
+    if ftf is not None:
+        rates, rem, since, e = ftf
+        m, n = rates.shape
+        cols = np.arange(m * n).reshape(m, n)
+
+    def ftf_g(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        y = np.sum(rates * v[:-1].reshape(m, n), axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return y, v[-1] * e - since - rem / y
+
+    def value(v: np.ndarray, mu: float) -> float:
+        s = b - a @ v
+        if s.min() <= 0 or (num_nonneg and v[:num_nonneg].min() <= 0):
+            return math.inf
+        total = c @ v / mu - np.log(s).sum() - np.log(v[:num_nonneg]).sum()
+        if ftf is not None:
+            y, g = ftf_g(v)
+            if y.min() <= 0 or not np.all(np.isfinite(g)) or g.min() <= 0:
+                return math.inf
+            total -= np.log(g).sum()
+        return float(total)
+
+    if not math.isfinite(value(v, 1.0)):
+        return None
+    mu = 1.0
+    while True:
+        for _ in range(200):
+            s = b - a @ v
+            if s.min() <= 0:
+                return None
+            grad = c / mu + a.T @ (1.0 / s)
+            hess = (a.T * (1.0 / s**2)) @ a
+            vn = v[:num_nonneg]
+            grad[:num_nonneg] -= 1.0 / vn
+            hess[np.arange(num_nonneg), np.arange(num_nonneg)] += 1.0 / vn**2
+            if ftf is not None:
+                y, g = ftf_g(v)
+                dgx = rem[:, None] * rates / (y**2)[:, None]  # d g_i / d x_ij
+                grad[cols] -= dgx / g[:, None]
+                grad[-1] -= np.sum(e / g)
+                block = np.einsum("ij,ik->ijk", dgx, dgx) / (g**2)[:, None, None]
+                block += (
+                    2.0 * np.einsum("ij,ik->ijk", rates, rates) * (rem / (y**3 * g))[:, None, None]
+                )
+                hess[cols[:, :, None], cols[:, None, :]] += block
+                cross = dgx * (e / g**2)[:, None]
+                hess[cols, -1] += cross
+                hess[-1, cols] += cross
+                hess[-1, -1] += np.sum(e**2 / g**2)
+            try:
+                direction = -np.linalg.solve(hess, grad)
+            except np.linalg.LinAlgError:
+                return None
+            decrement = float(-grad @ direction)
+            if not math.isfinite(decrement) or decrement < 0:
+                return None
+            if decrement / 2.0 <= 1e-11:
+                break
+            f0 = value(v, mu)
+            step = 1.0
+            while value(v + step * direction, mu) > f0 - 0.25 * step * decrement:
+                step *= 0.5
+                if step < 1e-14:
+                    break
+            else:
+                v = v + step * direction
+                continue
+            break  # no progress possible at this mu (rounding): keep the last feasible point
+        if mu <= mu_final:
+            return v
+        mu = max(mu * 0.1, mu_final)
+
+
+def _interior_start(rates: np.ndarray, sfs: np.ndarray, num_workers: np.ndarray) -> np.ndarray:
+    """Half of the isolated allocation: strictly inside every base constraint."""
+    m = rates.shape[0]
+    xi = np.tile(num_workers / m, (m, 1)) / sfs[:, None]
+    return 0.5 * xi / np.maximum(np.sum(xi, axis=1), 1.0)[:, None]
+
+
 # --------------------------------------------------------------------------------------------
 # Simulator
 # --------------------------------------------------------------------------------------------
@@ -751,13 +891,12 @@ class GavelSimulator:
         elif policy == "max_min_fairness":
             self.policy = _MaxMinFairnessAgnostic(lp_backend)
         else:
-            backend = "highs" if lp_backend == "barrier" else lp_backend
             if policy == "max_min_fairness_perf":
-                self.policy = _MaxMinFairnessPerf(backend)
+                self.policy = _MaxMinFairnessPerf(lp_backend)
             elif policy == "finish_time_fairness_perf":
-                self.policy = _FinishTimeFairnessPerf(backend)
+                self.policy = _FinishTimeFairnessPerf(lp_backend)
             else:
-                self.policy = _MaxSumThroughputPerf(backend)
+                self.policy = _MaxSumThroughputPerf(lp_backend)
         # simulate(): one _register_worker_callback per server, in sorted type order; a type
         # whose count is not a multiple of its server size loses the remainder (floor).
         self.cluster_spec: dict[str, int] = {}
