@@ -804,12 +804,15 @@ def _central_point(
                 hess[-1, cols] += cross
                 hess[-1, -1] += np.sum(e**2 / g**2)
             try:
-                direction = -np.linalg.solve(hess, grad)
+                with np.errstate(all="ignore"):
+                    direction = -np.linalg.solve(hess, grad)
             except np.linalg.LinAlgError:
-                return None
+                direction = np.full(len(v), np.nan)
             decrement = float(-grad @ direction)
             if not math.isfinite(decrement) or decrement < 0:
-                return None
+                # Ill-conditioned near the end of the path: keep the last feasible point if the
+                # path was followed far enough, else give up.
+                return v if mu <= 1e-6 else None
             if decrement / 2.0 <= 1e-11:
                 break
             f0 = value(v, mu)
