@@ -62,13 +62,16 @@ POLICIES = (
     "max_min_fairness_perf",
     "finish_time_fairness_perf",
     "max_sum_throughput_perf",
+    "allox",
 )
 # Gavel's scheduler shuffles the worker-type order every pass unless the policy's name contains
-# "Perf" or "Packing" (MaxMinFairness_Perf, FinishTimeFairness_Perf, ThroughputSumWithPerf).
+# "Perf" or "Packing" (MaxMinFairness_Perf, FinishTimeFairness_Perf, ThroughputSumWithPerf,
+# AlloX_Perf).
 UNSHUFFLED_POLICIES = (
     "max_min_fairness_perf",
     "finish_time_fairness_perf",
     "max_sum_throughput_perf",
+    "allox",
 )
 
 
@@ -837,6 +840,78 @@ def _interior_start(rates: np.ndarray, sfs: np.ndarray, num_workers: np.ndarray)
     return 0.5 * xi / np.maximum(np.sum(xi, axis=1), 1.0)[:, None]
 
 
+class _AlloX:
+    """Gavel ``AlloXPolicy`` (``allox``; ``allox_alpha=<a>`` sets the fairness knob ``alpha``).
+
+    Single-GPU jobs only. Jobs holding a whole device since the previous call keep it; the
+    others (oldest first, at most max(int(alpha m), #free devices) of them) are matched to
+    (free device, position in its queue) by a min-cost assignment with cost
+    position * remaining steps / rate + time since arrival; the job matched to the front of each
+    free device's queue gets share 1.0 on its type, the rest nothing until the next call.
+    """
+
+    name = "AlloX_Perf"
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+        self._prev: dict[int, dict[str, float]] = {}
+
+    def get_allocation(
+        self,
+        throughputs: Mapping[int, Mapping[str, float]],
+        scale_factors: Mapping[int, int],
+        times_since_start: Mapping[int, float],
+        num_steps_remaining: Mapping[int, int],
+        cluster_spec: Mapping[str, int],
+    ) -> dict[int, dict[str, float]]:
+        from scipy.optimize import linear_sum_assignment
+
+        if not throughputs:
+            return {}
+        job_ids, worker_types, _, _ = _flatten(throughputs, cluster_spec)
+        if any(scale_factors[j] != 1 for j in scale_factors):
+            raise AssertionError("AlloX only supports jobs with scale factor 1 (Gavel asserts)")
+        unallocated, allocated = [], []
+        for job in throughputs:  # dict order = job id order, as in Gavel's _throughputs
+            if job in self._prev and sum(self._prev[job][t] for t in worker_types) == 1.0:
+                allocated.append(job)
+            else:
+                unallocated.append(job)
+        device_type: list[str] = []
+        for worker_type in worker_types:
+            free = cluster_spec[worker_type] - sum(
+                1 for j in allocated if self._prev[j][worker_type] == 1.0
+            )
+            device_type += [worker_type] * max(free, 0)
+        n = len(device_type)
+        unallocated.sort(key=lambda j: -times_since_start[j])  # stable: ties keep job order
+        unallocated = unallocated[: max(int(self.alpha * len(unallocated)), n)]
+        m = len(unallocated)
+        q_base = np.zeros((m, n))
+        for i, job in enumerate(unallocated):
+            for d, worker_type in enumerate(device_type):
+                rate = throughputs[job][worker_type] or 1e-10
+                q_base[i, d] = num_steps_remaining[job] / rate
+        q = np.concatenate([k * q_base for k in range(1, m + 1)], axis=1) if m else q_base
+        since = np.array([times_since_start[j] for j in unallocated]).reshape(m, 1)
+        rows, cols_ = linear_sum_assignment(q + since)
+        per_device: dict[int, list[tuple[int, int]]] = {d: [] for d in range(n)}
+        for r, c in zip(rows, cols_, strict=True):
+            per_device[int(c) % n].append((unallocated[r], int(c) // n))
+        allocation = {job: {t: 0.0 for t in cluster_spec} for job in job_ids}
+        for job in job_ids:
+            if job in self._prev:
+                allocation[job] = dict(self._prev[job])
+        for d, entries in per_device.items():
+            if entries:
+                # position k in the cost matrix counts from the back of the queue: the entry with
+                # the largest k runs first
+                first = sorted(entries, key=lambda e: len(entries) - 1 - e[1])[0][0]
+                allocation[first][device_type[d]] = 1.0
+        self._prev = allocation
+        return allocation
+
+
 # --------------------------------------------------------------------------------------------
 # Simulator
 # --------------------------------------------------------------------------------------------
@@ -866,6 +941,7 @@ class GavelSimulator:
         reset_interval: float = MIN_TIME_BETWEEN_ALLOCATION_RESETS,
         lp_backend: str = "barrier",
         record_rounds: bool = False,
+        allox_alpha: float = 1.0,
     ):
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -888,11 +964,14 @@ class GavelSimulator:
             | _MaxMinFairnessPerf
             | _FinishTimeFairnessPerf
             | _MaxSumThroughputPerf
+            | _AlloX
         )
         if policy == "fifo":
             self.policy = _FifoBase(seed)
         elif policy == "max_min_fairness":
             self.policy = _MaxMinFairnessAgnostic(lp_backend)
+        elif policy == "allox":
+            self.policy = _AlloX(allox_alpha)
         else:
             if policy == "max_min_fairness_perf":
                 self.policy = _MaxMinFairnessPerf(lp_backend)
@@ -1002,7 +1081,7 @@ class GavelSimulator:
         # Scheduler._get_allocation_state / _compute_allocation: which state each policy gets.
         if isinstance(self.policy, _FifoBase | _MaxSumThroughputPerf):
             return self.policy.get_allocation(throughputs, scale_factors, self.cluster_spec)
-        if isinstance(self.policy, _FinishTimeFairnessPerf):
+        if isinstance(self.policy, _FinishTimeFairnessPerf | _AlloX):
             since = {j: self.now - job.spec.arrival_time for j, job in self.active.items()}
             remaining = {j: job.spec.total_steps - job.steps_run for j, job in self.active.items()}
             return self.policy.get_allocation(

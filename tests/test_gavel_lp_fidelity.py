@@ -21,6 +21,7 @@ import pytest
 from tests import gavel_reference as gavel
 from tests.gavel_reference import (
     TraceJob,
+    _AlloX,
     _FinishTimeFairnessPerf,
     _MaxMinFairnessPerf,
     _MaxSumThroughputPerf,
@@ -255,3 +256,50 @@ def test_fixture_records_gavels_runs_with_provenance() -> None:
     assert gavel_run("shockwave_120jobs_100", "max_min_fairness")["average_jct_s"] == pytest.approx(
         24726.464
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# allox (no LP: a min-cost matching, deterministic -- reproduced exactly)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_allox_by_hand() -> None:
+    # One V100; A waited 100 s and has 100 steps left, B just arrived with 10 (both 1 step/s).
+    # Costs k * R / r + s for queue positions k = 1, 2 (k counts from the back of the queue):
+    # A: 200, 300; B: 10, 20. Cheapest matching: A at k = 1 and B at k = 2 (220 < 310), so B runs
+    # first and only B gets the device.
+    policy = _AlloX(alpha=1.0)
+    rates = {0: {"v100": 1.0}, 1: {"v100": 1.0}}
+    alloc = policy.get_allocation(
+        rates, {0: 1, 1: 1}, {0: 100.0, 1: 0.0}, {0: 100, 1: 10}, {"v100": 1}
+    )
+    assert alloc == {0: {"v100": 0.0}, 1: {"v100": 1.0}}
+    # next call: B holds its device until it finishes, nothing is free, A keeps waiting
+    alloc = policy.get_allocation(
+        rates, {0: 1, 1: 1}, {0: 460.0, 1: 360.0}, {0: 100, 1: 5}, {"v100": 1}
+    )
+    assert alloc == {0: {"v100": 0.0}, 1: {"v100": 1.0}}
+
+
+def test_allox_alpha_keeps_only_the_oldest_jobs() -> None:
+    # alpha = 0 keeps max(int(0 * 2), 1 free device) = 1 job: the oldest, A, whatever its cost
+    alloc = _AlloX(alpha=0.0).get_allocation(
+        {0: {"v100": 1.0}, 1: {"v100": 1.0}},
+        {0: 1, 1: 1},
+        {0: 100.0, 1: 0.0},
+        {0: 100, 1: 10},
+        {"v100": 1},
+    )
+    assert alloc == {0: {"v100": 1.0}, 1: {"v100": 0.0}}
+
+
+def test_allox_rejects_multi_gpu_jobs_like_gavel() -> None:
+    with pytest.raises(AssertionError, match="scale factor 1"):
+        _AlloX().get_allocation({0: {"v100": 1.0}}, {0: 2}, {0: 0.0}, {0: 10}, {"v100": 2})
+
+
+@pytest.mark.parametrize("cluster", ["8:8:8", "8:4:12", "4:4:4"])
+def test_allox_restatement_reproduces_gavels_printed_jct(shared_data, cluster: str) -> None:  # type: ignore[no-untyped-def]
+    theirs = gavel_run("gavel_synth_single_lam600_n500", "allox", cluster)["average_jct_s"]
+    mine = restated(shared_data, "gavel_synth_single_lam600_n500", "allox", "highs", cluster)
+    assert mine == pytest.approx(theirs, rel=1e-7)  # Gavel prints three decimals
