@@ -215,10 +215,10 @@ def restated(shared_data, trace: str, policy: str, backend: str, cluster: str = 
 @pytest.mark.parametrize(
     ("trace", "policy", "tolerance"),
     [
-        # measured: -0.02 %, +1.61 %, +1.28 % (docs/gavel-fidelity.md, section 20)
+        # measured: -0.13 %, -0.56 %, +0.62 % (docs/gavel-fidelity.md, section 20)
         ("shockwave_120jobs_100", "max_min_fairness_perf", 0.005),
-        ("shockwave_120jobs_100", "max_sum_throughput_perf", 0.02),
-        ("gavel_synth_multigpu_lam900_n100", "max_sum_throughput_perf", 0.02),
+        ("shockwave_120jobs_100", "max_sum_throughput_perf", 0.01),
+        ("gavel_synth_multigpu_lam900_n100", "max_sum_throughput_perf", 0.01),
     ],
 )
 def test_central_point_restatement_is_close_to_gavels_printed_jct(
