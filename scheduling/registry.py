@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling.allox import AlloX
 from scheduling.base import Placement, Policy
 from scheduling.edf import EDF
 from scheduling.fifo import FIFO
@@ -28,7 +29,18 @@ from scheduling.tiresias import Tiresias
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
-    for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF, GavelFIFO, GavelLAS)
+    for cls in (
+        FIFO,
+        SJF,
+        SRTF,
+        LAS,
+        Tiresias,
+        StrictPriority,
+        EDF,
+        GavelFIFO,
+        GavelLAS,
+        AlloX,
+    )
 }
 
 PLACEMENTS: dict[str, type[Placement]] = {
