@@ -12,6 +12,7 @@ from scheduling.allox import AlloX
 from scheduling.base import Placement, Policy
 from scheduling.edf import EDF
 from scheduling.fifo import FIFO
+from scheduling.gandiva_fair import GandivaFair
 from scheduling.gavel import GavelFIFO, GavelLAS
 from scheduling.las import LAS
 from scheduling.placement import (
@@ -40,6 +41,7 @@ POLICIES: dict[str, type[Policy]] = {
         GavelFIFO,
         GavelLAS,
         AlloX,
+        GandivaFair,
     )
 }
 
