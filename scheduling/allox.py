@@ -24,7 +24,6 @@ from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import linear_sum_assignment
 
 from scheduling.base import State
 from scheduling.gavel import GavelRounds
@@ -70,6 +69,8 @@ def allox_match(p: FloatArray, free: IntArray) -> tuple[IntArray, IntArray, IntA
     Gavel's ``m × m·Σ free``, with the same optimum. Columns are position-major, then types,
     then workers, in Gavel's order.
     """
+    from scipy.optimize import linear_sum_assignment  # scipy.optimize takes a while to import
+
     m = p.shape[0]
     typ = np.full(m, -1, dtype=np.int64)
     wk = np.full(m, -1, dtype=np.int64)
@@ -123,10 +124,14 @@ class AlloX(GavelRounds):
       (:func:`allox_match`), which gives the same optimum in a fraction of the time; where
       several matchings are optimal (identical jobs) the solver may pick another of them
       than Gavel's;
-    * at most ``max_jobs`` jobs are matched per reset (the longest-waiting ones, after the α
-      cut; at least the free workers). Gavel has no bound; its cost matrix grows as
-      ``m² × workers`` and it slows down with long queues. The bound applies only when more
-      than ``max_jobs`` jobs wait, and only jobs further down the waiting order are left out;
+    * at most ``max_jobs`` jobs are matched per reset (at least as many as free devices):
+      when more wait (after the α cut), the ``max_jobs`` shortest of them (remaining work on
+      their fastest type) are kept, in waiting order. Gavel has no bound; its matrix grows as
+      ``m² × workers`` and the solver as ``m³``. The heads of the queues are the jobs of the
+      highest positions, i.e. the shortest ones, so the jobs left out are those the optimum
+      puts at the ends of the queues: on Gavel's single-GPU trace on ``v100:1,p100:1,k80:1``
+      (hundreds of jobs waiting) average JCT moves by 0.2 % with a bound of 64 or 128 against
+      none (keeping the longest-waiting instead moved it by 9-26 %);
     * a job that cannot run on a type (zero rate) is never given that type (Gavel could give
       it one when forced, and the job then starves: its mechanism never runs a job on a type
       where it has no throughput);
@@ -164,7 +169,7 @@ class AlloX(GavelRounds):
     def __init__(
         self,
         alpha: Annotated[float, NON_NEGATIVE] = 1.0,
-        max_jobs: Annotated[int, POSITIVE] = 1000,
+        max_jobs: Annotated[int, POSITIVE] = 128,
         round_s: Annotated[float, POSITIVE] = 360.0,
         reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
         seed: int = 0,
@@ -201,7 +206,11 @@ class AlloX(GavelRounds):
             waiting = waiting[np.argsort(state.jobs.submit_time[waiting], kind="stable")]
             n_free = int(free.sum())
             keep = max(int(self.alpha * len(waiting)), n_free)
-            cand = waiting[: min(keep, max(self.max_jobs, n_free))]
+            cand = waiting[:keep]
+            bound = max(self.max_jobs, n_free)
+            if len(cand) > bound:  # keep the shortest: the jobs that can head a queue
+                best = state.remaining[cand] / np.maximum(state.best_rate[cand], ZERO_RATE)
+                cand = cand[np.sort(np.argsort(best, kind="stable")[:bound])]
             if n_free > 0 and len(cand):
                 self._match(state, cand, free)
         if self._held:

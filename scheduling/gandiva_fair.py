@@ -319,6 +319,11 @@ class GandivaFair(Policy):
         taken = np.zeros(len(active), dtype=bool)
         run: list[int] = []
         typ: list[int] = []
+        if not boundary and (
+            not state.free.any() or state.n_running == len(active)
+        ):  # between quanta with nothing to fill: the running jobs go on
+            r = state.running_jobs()
+            return Decision(run=np.array(r, dtype=np.int64), types=state.alloc_type[r].copy())
         if not boundary:  # between quanta: running jobs keep their devices
             idx = np.flatnonzero(running)
             taken[idx] = True
@@ -348,13 +353,18 @@ class GandivaFair(Policy):
             before = csum - step - np.where(start > 0, csum[start - 1], 0.0)
             keys = self._pass[u, t] + before
             o2 = np.lexsort((np.arange(len(cand)), u, keys))
-            for i in cand[o2].tolist():
-                g = int(gang[i])
-                if g <= left[t]:
-                    left[t] -= g
+            picked = cand[o2]
+            gp = gang[picked]
+            # smallest gang from each position on: stop once none of the rest fits
+            tail = np.minimum.accumulate(gp[::-1])[::-1].tolist()
+            free = int(left[t])
+            for at, (i, g) in enumerate(zip(picked.tolist(), gp.tolist(), strict=True)):
+                if free < tail[at]:
+                    break
+                if g <= free:
+                    free -= g
                     taken[i] = True
                     run.append(int(active[i]))
                     typ.append(t)
-                    if left[t] == 0:
-                        break
+            left[t] = free
         return Decision(run=np.array(run, dtype=np.int64), types=np.array(typ, dtype=np.int64))

@@ -231,7 +231,7 @@ SINGLE = "gavel/generated/gavel_synth_single_lam600_n500.trace"
     [
         (CLUSTER, 1.0),
         (CLUSTER, 0.5),
-        ("v100:2,p100:2,k80:2", 1.0),  # long queues: α matters
+        ("v100:2,p100:2,k80:2", 1.0),  # over 128 waiting: α and the max_jobs bound act
         ("v100:2,p100:2,k80:2", 0.3),
         ("v100:4,p100:2,k80:1", 0.3),
     ],
