@@ -325,6 +325,10 @@ class GandivaFair(Policy):
             r = state.running_jobs()
             return Decision(run=np.array(r, dtype=np.int64), types=state.alloc_type[r].copy())
         if not boundary:  # between quanta: running jobs keep their devices
+            waiting = gang[~running]
+            if not len(waiting) or int(waiting.min()) > int(state.free.max()):
+                r = state.running_jobs()
+                return Decision(run=np.array(r, dtype=np.int64), types=state.alloc_type[r].copy())
             idx = np.flatnonzero(running)
             taken[idx] = True
             run += active[idx].tolist()
@@ -348,16 +352,26 @@ class GandivaFair(Policy):
             share = np.maximum(self._share[u, t], MIN_SHARE)
             step = gang[cand] / share
             csum = np.cumsum(step)
-            first = np.r_[True, u[1:] != u[:-1]]
+            first = np.empty(len(u), dtype=bool)
+            first[0] = True
+            np.not_equal(u[1:], u[:-1], out=first[1:])
             start = np.maximum.accumulate(np.where(first, np.arange(len(u)), 0))
             before = csum - step - np.where(start > 0, csum[start - 1], 0.0)
             keys = self._pass[u, t] + before
             o2 = np.lexsort((np.arange(len(cand)), u, keys))
             picked = cand[o2]
             gp = gang[picked]
-            # smallest gang from each position on: stop once none of the rest fits
-            tail = np.minimum.accumulate(gp[::-1])[::-1].tolist()
             free = int(left[t])
+            # the leading run of gangs that fit one after another is admitted at once
+            k = int(np.searchsorted(np.cumsum(gp), free, side="right"))
+            head = picked[:k]
+            taken[head] = True
+            run += active[head].tolist()
+            typ += [t] * k
+            free -= int(gp[:k].sum())
+            picked, gp = picked[k:], gp[k:]
+            # smallest gang from each position on: stop once none of the rest fits
+            tail = np.minimum.accumulate(gp[::-1])[::-1].tolist() if len(gp) else []
             for at, (i, g) in enumerate(zip(picked.tolist(), gp.tolist(), strict=True)):
                 if free < tail[at]:
                     break
