@@ -159,7 +159,9 @@ class GandivaFair(Policy):
     * **Quantum and preemption.** At each quantum boundary the whole selection is redone and
       running jobs left out are suspended (time slicing, with the engine's checkpoint/restore
       cost); between boundaries (arrivals, completions) running jobs keep their devices and
-      only free devices are filled, in the same order.
+      only free devices are filled, in the same order. A boundary at which no job waits
+      changes nothing (there is no slice to hand out), unless a running job could move to a
+      faster type with room for its gang, in which case the selection is redone.
 
     Parameters
     ----------
@@ -324,6 +326,15 @@ class GandivaFair(Policy):
         ):  # between quanta with nothing to fill: the running jobs go on
             r = state.running_jobs()
             return Decision(run=np.array(r, dtype=np.int64), types=state.alloc_type[r].copy())
+        if boundary and state.n_running == len(active):
+            # nobody waits: no slice to give, and unless a running job could move to a faster
+            # type with room for its gang, the reselection would change nothing
+            r = state.running_jobs()
+            rr = state.rate[r]
+            cur = rr[np.arange(len(r)), state.alloc_type[r]]
+            room = state.free[None, :] >= state.jobs.num_gpus[r][:, None]
+            if not ((rr > cur[:, None]) & room).any():
+                return Decision(run=np.array(r, dtype=np.int64), types=state.alloc_type[r].copy())
         if not boundary:  # between quanta: running jobs keep their devices
             waiting = gang[~running]
             if not len(waiting) or int(waiting.min()) > int(state.free.max()):

@@ -83,13 +83,12 @@ def test_alpha_outside_zero_one_is_refused_naming_it() -> None:
 
 
 def test_a_gang_head_is_admitted_only_with_room_for_the_whole_gang() -> None:
-    # Type F has 2 devices. Job G wants both (work 100, rate 1 -> p = 100 on F; cannot run on
-    # S), job H one device (work 300, rate 1 on F, 0.5 on S). The matching puts G and H on
-    # F's two workers (G 100 + H 300 = 400 beats H on S: 100 + 600); both are heads; G is
-    # admitted first (shorter), takes both devices, and H gets no allocation. H backfills
-    # nowhere (F is full) and S has no room (one device, but H's rate there is ... 0.5:
-    # it may backfill S). Gavel's mechanism lets an unallocated job backfill an idle type:
-    # H runs on S from t = 0 (priority 0, deficit order) until the reset after G ends.
+    # F has 2 devices, S one. Job G wants 2 devices (work 100, rate 1 on F -> p = 100; it
+    # cannot run on S), job H one (work 300, rate 1 on F, 0.5 on S -> p = 300 or 600). The
+    # matching: G and H each alone on one of F's workers (100 + 300 = 400) beats H on S
+    # (100 + 600 = 700) and both on one F worker (2 × 100 + 300 = 500). Both are heads; G,
+    # shorter, is admitted first and takes F's two devices, so H gets no allocation. Gavel's
+    # mechanism still lets an unallocated job backfill an idle type: H runs on S.
     cl = cluster([("F", 2), ("S", 1)])
     table = jobs([(0.0, 2, 100.0), (0.0, 1, 300.0)])
     rates = FixedRates(rate=np.array([[1.0, 0.0], [1.0, 0.5]]), restore_s=np.zeros(2))
