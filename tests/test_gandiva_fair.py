@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clustersim.engine import EngineOptions, simulate
 from scheduling.gandiva_fair import GandivaFair, parse_tickets, trade
@@ -126,3 +128,31 @@ def test_parameters_out_of_range_are_refused_naming_them() -> None:
     assert parse_tickets(" alice=2, bob=0.5 ,") == {"alice": 2.0, "bob": 0.5}
     with pytest.raises(ValueError, match="price"):
         GandivaFair(price=-0.1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.floats(1.0, 10.0), min_size=2, max_size=5),
+    st.floats(0.0, 1.0),
+    st.data(),
+)
+def test_trading_conserves_devices_and_every_trader_gains(
+    speedups: list[float], price: float, data: st.DataObject
+) -> None:
+    n = len(speedups)
+    share = np.array(
+        data.draw(st.lists(st.tuples(st.floats(0, 4), st.floats(0, 4)), min_size=n, max_size=n))
+    )
+    demand = share + np.array(
+        data.draw(st.lists(st.tuples(st.floats(0, 4), st.floats(0, 4)), min_size=n, max_size=n))
+    )
+    k = np.array(speedups)
+    before = share.copy()
+    trade(share, k, demand, fast=0, slow=1, price=price)
+    np.testing.assert_allclose(share.sum(axis=0), before.sum(axis=0), atol=1e-9)
+    assert (share >= -1e-9).all()
+    grew = share > before + 1e-9  # nobody is given more of a type than its jobs can use
+    assert (share[grew] <= demand[grew] + 1e-9).all()
+    # value of a user's entitlement in slow-device units, at its own speedup: never lower
+    value = lambda s: s[:, 0] * k + s[:, 1]  # noqa: E731
+    assert (value(share) >= value(before) - 1e-9).all()
