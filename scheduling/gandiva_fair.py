@@ -218,6 +218,7 @@ class GandivaFair(Policy):
         self._pass: FloatArray = np.zeros((0, 0))  # (users, types)
         self._on: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # user active last call
         self._share: FloatArray = np.zeros((0, 0))  # entitlements in force since last call
+        self._share_of: IntArray | None = None  # the active jobs _share was computed for
         self._last_now: float | None = None
         self._last_round = -1
         self._memo: tuple[tuple[float, int, int], Decision] | None = None
@@ -307,8 +308,10 @@ class GandivaFair(Policy):
             base = self._pass[stay].min(axis=0) if stay.any() else np.zeros(self._pass.shape[1])
             self._pass[joined] = base[None, :]
         self._on = on
-        if boundary or joined.any() or not self._share.any():
+        # entitlements depend only on the active jobs (their users, gangs and rates)
+        if self._share_of is None or not np.array_equal(active, self._share_of):
             self._share = self.shares(state, active)
+            self._share_of = active.copy()
         d = self._select(state, active, users, boundary)
         self._memo = (key, d)
         return d
