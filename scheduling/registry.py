@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling.allox import AlloX
 from scheduling.base import Placement, Policy
 from scheduling.edf import EDF
 from scheduling.fifo import FIFO
+from scheduling.gandiva_fair import GandivaFair
 from scheduling.gavel import GavelFIFO, GavelLAS
 from scheduling.las import LAS
 from scheduling.placement import (
@@ -28,7 +30,19 @@ from scheduling.tiresias import Tiresias
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
-    for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF, GavelFIFO, GavelLAS)
+    for cls in (
+        FIFO,
+        SJF,
+        SRTF,
+        LAS,
+        Tiresias,
+        StrictPriority,
+        EDF,
+        GavelFIFO,
+        GavelLAS,
+        AlloX,
+        GandivaFair,
+    )
 }
 
 PLACEMENTS: dict[str, type[Placement]] = {
