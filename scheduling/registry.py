@@ -12,6 +12,15 @@ from scheduling.base import Placement, Policy
 from scheduling.edf import EDF
 from scheduling.fifo import FIFO
 from scheduling.gavel import GavelFIFO, GavelLAS
+from scheduling.gavel_lp import (
+    GavelFIFOHet,
+    GavelFTF,
+    GavelMakespan,
+    GavelMaxThroughput,
+    GavelMinCost,
+    GavelMinCostSLO,
+    GavelMMF,
+)
 from scheduling.las import LAS
 from scheduling.placement import (
     Consolidate,
@@ -30,6 +39,9 @@ POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
     for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF, GavelFIFO, GavelLAS)
 }
+GAVEL_LP: tuple[type[Policy], ...] = (GavelMMF, GavelFTF, GavelMaxThroughput, GavelMakespan)
+GAVEL_LP += (GavelMinCost, GavelMinCostSLO, GavelFIFOHet)
+POLICIES.update((cls.name, cls) for cls in GAVEL_LP)
 
 PLACEMENTS: dict[str, type[Placement]] = {
     cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn)
