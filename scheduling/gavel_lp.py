@@ -45,7 +45,7 @@ from scheduling.allocation import (
 )
 from scheduling.base import State
 from scheduling.gavel import GavelRounds
-from scheduling.params import NON_NEGATIVE, POSITIVE, Range
+from scheduling.params import NON_NEGATIVE, POSITIVE
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -318,9 +318,11 @@ class GavelFTF(GavelLP):
         round_s: Annotated[float, POSITIVE] = 360.0,
         reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
         seed: int = 0,
-        rel_tol: Annotated[float, Range(1e-9, 0.5)] = 1e-3,
+        rel_tol: Annotated[float, POSITIVE] = 1e-3,
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
+        if not 0 < rel_tol < 1:
+            raise ValueError(f"rel_tol: must be above 0 and below 1; got {rel_tol!r}")
         self.rel_tol = rel_tol
 
     def reset(self, rng: np.random.Generator) -> None:
