@@ -15,6 +15,7 @@ from scheduling.gavel import GavelFIFO, GavelLAS
 from scheduling.gavel_lp import (
     GavelFIFOHet,
     GavelFTF,
+    GavelHierarchical,
     GavelMakespan,
     GavelMaxThroughput,
     GavelMinCost,
@@ -40,7 +41,7 @@ POLICIES: dict[str, type[Policy]] = {
     for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF, GavelFIFO, GavelLAS)
 }
 GAVEL_LP: tuple[type[Policy], ...] = (GavelMMF, GavelFTF, GavelMaxThroughput, GavelMakespan)
-GAVEL_LP += (GavelMinCost, GavelMinCostSLO, GavelFIFOHet)
+GAVEL_LP += (GavelMinCost, GavelMinCostSLO, GavelFIFOHet, GavelHierarchical)
 POLICIES.update((cls.name, cls) for cls in GAVEL_LP)
 
 PLACEMENTS: dict[str, type[Placement]] = {

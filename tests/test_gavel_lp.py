@@ -25,6 +25,7 @@ from scheduling.allocation import check_allocation
 from scheduling.gavel_lp import (
     GavelFIFOHet,
     GavelFTF,
+    GavelHierarchical,
     GavelLP,
     GavelMakespan,
     GavelMaxThroughput,
@@ -49,18 +50,21 @@ def fake_state(
     priority: tuple[int, ...] | None = None,
     prices: tuple[float, ...] = (1.0, 1.0),
     now: float = 0.0,
+    users: tuple[str, ...] | None = None,
 ) -> Any:
     k, nt = thr.shape
     names = [chr(ord("A") + t) for t in range(nt)]
     cl = cluster([(n, c) for n, c in zip(names, cap, strict=True)])
     cl = dataclasses.replace(
-        cl, types=tuple(acc(n, price=p) for n, p in zip(names, prices, strict=True))
+        cl, types=tuple(acc(n, price=p) for n, p in zip(names, prices[:nt], strict=True))
     )
     table = SimpleNamespace(
         num_gpus=np.array(gpus, dtype=np.int64),
         priority=np.array(priority or (0,) * k, dtype=np.int64),
         deadline=np.array(deadline or (NAN,) * k, dtype=np.float64),
         submit_time=np.zeros(k),
+        user=np.array(users or ("",) * k, dtype=object),
+        vc=np.array(("",) * k, dtype=object),
     )
     return SimpleNamespace(
         rate=thr,
@@ -192,10 +196,47 @@ def test_fifo_het_stops_at_the_first_job_that_fits_nowhere() -> None:
     assert x.tolist() == [[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
 
 
+def hier_state() -> Any:
+    # one type with 2 devices, every throughput 1 (so normalised throughput = time share);
+    # user u has jobs 0 and 1, user v job 2
+    return fake_state(
+        thr=np.ones((3, 1)), gpus=(1, 1, 1), cap=(2,), remaining=(1, 1, 1), users=("u", "u", "v")
+    )
+
+
+def test_hierarchical_fairness_on_paper() -> None:
+    # weights: u's jobs 1/2 each, v's job 1; maximise z with x_j >= z w_j:
+    # z/2 + z/2 + z <= 2 -> z = 1: x = (1/2, 1/2, 1), the cluster is full, all frozen.
+    # (plain max-min fairness would give every job 2/3)
+    x = allocate(GavelHierarchical(entity="user"), hier_state())
+    np.testing.assert_allclose(x, [[0.5], [0.5], [1.0]], atol=1e-7)
+    np.testing.assert_allclose(allocate(GavelMMF(), hier_state()), [[2 / 3]] * 3, atol=1e-5)
+
+
+def test_hierarchical_fifo_within_users_on_paper() -> None:
+    # weights: job 0 (u's first) 1, job 1 0, job 2 1 -> x0 = x2 = 1 (row sums), frozen;
+    # next iteration job 1 gets u's weight but no capacity is left: x1 = 0
+    x = allocate(GavelHierarchical(entity="user", within="fifo"), hier_state())
+    np.testing.assert_allclose(x, [[1.0], [0.0], [1.0]], atol=1e-7)
+
+
+def test_hierarchical_by_vc_with_one_vc_is_plain_fairness() -> None:
+    x = allocate(GavelHierarchical(entity="vc"), hier_state())
+    np.testing.assert_allclose(x, [[2 / 3]] * 3, atol=1e-6)
+
+
 # ---------------------------------------------------------------- invariants
 
 
-LP_POLICIES = [GavelMMF, GavelMaxThroughput, GavelMinCost, GavelMinCostSLO, GavelMakespan, GavelFTF]
+LP_POLICIES = [
+    GavelMMF,
+    GavelMaxThroughput,
+    GavelMinCost,
+    GavelMinCostSLO,
+    GavelMakespan,
+    GavelFTF,
+    GavelHierarchical,
+]
 
 
 @settings(max_examples=30, deadline=None)
@@ -291,6 +332,9 @@ def test_a_run_reports_lp_counters_in_its_summary() -> None:
         ("gavel-ftf", {"rel_tol": 2.0}, "rel_tol"),
         ("gavel-makespan", {"reset_interval_s": -1}, "reset_interval_s"),
         ("gavel-mmf", {"spread": "yes"}, "spread"),
+        ("gavel-hierarchical", {"entity": "team"}, "entity"),
+        ("gavel-hierarchical", {"within": "lifo"}, "within"),
+        ("gavel-hierarchical", {"slack": 0}, "slack"),
     ],
 )
 def test_parameter_out_of_range_names_it(name: str, params: dict[str, object], bad: str) -> None:
