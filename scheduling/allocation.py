@@ -56,6 +56,10 @@ IntArray = npt.NDArray[np.int64]
 STATUS_OPTIMAL = 0
 #: Our own status for a solve that raised inside scipy/HiGHS (numerical failure).
 STATUS_ERROR = 99
+#: The core backend turns HiGHS's presolve off for LPs with at most this many variables: on
+#: the small LPs of a recomputation (tens of job classes) it halves the time of a solve
+#: (0.45 → 0.24 ms on 15 classes × 3 types) and finds the same optimum.
+PRESOLVE_ABOVE = 5000
 
 
 @dataclass
@@ -248,7 +252,8 @@ class LPSolver:
 
     ``backend="core"`` (default when available) hands the model straight to the HiGHS object
     that scipy bundles (``scipy.optimize._highspy._core``, the one ``linprog(method="highs")``
-    drives, with its default options: presolve on, HiGHS choosing the simplex variant),
+    drives, with its default options except presolve, off for small LPs: see
+    :data:`PRESOLVE_ABOVE`),
     skipping ``linprog``'s per-call validation — about 5× less overhead on the small LPs a
     recomputation solves (0.3 ms instead of 1.4 ms on 12 jobs × 3 types).
     ``backend="linprog"`` goes through the public ``scipy.optimize.linprog(method="highs")``;
@@ -268,6 +273,7 @@ class LPSolver:
         self._highs: Any = None
         self._loaded: tuple[int, int] | None = None  # shape of the model HiGHS holds
         self._b: FloatArray | None = None  # and its right-hand sides
+        self._presolve = "choose"
 
     def _core(self, m: LPModel, warm: bool) -> tuple[int, str, FloatArray | None]:
         assert _highs_core is not None
@@ -275,6 +281,10 @@ class LPSolver:
             self._highs = _highs_core._Highs()
             self._highs.setOptionValue("output_flag", False)
         h = self._highs
+        presolve = "on" if m.shape[1] > PRESOLVE_ABOVE else "off"
+        if presolve != self._presolve:
+            h.setOptionValue("presolve", presolve)
+            self._presolve = presolve
         if warm and self._loaded == m.shape:
             n_row, n_col = m.shape
             cols = np.arange(n_col, dtype=np.int32)
