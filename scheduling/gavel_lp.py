@@ -20,6 +20,9 @@ Inputs, as Gavel's ``_get_allocation_state`` gives them:
 * remaining steps ``R_j``: ``state.remaining``; time since start: ``now − submit_time``;
 * ``cluster_spec``: ``state.capacity``.
 
+As in Gavel's simulator for every ``*_perf`` policy, the types are visited in the fixed order
+v100, p100, k80 (then the other types) each round, not shuffled (``GavelRounds.shuffle_types``).
+
 Common departures from Gavel's code: HiGHS returns a vertex of the optimal face where ECOS
 returns an interior point (each class says where the optimum is not unique and what we do);
 types where a job has zero throughput are fixed at 0 (Gavel leaves them free); a solve that
@@ -55,7 +58,10 @@ PHASE2_SLACK = 1e-6
 
 
 class GavelLP(GavelRounds):
-    """Common part of the LP policies: inputs, solver counters, fallback."""
+    """Common part of the LP policies: inputs, solver counters, fallback. Like Gavel's
+    ``*_perf`` policies they visit the types in Gavel's fixed order every round (no shuffle)."""
+
+    shuffle_types = False
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
@@ -406,6 +412,7 @@ class GavelFIFOHet(GavelRounds):
 
     name = "gavel-fifo-het"
     skip_unprioritised = True
+    shuffle_types = False  # "FIFO_Perf" has "Perf" in its name
 
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
         names = dict((t, n) for n, t in self._type_order(state))
