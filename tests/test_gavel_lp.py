@@ -34,7 +34,7 @@ from scheduling.gavel_lp import (
     GavelMMF,
 )
 from scheduling.params import policy_errors
-from scheduling.registry import make_policy
+from scheduling.registry import POLICIES, make_policy
 from tests.simple import FixedRates, acc, cluster, jobs
 
 THR = np.array([[3.0, 1.0], [1.0, 0.0]])
@@ -340,3 +340,25 @@ def test_a_run_reports_lp_counters_in_its_summary() -> None:
 def test_parameter_out_of_range_names_it(name: str, params: dict[str, object], bad: str) -> None:
     errors = policy_errors(name, params, "policies[0]")
     assert errors and bad in " ".join(errors)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gavel-fifo",
+        "gavel-las",
+        "gavel-mmf",
+        "gavel-ftf",
+        "gavel-max-throughput",
+        "gavel-makespan",
+        "gavel-min-cost",
+        "gavel-min-cost-slo",
+        "gavel-fifo-het",
+        "gavel-hierarchical",
+    ],
+)
+def test_only_the_agnostic_baselines_shuffle_the_type_order(name: str) -> None:
+    # Gavel's scheduler shuffles the types each round only for policies without "Perf" in
+    # their name (fifo, max_min_fairness); the *_perf ones visit v100, p100, k80 in order
+    cls = POLICIES[name]
+    assert cls.shuffle_types == (name in ("gavel-fifo", "gavel-las"))  # type: ignore[attr-defined]
