@@ -180,9 +180,12 @@ class BaseLP:
         b: FloatArray | float,
         which: IntArray | None = None,
         extra: FloatArray | None = None,
+        extra_each: FloatArray | None = None,
     ) -> None:
         """Add one row ``Σ_t coef[j, t] X[j, t] + extra[j] · extras <= b[j]`` per job of
-        ``which`` (default all); ``extra`` is ``(k, n_extra)``."""
+        ``which`` (default all); ``extra`` is ``(k, n_extra)``. ``extra_each`` instead gives
+        the ``i``-th added row the coefficient ``extra_each[i]`` on extra variable ``i`` only
+        (one extra variable per row, without a dense ``k × n_extra`` matrix)."""
         k, nt = self.k, self.nt
         which = np.arange(k, dtype=np.int64) if which is None else np.asarray(which, np.int64)
         m = len(which)
@@ -196,6 +199,10 @@ class BaseLP:
             self._rows.append(self.n_rows + r.astype(np.int64))
             self._cols.append(self.nx + c.astype(np.int64))
             self._vals.append(e[r, c])
+        if extra_each is not None:
+            self._rows.append(self.n_rows + np.arange(m, dtype=np.int64))
+            self._cols.append(self.nx + np.arange(m, dtype=np.int64))
+            self._vals.append(np.asarray(extra_each, dtype=np.float64))
         self._b.append(np.asarray(b, dtype=np.float64)[which] if np.ndim(b) else np.full(m, b))
         self.n_rows += m
 

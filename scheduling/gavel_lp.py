@@ -480,12 +480,15 @@ class GavelHierarchical(GavelLP):
         self.within = within
         self.slack = slack
 
-    def _weights(self, ent: IntArray, prio: FloatArray, done: npt.NDArray[np.bool_]) -> FloatArray:
-        """Per-job weights of one iteration (Gavel's ``_compute_priority_weights``)."""
+    def _weights(
+        self, ent: IntArray, prio: FloatArray, count: FloatArray, done: npt.NDArray[np.bool_]
+    ) -> FloatArray:
+        """Per-row weights of one iteration (Gavel's ``_compute_priority_weights``); a row
+        stands for ``count`` identical jobs of one entity (``within="fairness"`` only)."""
         n_ent = int(ent.max()) + 1 if len(ent) else 0
         open_ = ~done
         if self.within == "fairness":
-            total = np.bincount(ent, weights=prio * open_, minlength=n_ent)
+            total = np.bincount(ent, weights=prio * count * open_, minlength=n_ent)
             share = np.where(open_, prio / np.where(total[ent] > 0, total[ent], 1.0), 0.0)
             return share  # entity weight 1
         w = np.zeros(len(ent))
@@ -495,16 +498,22 @@ class GavelHierarchical(GavelLP):
         return w
 
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
-        thr, sf, cap = self._inputs(state, jobs)
-        k = len(jobs)
-        prio = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
+        thr_j, sf_j, cap = self._inputs(state, jobs)
+        prio_j = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
         labels = getattr(state.jobs, self.entity)[jobs]
-        _, ent = np.unique(np.asarray([str(v) for v in labels]), return_inverse=True)
-        ent = ent.reshape(-1).astype(np.int64)
+        _, ent_j = np.unique(np.asarray([str(v) for v in labels]), return_inverse=True)
+        ent_j = ent_j.reshape(-1).astype(np.int64)
+        if self.within == "fairness":  # symmetric in identical jobs of one entity
+            first, inv, count = job_classes(thr_j, sf_j, prio_j, ent_j.astype(np.float64))
+        else:  # FIFO order singles jobs out
+            first = inv = np.arange(len(jobs), dtype=np.int64)
+            count = np.ones(len(jobs))
+        thr, sf, prio, ent = thr_j[first], sf_j[first], prio_j[first], ent_j[first]
+        k = len(first)
         prop = proportional_throughput(thr, cap)
         live = prop > 0
         if not live.any():
-            return np.zeros_like(thr)
+            return np.zeros_like(thr_j)
         coef = np.zeros_like(thr)
         coef[live] = thr[live] / prop[live, None]
         live_idx = np.flatnonzero(live)
@@ -512,7 +521,7 @@ class GavelHierarchical(GavelLP):
         level = np.zeros(k)  # normalised throughput reached so far (final once frozen)
         x: FloatArray | None = None
         for _ in range(k + 1):
-            w = self._weights(ent, prio, frozen | ~live)
+            w = self._weights(ent, prio, count, frozen | ~live)
             act = (w > 0) & ~frozen & live
             if not act.any():
                 break
@@ -520,7 +529,7 @@ class GavelHierarchical(GavelLP):
             mult = np.zeros(k)
             mult[act] = sf[act] / w[act]
             # raise: z <= (f_j - level_j) · sf_j / w_j for weighted jobs, f_j >= level_j for all
-            lp = BaseLP(thr, sf, cap, n_extra=1)
+            lp = BaseLP(thr, sf, cap, n_extra=1, count=count)
             lp.add_job_rows(
                 -coef * mult[:, None], -level * mult, which=act_idx, extra=np.ones((k, 1))
             )
@@ -530,17 +539,19 @@ class GavelHierarchical(GavelLP):
             res = self._lp.solve(lp.model(c))
             if res.x is None:
                 if x is None:
-                    return self._fallback(thr, sf, cap)
+                    return self._fallback(thr_j, sf_j, cap)
                 self._lp.fallbacks += 1  # Gavel keeps the previous iteration's allocation
                 break
             x = lp.allocation(res.x)
             level[act] += float(res.x[-1]) / mult[act]
             # bottlenecks: jobs that cannot exceed their level while the others keep theirs
             n = len(act_idx)
-            lp2 = BaseLP(thr, sf, cap, n_extra=n)
-            e = np.zeros((k, n))
-            e[act_idx, np.arange(n)] = self.slack * np.maximum(level[act_idx], 1e-9)
-            lp2.add_job_rows(-coef, -level, which=live_idx, extra=e)
+            lp2 = BaseLP(thr, sf, cap, n_extra=n, count=count)
+            eps = self.slack * np.maximum(level[act_idx], 1e-9)
+            lp2.add_job_rows(-coef, -level, which=act_idx, extra_each=eps)
+            rest = np.setdiff1d(live_idx, act_idx)
+            if len(rest):
+                lp2.add_job_rows(-coef, -level, which=rest)
             ub = lp2.ub.copy()
             ub[lp2.nx :] = 1.0
             c2 = np.zeros(lp2.nv)
@@ -554,4 +565,4 @@ class GavelHierarchical(GavelLP):
                 break
             frozen[act_idx[stuck]] = True
         assert x is not None
-        return x
+        return x[inv]
