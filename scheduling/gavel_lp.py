@@ -461,7 +461,10 @@ class GavelHierarchical(GavelLP):
     unless the raise a job can get is below ``slack`` relative). Entities all weigh 1 (Gavel's
     experiments pass ``entity_weights``; our traces carry none). Gavel does not expose this
     policy in its simulator's policy list; the entity is the job's ``user`` or ``vc``
-    (``entity``), jobs without one forming one entity together.
+    (``entity``), jobs without one forming one entity together. ``max_iterations`` (0: until
+    done, as Gavel) caps the water-filling iterations per recomputation (each costs two LPs;
+    with hundreds of users a recomputation can need hundreds): the allocation of the last
+    iteration is used, the jobs not yet frozen keeping the level reached.
     """
 
     name = "gavel-hierarchical"
@@ -474,11 +477,13 @@ class GavelHierarchical(GavelLP):
         entity: Literal["user", "vc"] = "user",
         within: Literal["fairness", "fifo"] = "fairness",
         slack: Annotated[float, POSITIVE] = 1e-4,
+        max_iterations: Annotated[int, NON_NEGATIVE] = 0,
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
         self.entity = entity
         self.within = within
         self.slack = slack
+        self.max_iterations = max_iterations
 
     def _weights(
         self, ent: IntArray, prio: FloatArray, count: FloatArray, done: npt.NDArray[np.bool_]
@@ -520,7 +525,7 @@ class GavelHierarchical(GavelLP):
         frozen = np.zeros(k, dtype=bool)
         level = np.zeros(k)  # normalised throughput reached so far (final once frozen)
         x: FloatArray | None = None
-        for _ in range(k + 1):
+        for _ in range(min(k + 1, self.max_iterations or k + 1)):
             w = self._weights(ent, prio, count, frozen | ~live)
             act = (w > 0) & ~frozen & live
             if not act.any():

@@ -220,6 +220,12 @@ def test_hierarchical_fifo_within_users_on_paper() -> None:
     np.testing.assert_allclose(x, [[1.0], [0.0], [1.0]], atol=1e-7)
 
 
+def test_hierarchical_fifo_stopped_after_one_iteration_keeps_its_allocation() -> None:
+    p = GavelHierarchical(entity="user", within="fifo", max_iterations=1)
+    np.testing.assert_allclose(allocate(p, hier_state()), [[1.0], [0.0], [1.0]], atol=1e-7)
+    assert p.stats()["lp_solves"] == 2  # one raise LP, one bottleneck LP
+
+
 def test_hierarchical_by_vc_with_one_vc_is_plain_fairness() -> None:
     x = allocate(GavelHierarchical(entity="vc"), hier_state())
     np.testing.assert_allclose(x, [[2 / 3]] * 3, atol=1e-6)
@@ -335,6 +341,7 @@ def test_a_run_reports_lp_counters_in_its_summary() -> None:
         ("gavel-hierarchical", {"entity": "team"}, "entity"),
         ("gavel-hierarchical", {"within": "lifo"}, "within"),
         ("gavel-hierarchical", {"slack": 0}, "slack"),
+        ("gavel-hierarchical", {"max_iterations": -1}, "max_iterations"),
     ],
 )
 def test_parameter_out_of_range_names_it(name: str, params: dict[str, object], bad: str) -> None:
