@@ -166,10 +166,11 @@ class GavelMaxThroughput(GavelLP):
     throughputs are *not* normalised (its ``scale = 1 / throughputs.sum(axis=1)`` is computed
     and unused), so jobs with more steps per second weigh more; the paper's text normalises.
 
-    Departure: ties between jobs with equal throughput are broken by HiGHS's vertex choice
-    (ECOS would split the time between them); on measured traces throughputs of different
-    job types rarely tie, but identical jobs (same type, same gang) do — their order then
-    depends on HiGHS.
+    Departure: ties between different jobs with equal objective coefficients are broken by
+    HiGHS's vertex choice (ECOS would split the time between them). Identical jobs (same
+    rates, same gang) are solved as one class (:func:`scheduling.allocation.job_classes`) and
+    get identical rows, as under ECOS; with SLO rows (``gavel-min-cost-slo``) jobs differ by
+    their deadlines and are solved one row each.
     """
 
     name = "gavel-max-throughput"
@@ -200,6 +201,8 @@ class GavelMaxThroughput(GavelLP):
                 return lp.allocation(res.x)[inv]
             self._lp.fallbacks += 1  # Gavel: "No allocation possible with provided SLOs!"
             res = self._lp.solve(plain)
+            if res.x is None:  # counted once already
+                return fallback_allocation(thr, sf, cap)
         else:
             res = self._lp.solve(lp.model(c))
         if res.x is not None:
