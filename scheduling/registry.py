@@ -14,6 +14,16 @@ from scheduling.edf import EDF
 from scheduling.fifo import FIFO
 from scheduling.gandiva_fair import GandivaFair
 from scheduling.gavel import GavelFIFO, GavelLAS
+from scheduling.gavel_lp import (
+    GavelFIFOHet,
+    GavelFTF,
+    GavelHierarchical,
+    GavelMakespan,
+    GavelMaxThroughput,
+    GavelMinCost,
+    GavelMinCostSLO,
+    GavelMMF,
+)
 from scheduling.las import LAS
 from scheduling.placement import (
     Consolidate,
@@ -40,6 +50,14 @@ POLICIES: dict[str, type[Policy]] = {
         EDF,
         GavelFIFO,
         GavelLAS,
+        GavelMMF,
+        GavelFTF,
+        GavelMaxThroughput,
+        GavelMakespan,
+        GavelMinCost,
+        GavelMinCostSLO,
+        GavelFIFOHet,
+        GavelHierarchical,
         AlloX,
         GandivaFair,
     )
