@@ -56,7 +56,23 @@ DEFAULT_ROUND_SECONDS = 360.0  # Scheduler(time_per_iteration=360); the driver's
 MIN_TIME_BETWEEN_ALLOCATION_RESETS = 1920.0  # Scheduler(minimum_time_between_allocation_resets)
 # _schedule_jobs_on_workers hard-codes this list before shuffling it.
 GAVEL_WORKER_TYPE_ORDER = ("v100", "p100", "k80")
-POLICIES = ("fifo", "max_min_fairness")
+POLICIES = (
+    "fifo",
+    "max_min_fairness",
+    "max_min_fairness_perf",
+    "finish_time_fairness_perf",
+    "max_sum_throughput_perf",
+    "allox",
+)
+# Gavel's scheduler shuffles the worker-type order every pass unless the policy's name contains
+# "Perf" or "Packing" (MaxMinFairness_Perf, FinishTimeFairness_Perf, ThroughputSumWithPerf,
+# AlloX_Perf).
+UNSHUFFLED_POLICIES = (
+    "max_min_fairness_perf",
+    "finish_time_fairness_perf",
+    "max_sum_throughput_perf",
+    "allox",
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,6 +388,531 @@ def _mmf_barrier(
 
 
 # --------------------------------------------------------------------------------------------
+# Heterogeneity-aware LP policies (max_min_fairness_perf, finish_time_fairness_perf,
+# max_sum_throughput_perf)
+# --------------------------------------------------------------------------------------------
+#
+# Gavel states each as a CVXPY problem solved by ECOS (``--solver ECOS``, the driver's default).
+# Here each is restated as a linear programme (FTF as a sequence of them) and solved with
+# HiGHS through ``scipy.optimize.linprog``; ``lp_backend="cvxpy-ecos"`` restates Gavel's own
+# CVXPY formulation instead (needs cvxpy + ecos, which are not dependencies of this project; it
+# exists to check this restatement against Gavel runs outside the test suite). HiGHS returns a
+# vertex of the optimal face and ECOS a point inside it; the objective value is the same, the
+# allocations of jobs that do not bind the objective may differ (see docs/gavel-fidelity.md).
+
+
+def _flatten(
+    throughputs: Mapping[int, Mapping[str, float]], cluster_spec: Mapping[str, int]
+) -> tuple[list[int], list[str], np.ndarray, np.ndarray]:
+    """``Policy.flatten``: job ids sorted, worker types sorted, (m x n) rates, N_j per type."""
+    job_ids = sorted(throughputs)
+    worker_types = sorted(throughputs[job_ids[0]])
+    rates = np.array([[throughputs[j][t] for t in worker_types] for j in job_ids], dtype=float)
+    num_workers = np.array([cluster_spec[t] for t in worker_types], dtype=float)
+    return job_ids, worker_types, rates, num_workers
+
+
+def _unflatten(x: np.ndarray, job_ids: list[int], worker_types: list[str]) -> dict:
+    x = np.clip(x, 0.0, 1.0)  # Gavel: x.value.clip(min=0.0).clip(max=1.0)
+    return {
+        job: {t: float(x[i, k]) for k, t in enumerate(worker_types)}
+        for i, job in enumerate(job_ids)
+    }
+
+
+def _base_constraints(sfs: np.ndarray, num_workers: np.ndarray, extra_cols: int = 0):  # type: ignore[no-untyped-def]
+    """``Policy.get_base_constraints`` as (A_ub, b_ub) over x (row-major) plus extra columns:
+    sum_i sf_i x_ij <= N_j per type, sum_j x_ij <= 1 per job (x >= 0 goes into the bounds)."""
+    from scipy import sparse
+
+    m, n = len(sfs), len(num_workers)
+    cap = sparse.kron(sparse.csr_matrix(sfs.reshape(1, m)), sparse.identity(n), format="csr")
+    row = sparse.kron(sparse.identity(m), np.ones((1, n)), format="csr")
+    a = sparse.vstack([cap, row], format="csr")
+    if extra_cols:
+        a = sparse.hstack([a, sparse.csr_matrix((a.shape[0], extra_cols))], format="csr")
+    b = np.concatenate([num_workers, np.ones(m)])
+    return a, b
+
+
+def _highs(c, a_ub, b_ub, bounds):  # type: ignore[no-untyped-def]
+    from scipy.optimize import linprog
+
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"HiGHS: {res.message}")
+    return res.x
+
+
+def proportional_throughputs(rates: np.ndarray, num_workers: np.ndarray) -> np.ndarray:
+    """``ProportionalPolicy.get_throughputs``: every job gets N_j/m of each type, rows rescaled
+    so that the largest row sums to 1 (all rows are equal, so x_j = N_j / N); p_i = sum_j r_ij x_j.
+    """
+    m = rates.shape[0]
+    x = np.tile(num_workers / m, (m, 1))
+    x = x / np.sum(x, axis=1).max()
+    return np.sum(rates * x, axis=1)
+
+
+def isolated_throughputs(rates: np.ndarray, sfs: np.ndarray, num_workers: np.ndarray) -> np.ndarray:
+    """``IsolatedPolicy.get_throughputs``: x_ij = (N_j / m) / sf_i, each row divided by
+    max(row sum, 1); the job's rate under that allocation (its "1/m of the cluster")."""
+    m = rates.shape[0]
+    x = np.tile(num_workers / m, (m, 1)) / sfs[:, None]
+    x = x / np.maximum(np.sum(x, axis=1), 1.0)[:, None]
+    return np.sum(rates * x, axis=1)
+
+
+class _MaxMinFairnessPerf:
+    """Gavel ``MaxMinFairnessPolicyWithPerf`` (``max_min_fairness_perf``).
+
+    maximise min_i sum_j c_ij x_ij with c_ij = r_ij * sf_i / (w_i * p_i) (p_i: proportional
+    throughput), subject to the base constraints. HiGHS form: variables (x, t), maximise t,
+    t - sum_j c_ij x_ij <= 0.
+    """
+
+    name = "MaxMinFairness_Perf"
+
+    def __init__(self, lp_backend: str = "highs"):
+        if lp_backend not in ("highs", "barrier", "cvxpy-ecos"):
+            raise ValueError(f"unknown lp_backend {lp_backend!r}")
+        self._backend = lp_backend
+
+    @staticmethod
+    def coefficients(
+        rates: np.ndarray, sfs: np.ndarray, weights: np.ndarray, num_workers: np.ndarray
+    ) -> np.ndarray:
+        prop = proportional_throughputs(rates, num_workers)
+        return rates * (1.0 / weights / prop)[:, None] * sfs[:, None]
+
+    def get_allocation(
+        self,
+        throughputs: Mapping[int, Mapping[str, float]],
+        scale_factors: Mapping[int, int],
+        priority_weights: Mapping[int, float],
+        cluster_spec: Mapping[str, int],
+    ) -> dict[int, dict[str, float]]:
+        if not throughputs:
+            return {}
+        job_ids, worker_types, rates, num_workers = _flatten(throughputs, cluster_spec)
+        m, n = rates.shape
+        sfs = np.array([scale_factors[j] for j in job_ids], dtype=float)
+        weights = np.array([priority_weights[j] for j in job_ids], dtype=float)
+        coeff = self.coefficients(rates, sfs, weights, num_workers)
+        if self._backend == "cvxpy-ecos":
+            import cvxpy as cp
+
+            x = cp.Variable((m, n))
+            objective = cp.Maximize(cp.min(cp.sum(cp.multiply(coeff, x), axis=1)))
+            cons = [
+                x >= 0,
+                cp.sum(cp.multiply(np.tile(sfs[:, None], (1, n)), x), axis=0) <= num_workers,
+                cp.sum(x, axis=1) <= 1,
+            ]
+            cp.Problem(objective, cons).solve(solver="ECOS")
+            return _unflatten(np.asarray(x.value), job_ids, worker_types)
+        from scipy import sparse
+
+        a, b = _base_constraints(sfs, num_workers, extra_cols=1)
+        tie = sparse.hstack(
+            [-sparse.block_diag([coeff[i : i + 1] for i in range(m)]), np.ones((m, 1))],
+            format="csr",
+        )
+        if self._backend == "barrier":
+            x0 = _interior_start(rates, sfs, num_workers)
+            t0 = 0.5 * float(np.min(np.sum(coeff * x0, axis=1)))
+            c = np.zeros(m * n + 1)
+            c[-1] = -1.0
+            v = _central_point(
+                c,
+                sparse.vstack([a, tie], format="csr").toarray(),
+                np.concatenate([b, np.zeros(m)]),
+                np.append(x0.ravel(), t0),
+                m * n,
+            )
+            if v is not None:
+                return _unflatten(v[:-1].reshape(m, n), job_ids, worker_types)
+        c = np.zeros(m * n + 1)
+        c[-1] = -1.0
+        z = _highs(
+            c,
+            sparse.vstack([a, tie], format="csr"),
+            np.concatenate([b, np.zeros(m)]),
+            [(0, None)] * (m * n) + [(None, None)],
+        )
+        return _unflatten(z[:-1].reshape(m, n), job_ids, worker_types)
+
+
+class _MaxSumThroughputPerf:
+    """Gavel ``ThroughputSumWithPerf`` (``max_sum_throughput_perf``).
+
+    maximise sum_ij r_ij x_ij (raw steps/s: the ``scale = 1 / sum_j r_ij`` that Gavel computes
+    is never used, and instance costs are all 1), subject to the base constraints.
+    """
+
+    name = "ThroughputSumWithPerf"
+
+    def __init__(self, lp_backend: str = "highs"):
+        if lp_backend not in ("highs", "barrier", "cvxpy-ecos"):
+            raise ValueError(f"unknown lp_backend {lp_backend!r}")
+        self._backend = lp_backend
+
+    def get_allocation(
+        self,
+        throughputs: Mapping[int, Mapping[str, float]],
+        scale_factors: Mapping[int, int],
+        cluster_spec: Mapping[str, int],
+    ) -> dict[int, dict[str, float]]:
+        if not throughputs:
+            return {}
+        job_ids, worker_types, rates, num_workers = _flatten(throughputs, cluster_spec)
+        m, n = rates.shape
+        sfs = np.array([scale_factors[j] for j in job_ids], dtype=float)
+        if self._backend == "cvxpy-ecos":
+            import cvxpy as cp
+
+            x = cp.Variable((m, n))
+            objective = cp.Maximize(cp.sum(cp.sum(cp.multiply(rates, x), axis=1)))
+            cons = [
+                x >= 0,
+                cp.sum(cp.multiply(np.tile(sfs[:, None], (1, n)), x), axis=0) <= num_workers,
+                cp.sum(x, axis=1) <= 1,
+            ]
+            cp.Problem(objective, cons).solve(solver="ECOS")
+            return _unflatten(np.asarray(x.value), job_ids, worker_types)
+        a, b = _base_constraints(sfs, num_workers)
+        if self._backend == "barrier":
+            v = _central_point(
+                -rates.ravel() / rates.max(),
+                a.toarray(),
+                b,
+                _interior_start(rates, sfs, num_workers).ravel(),
+                m * n,
+            )
+            if v is not None:
+                return _unflatten(v.reshape(m, n), job_ids, worker_types)
+        z = _highs(-rates.ravel(), a, b, [(0, None)] * (m * n))
+        return _unflatten(z.reshape(m, n), job_ids, worker_types)
+
+
+class _FinishTimeFairnessPerf:
+    """Gavel ``FinishTimeFairnessPolicyWithPerf`` (``finish_time_fairness_perf``).
+
+    For job i with remaining steps R_i, time since arrival s_i, isolated throughput q_i
+    (``isolated_throughputs``) and accumulated isolated time C_i:
+        rho_i(x) = (s_i + R_i / sum_j r_ij x_ij) / (C_i + R_i / q_i);   minimise max_i rho_i(x)
+    subject to the base constraints. C_i grows, at every call, by (R_i at the previous call -
+    R_i now) / (q_i at the previous call): the isolated time the steps done since then would have
+    taken. Priority weights are read but unused (as in Gavel).
+
+    HiGHS form: rho_i(x) <= rho  <=>  sum_j r_ij x_ij >= R_i / (rho E_i - s_i)  (rho E_i > s_i),
+    linear in x for a fixed rho; rho is found by bisection (feasibility LPs that maximise the
+    common margin), tightened with the rho of each feasible x found, to a relative 1e-9.
+    """
+
+    name = "FinishTimeFairness_Perf"
+
+    def __init__(self, lp_backend: str = "highs"):
+        if lp_backend not in ("highs", "barrier", "cvxpy-ecos"):
+            raise ValueError(f"unknown lp_backend {lp_backend!r}")
+        self._backend = lp_backend
+        self.cumulative_isolated_time: dict[int, float] = {}
+        self._isolated_prev: dict[int, float] = {}
+        self._remaining_prev: dict[int, int] = {}
+
+    def get_allocation(
+        self,
+        throughputs: Mapping[int, Mapping[str, float]],
+        scale_factors: Mapping[int, int],
+        times_since_start: Mapping[int, float],
+        num_steps_remaining: Mapping[int, int],
+        cluster_spec: Mapping[str, int],
+    ) -> dict[int, dict[str, float]]:
+        if not throughputs:
+            self._isolated_prev, self._remaining_prev = {}, {}
+            return {}
+        job_ids, worker_types, rates, num_workers = _flatten(throughputs, cluster_spec)
+        m = rates.shape[0]
+        sfs = np.array([scale_factors[j] for j in job_ids], dtype=float)
+        iso = isolated_throughputs(rates, sfs, num_workers)
+        for job in job_ids:
+            self.cumulative_isolated_time.setdefault(job, 0.0)
+            if job in self._remaining_prev:
+                self.cumulative_isolated_time[job] += (
+                    self._remaining_prev[job] - num_steps_remaining[job]
+                ) / self._isolated_prev[job]
+        rem = np.array([num_steps_remaining[j] for j in job_ids], dtype=float)
+        since = np.array([times_since_start[j] for j in job_ids], dtype=float)
+        expected_isolated = (
+            np.array([self.cumulative_isolated_time[j] for j in job_ids]) + rem / iso
+        )
+        self._remaining_prev = dict(num_steps_remaining)
+        self._isolated_prev = {job: float(iso[i]) for i, job in enumerate(job_ids)}
+        if self._backend == "cvxpy-ecos":
+            x = self._cvxpy(rates, sfs, num_workers, rem, since, expected_isolated)
+        elif self._backend == "barrier":
+            x = self._barrier(rates, sfs, num_workers, rem, since, expected_isolated)
+        else:
+            x = self._highs(rates, sfs, num_workers, rem, since, expected_isolated)
+        if x is None:  # Gavel: no solution -> IsolatedPolicy's allocation
+            xi = np.tile(num_workers / m, (m, 1)) / sfs[:, None]
+            x = xi / np.maximum(np.sum(xi, axis=1), 1.0)[:, None]
+        return _unflatten(x, job_ids, worker_types)
+
+    @staticmethod
+    def _barrier(rates, sfs, num_workers, rem, since, e):  # type: ignore[no-untyped-def]
+        m, n = rates.shape
+        a, b = _base_constraints(sfs, num_workers, extra_cols=1)
+        x0 = _interior_start(rates, sfs, num_workers)
+        y0 = np.sum(rates * x0, axis=1)
+        t0 = float(np.max((since + rem / y0) / e)) * 1.5 + 1.0
+        c = np.zeros(m * n + 1)
+        c[-1] = 1.0
+        v = _central_point(
+            c, a.toarray(), b, np.append(x0.ravel(), t0), m * n, ftf=(rates, rem, since, e)
+        )
+        return None if v is None else v[:-1].reshape(m, n)
+
+    @staticmethod
+    def _cvxpy(rates, sfs, num_workers, rem, since, e):  # type: ignore[no-untyped-def]
+        import cvxpy as cp
+
+        m, n = rates.shape
+        x = cp.Variable((m, n))
+        fr = [
+            (since[i] + rem[i] * cp.inv_pos(cp.sum(cp.multiply(rates[i], x[i])))) / e[i]
+            for i in range(m)
+        ]
+        objective = cp.Minimize(fr[0] if m == 1 else cp.maximum(*fr))
+        cons = [
+            x >= 0,
+            cp.sum(cp.multiply(np.tile(sfs[:, None], (1, n)), x), axis=0) <= num_workers,
+            cp.sum(x, axis=1) <= 1,
+        ]
+        cp.Problem(objective, cons).solve(solver="ECOS")
+        return None if x.value is None else np.asarray(x.value)
+
+    @staticmethod
+    def _highs(rates, sfs, num_workers, rem, since, e):  # type: ignore[no-untyped-def]
+        from scipy import sparse
+
+        m, n = rates.shape
+        a, b = _base_constraints(sfs, num_workers, extra_cols=1)
+        rate_rows = sparse.block_diag([rates[i : i + 1] for i in range(m)], format="csr")
+
+        def rho_of(x: np.ndarray) -> float:
+            y = np.sum(rates * x, axis=1)
+            with np.errstate(divide="ignore"):
+                return float(np.max((since + rem / y) / e))
+
+        def margin_lp(rho: float) -> np.ndarray | None:
+            # maximise s  s.t.  sum_j r_ij x_ij * (rho e_i - s_i) / R_i >= s   (s capped at 2)
+            scale = (rho * e - since) / rem
+            if np.any(scale <= 0):
+                return None
+            tie = sparse.hstack([-sparse.diags(scale) @ rate_rows, np.ones((m, 1))], format="csr")
+            c = np.zeros(m * n + 1)
+            c[-1] = -1.0
+            z = _highs(
+                c,
+                sparse.vstack([a, tie], format="csr"),
+                np.concatenate([b, np.zeros(m)]),
+                [(0, None)] * (m * n) + [(None, 2.0)],
+            )
+            return z[:-1].reshape(m, n) if z[-1] >= 1.0 - 1e-12 else None
+
+        # Upper bound: the isolated allocation is feasible.
+        xi = np.tile(num_workers / m, (m, 1)) / sfs[:, None]
+        best = xi / np.maximum(np.sum(xi, axis=1), 1.0)[:, None]
+        hi = rho_of(best)
+        lo = float(np.max(since / e))
+        while hi - lo > 1e-9 * max(1.0, hi):
+            mid = 0.5 * (lo + hi)
+            x = margin_lp(mid)
+            if x is None:
+                lo = mid
+            else:
+                best = x
+                hi = min(mid, rho_of(x))
+        return best
+
+
+def _central_point(
+    c: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    v: np.ndarray,
+    num_nonneg: int,
+    ftf: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    mu_final: float = 1e-10,
+) -> np.ndarray | None:
+    """Follow the central path of  min c.v  s.t.  a v <= b,  v[:num_nonneg] >= 0  to mu -> 0.
+
+    Minimises c.v / mu - sum log(b - a v) - sum log v[:num_nonneg] (damped Newton, dense
+    Hessian) for mu = 1, 0.1, ..., mu_final, from the strictly feasible start ``v``. The limit is
+    the analytic centre of the optimal face: a canonical point *inside* the set of optimal
+    solutions, the analogue of the interior point where ECOS (Gavel's solver) stops, as opposed
+    to the vertex a simplex/HiGHS returns. With ``ftf = (rates, rem, since, e)`` the variables
+    are (x row-major, t) and the convex barrier terms -log(t e_i - s_i - R_i / y_i),
+    y_i = sum_j r_ij x_ij, of Gavel's finish-time-fairness problem are added. Returns None if the
+    iteration breaks down numerically.
+    """
+    if ftf is not None:
+        rates, rem, since, e = ftf
+        m, n = rates.shape
+        cols = np.arange(m * n).reshape(m, n)
+
+    def ftf_g(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        y = np.sum(rates * v[:-1].reshape(m, n), axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return y, v[-1] * e - since - rem / y
+
+    def value(v: np.ndarray, mu: float) -> float:
+        s = b - a @ v
+        if s.min() <= 0 or (num_nonneg and v[:num_nonneg].min() <= 0):
+            return math.inf
+        total = c @ v / mu - np.log(s).sum() - np.log(v[:num_nonneg]).sum()
+        if ftf is not None:
+            y, g = ftf_g(v)
+            if y.min() <= 0 or not np.all(np.isfinite(g)) or g.min() <= 0:
+                return math.inf
+            total -= np.log(g).sum()
+        return float(total)
+
+    if not math.isfinite(value(v, 1.0)):
+        return None
+    mu = 1.0
+    while True:
+        for _ in range(200):
+            s = b - a @ v
+            if s.min() <= 0:
+                return None
+            grad = c / mu + a.T @ (1.0 / s)
+            hess = (a.T * (1.0 / s**2)) @ a
+            vn = v[:num_nonneg]
+            grad[:num_nonneg] -= 1.0 / vn
+            hess[np.arange(num_nonneg), np.arange(num_nonneg)] += 1.0 / vn**2
+            if ftf is not None:
+                y, g = ftf_g(v)
+                dgx = rem[:, None] * rates / (y**2)[:, None]  # d g_i / d x_ij
+                grad[cols] -= dgx / g[:, None]
+                grad[-1] -= np.sum(e / g)
+                block = np.einsum("ij,ik->ijk", dgx, dgx) / (g**2)[:, None, None]
+                block += (
+                    2.0 * np.einsum("ij,ik->ijk", rates, rates) * (rem / (y**3 * g))[:, None, None]
+                )
+                hess[cols[:, :, None], cols[:, None, :]] += block
+                cross = dgx * (e / g**2)[:, None]
+                hess[cols, -1] += cross
+                hess[-1, cols] += cross
+                hess[-1, -1] += np.sum(e**2 / g**2)
+            try:
+                with np.errstate(all="ignore"):
+                    direction = -np.linalg.solve(hess, grad)
+            except np.linalg.LinAlgError:
+                direction = np.full(len(v), np.nan)
+            decrement = float(-grad @ direction)
+            if not math.isfinite(decrement) or decrement < 0:
+                # Ill-conditioned near the end of the path: keep the last feasible point if the
+                # path was followed far enough, else give up.
+                return v if mu <= 1e-6 else None
+            if decrement / 2.0 <= 1e-11:
+                break
+            f0 = value(v, mu)
+            step = 1.0
+            while value(v + step * direction, mu) > f0 - 0.25 * step * decrement:
+                step *= 0.5
+                if step < 1e-14:
+                    break
+            else:
+                v = v + step * direction
+                continue
+            break  # no progress possible at this mu (rounding): keep the last feasible point
+        if mu <= mu_final:
+            return v
+        mu = max(mu * 0.1, mu_final)
+
+
+def _interior_start(rates: np.ndarray, sfs: np.ndarray, num_workers: np.ndarray) -> np.ndarray:
+    """Half of the isolated allocation: strictly inside every base constraint."""
+    m = rates.shape[0]
+    xi = np.tile(num_workers / m, (m, 1)) / sfs[:, None]
+    return 0.5 * xi / np.maximum(np.sum(xi, axis=1), 1.0)[:, None]
+
+
+class _AlloX:
+    """Gavel ``AlloXPolicy`` (``allox``; ``allox_alpha=<a>`` sets the fairness knob ``alpha``).
+
+    Single-GPU jobs only. Jobs holding a whole device since the previous call keep it; the
+    others (oldest first, at most max(int(alpha m), #free devices) of them) are matched to
+    (free device, position in its queue) by a min-cost assignment with cost
+    position * remaining steps / rate + time since arrival; the job matched to the front of each
+    free device's queue gets share 1.0 on its type, the rest nothing until the next call.
+    """
+
+    name = "AlloX_Perf"
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+        self._prev: dict[int, dict[str, float]] = {}
+
+    def get_allocation(
+        self,
+        throughputs: Mapping[int, Mapping[str, float]],
+        scale_factors: Mapping[int, int],
+        times_since_start: Mapping[int, float],
+        num_steps_remaining: Mapping[int, int],
+        cluster_spec: Mapping[str, int],
+    ) -> dict[int, dict[str, float]]:
+        from scipy.optimize import linear_sum_assignment
+
+        if not throughputs:
+            return {}
+        job_ids, worker_types, _, _ = _flatten(throughputs, cluster_spec)
+        if any(scale_factors[j] != 1 for j in scale_factors):
+            raise AssertionError("AlloX only supports jobs with scale factor 1 (Gavel asserts)")
+        unallocated, allocated = [], []
+        for job in throughputs:  # dict order = job id order, as in Gavel's _throughputs
+            if job in self._prev and sum(self._prev[job][t] for t in worker_types) == 1.0:
+                allocated.append(job)
+            else:
+                unallocated.append(job)
+        device_type: list[str] = []
+        for worker_type in worker_types:
+            free = cluster_spec[worker_type] - sum(
+                1 for j in allocated if self._prev[j][worker_type] == 1.0
+            )
+            device_type += [worker_type] * max(free, 0)
+        n = len(device_type)
+        unallocated.sort(key=lambda j: -times_since_start[j])  # stable: ties keep job order
+        unallocated = unallocated[: max(int(self.alpha * len(unallocated)), n)]
+        m = len(unallocated)
+        q_base = np.zeros((m, n))
+        for i, job in enumerate(unallocated):
+            for d, worker_type in enumerate(device_type):
+                rate = throughputs[job][worker_type] or 1e-10
+                q_base[i, d] = num_steps_remaining[job] / rate
+        q = np.concatenate([k * q_base for k in range(1, m + 1)], axis=1) if m else q_base
+        since = np.array([times_since_start[j] for j in unallocated]).reshape(m, 1)
+        rows, cols_ = linear_sum_assignment(q + since)
+        per_device: dict[int, list[tuple[int, int]]] = {d: [] for d in range(n)}
+        for r, c in zip(rows, cols_, strict=True):
+            per_device[int(c) % n].append((unallocated[r], int(c) // n))
+        allocation = {job: {t: 0.0 for t in cluster_spec} for job in job_ids}
+        for job in job_ids:
+            if job in self._prev:
+                allocation[job] = dict(self._prev[job])
+        for d, entries in per_device.items():
+            if entries:
+                # position k in the cost matrix counts from the back of the queue: the entry with
+                # the largest k runs first
+                first = sorted(entries, key=lambda e: len(entries) - 1 - e[1])[0][0]
+                allocation[first][device_type[d]] = 1.0
+        self._prev = allocation
+        return allocation
+
+
+# --------------------------------------------------------------------------------------------
 # Simulator
 # --------------------------------------------------------------------------------------------
 
@@ -400,6 +941,7 @@ class GavelSimulator:
         reset_interval: float = MIN_TIME_BETWEEN_ALLOCATION_RESETS,
         lp_backend: str = "barrier",
         record_rounds: bool = False,
+        allox_alpha: float = 1.0,
     ):
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -416,10 +958,27 @@ class GavelSimulator:
         # Scheduler._initialize_seeds: only these two generators matter for a trace run.
         self.worker_type_shuffler = random.Random(seed + 5)
         self.policy_name = policy
+        self.policy: (
+            _FifoBase
+            | _MaxMinFairnessAgnostic
+            | _MaxMinFairnessPerf
+            | _FinishTimeFairnessPerf
+            | _MaxSumThroughputPerf
+            | _AlloX
+        )
         if policy == "fifo":
-            self.policy: _FifoBase | _MaxMinFairnessAgnostic = _FifoBase(seed)
-        else:
+            self.policy = _FifoBase(seed)
+        elif policy == "max_min_fairness":
             self.policy = _MaxMinFairnessAgnostic(lp_backend)
+        elif policy == "allox":
+            self.policy = _AlloX(allox_alpha)
+        else:
+            if policy == "max_min_fairness_perf":
+                self.policy = _MaxMinFairnessPerf(lp_backend)
+            elif policy == "finish_time_fairness_perf":
+                self.policy = _FinishTimeFairnessPerf(lp_backend)
+            else:
+                self.policy = _MaxSumThroughputPerf(lp_backend)
         # simulate(): one _register_worker_callback per server, in sorted type order; a type
         # whose count is not a multiple of its server size loses the remainder (floor).
         self.cluster_spec: dict[str, int] = {}
@@ -519,8 +1078,15 @@ class GavelSimulator:
     def _compute_allocation(self) -> dict[int, dict[str, float]]:
         throughputs = {j: dict(job.throughput) for j, job in self.active.items()}
         scale_factors = {j: job.spec.scale_factor for j, job in self.active.items()}
-        if isinstance(self.policy, _FifoBase):
+        # Scheduler._get_allocation_state / _compute_allocation: which state each policy gets.
+        if isinstance(self.policy, _FifoBase | _MaxSumThroughputPerf):
             return self.policy.get_allocation(throughputs, scale_factors, self.cluster_spec)
+        if isinstance(self.policy, _FinishTimeFairnessPerf | _AlloX):
+            since = {j: self.now - job.spec.arrival_time for j, job in self.active.items()}
+            remaining = {j: job.spec.total_steps - job.steps_run for j, job in self.active.items()}
+            return self.policy.get_allocation(
+                throughputs, scale_factors, since, remaining, self.cluster_spec
+            )
         weights = {j: job.spec.priority_weight for j, job in self.active.items()}
         return self.policy.get_allocation(throughputs, scale_factors, weights, self.cluster_spec)
 
@@ -555,7 +1121,8 @@ class GavelSimulator:
         self._update_priorities()
         order = [t for t in GAVEL_WORKER_TYPE_ORDER if t in self.cluster_spec]
         # Not 'Perf' and not 'Packing' in the policy name -> shuffle every round.
-        self.worker_type_shuffler.shuffle(order)
+        if self.policy_name not in UNSHUFFLED_POLICIES:
+            self.worker_type_shuffler.shuffle(order)
         queue = []
         for worker_type in order:
             entries = []
@@ -670,7 +1237,7 @@ def simulate(
     round_seconds: float = DEFAULT_ROUND_SECONDS,
     **kwargs: object,
 ) -> GavelResult:
-    """Run Gavel's trace simulation for ``policy`` in {"fifo", "max_min_fairness"}."""
+    """Run Gavel's trace simulation for ``policy`` (one of ``POLICIES``)."""
     sim = GavelSimulator(
         list(jobs),
         cluster,
