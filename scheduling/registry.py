@@ -24,12 +24,14 @@ from scheduling.placement import (
 from scheduling.priority import StrictPriority
 from scheduling.sjf import SJF
 from scheduling.srtf import SRTF
+from scheduling.themis import Themis
 from scheduling.tiresias import Tiresias
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
     for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF, GavelFIFO, GavelLAS)
 }
+POLICIES[Themis.name] = Themis
 
 PLACEMENTS: dict[str, type[Placement]] = {
     cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn)
