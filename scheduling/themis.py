@@ -34,6 +34,15 @@ APP_KEYS: tuple[str, ...] = get_args(AppKey)
 EXACT_LIMIT = 4096
 
 
+def bidder_count(n_apps: int, fairness_knob: float) -> int:
+    """How many of ``n_apps`` apps wanting devices bid in an auction: the ``1 − f``
+    fraction with the worst ρ, rounded up, at least one (Themis §3.3, "multi-round
+    auctions")."""
+    if n_apps <= 0:
+        return 0
+    return max(1, math.ceil((1.0 - fairness_knob) * n_apps - 1e-9))
+
+
 def finish_time_fairness(
     elapsed: FloatArray | float,
     work_left: FloatArray | float,
@@ -94,8 +103,8 @@ def _log_welfare(menus: Sequence[Menu], pick: Sequence[tuple[int, int]]) -> floa
 
 def _exact(menus: Sequence[Menu], offered: IntArray) -> list[tuple[int, int]] | None:
     """The bundles maximising the product of valuations, by enumeration; ``None`` when there
-    are more than :data:`EXACT_LIMIT` combinations. Ties go to the first combination in
-    lexicographic order of the bidders' option lists."""
+    are more than :data:`EXACT_LIMIT` combinations. Among equal products the earlier
+    bidders (worse ρ) get the later entries of their option lists (larger bundles)."""
     opts = [m.options(offered) for m in menus]
     if math.prod(len(o) for o in opts) > EXACT_LIMIT:
         return None
@@ -105,7 +114,8 @@ def _exact(menus: Sequence[Menu], offered: IntArray) -> list[tuple[int, int]] | 
         for m, o in zip(menus, opts, strict=True)
     ]
     best, best_val = None, -math.inf
-    for combo in itertools.product(*(range(len(o)) for o in opts)):
+    # largest bundles first, so a tie goes to the earliest bidder's largest bundle
+    for combo in itertools.product(*(range(len(o) - 1, -1, -1) for o in opts)):
         val = sum(logs[a][i] for a, i in enumerate(combo))
         if val <= best_val + 1e-12:
             continue
@@ -309,6 +319,7 @@ class Themis(Policy):
         self._last: tuple[State, int, Decision] | None = None
         self._app_of: IntArray | None = None
         self.auctions = 0
+        self.last_bidders: IntArray = EMPTY
 
     # ------------------------------------------------------------------ apps
     def _apps(self, state: State) -> IntArray:
@@ -363,9 +374,11 @@ class Themis(Policy):
             held[ri] = g[ri] * sigma[ri, state.alloc_type[active[ri]]]
         _, app = np.unique(self._apps(state)[active], return_inverse=True)
         n_app = int(app.max()) + 1
-        w_left = np.bincount(app, weights=work_left, minlength=n_app)
-        w_total = np.bincount(app, weights=total_t * g, minlength=n_app)
-        gangs = np.bincount(app, weights=g, minlength=n_app)
+        w_left: FloatArray = np.bincount(app, weights=work_left, minlength=n_app).astype(np.float64)
+        w_total: FloatArray = np.bincount(app, weights=total_t * g, minlength=n_app).astype(
+            np.float64
+        )
+        gangs: FloatArray = np.bincount(app, weights=g, minlength=n_app).astype(np.float64)
         longest = np.zeros(n_app)
         np.maximum.at(longest, app, left_t)
         longest_total = np.zeros(n_app)
@@ -397,20 +410,21 @@ class Themis(Policy):
 
         all_apps = np.arange(n_app)
         if boundary:
-            kept_cap = np.zeros(n_app)
+            kept_cap: FloatArray = np.zeros(n_app)
             offered = cap.copy()
             cand = np.ones(len(active), dtype=bool)
         else:
-            kept_cap = np.bincount(app, weights=held, minlength=n_app)
+            kept_cap = np.bincount(app, weights=held, minlength=n_app).astype(np.float64)
             offered = state.free.astype(np.int64).copy()
             cand = ~running
-        prev_cap = np.bincount(app, weights=held, minlength=n_app)
+        prev_cap: FloatArray = np.bincount(app, weights=held, minlength=n_app).astype(np.float64)
         rho_now = rho(prev_cap, all_apps)
         wanting = np.unique(app[cand])
         # worst ρ first; ties by app index
         order = wanting[np.lexsort((wanting, -rho_now[wanting]))]
-        n_bid = max(1, math.ceil((1.0 - self.fairness_knob) * len(order) - 1e-9))
+        n_bid = bidder_count(len(order), self.fairness_knob)
         bidders, others = order[:n_bid], order[n_bid:]
+        self.last_bidders = bidders  # app indices among the active jobs' apps (for tests)
         # candidate jobs of each app, in service order: running first, then by arrival
         pos = np.lexsort((np.arange(len(active)), ~running, app))
         pos = pos[cand[pos]]
