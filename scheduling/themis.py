@@ -25,13 +25,14 @@ from scheduling.params import NON_NEGATIVE, POSITIVE
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 AppKey = Literal["user", "vc", "job"]
 APP_KEYS: tuple[str, ...] = get_args(AppKey)
 
 #: The exact auction enumerates every combination of the bidders' bundles while there are at
 #: most this many; beyond, it allocates greedily (see :func:`pa_auction`).
-EXACT_LIMIT = 4096
+EXACT_LIMIT = 1024
 
 
 def bidder_count(n_apps: int, fairness_knob: float) -> int:
@@ -109,18 +110,19 @@ def _exact(menus: Sequence[Menu], offered: IntArray) -> list[tuple[int, int]] | 
     if math.prod(len(o) for o in opts) > EXACT_LIMIT:
         return None
     logs = [[math.log(m.value[t, k]) for t, k in o] for m, o in zip(menus, opts, strict=True)]
-    devs = [
-        [m.devices[:, k] * (np.arange(len(offered)) == t) for t, k in o]
-        for m, o in zip(menus, opts, strict=True)
-    ]
+    devs = [[(t, int(m.devices[t, k])) for t, k in o] for m, o in zip(menus, opts, strict=True)]
+    room = [int(x) for x in offered]
     best, best_val = None, -math.inf
     # largest bundles first, so a tie goes to the earliest bidder's largest bundle
     for combo in itertools.product(*(range(len(o) - 1, -1, -1) for o in opts)):
         val = sum(logs[a][i] for a, i in enumerate(combo))
         if val <= best_val + 1e-12:
             continue
-        use = sum((devs[a][i] for a, i in enumerate(combo)), np.zeros(len(offered), np.int64))
-        if (use <= offered).all():
+        use = [0] * len(room)
+        for a, i in enumerate(combo):
+            t, d = devs[a][i]
+            use[t] += d
+        if all(u <= r for u, r in zip(use, room, strict=True)):
             best, best_val = combo, val
     assert best is not None  # all-empty always fits
     return [opts[a][i] for a, i in enumerate(best)]
@@ -349,48 +351,119 @@ class Themis(Policy):
         boundary = state.round_index != self._round
         self._round = state.round_index
         running = state.running[active]
-        if not boundary:
-            queued = active[~running]
-            kept = active[running]
-            if not len(queued) or not state.free.any():
+        g = state.jobs.num_gpus[active]
+        if boundary:
+            offered = state.capacity.astype(np.int64)
+            cand = np.ones(len(active), dtype=bool)
+        else:
+            offered = state.free.astype(np.int64)
+            cand = ~running
+            # nothing to offer, or nothing waiting that fits what is free: leases hold
+            if not cand.any() or not (g[cand] <= offered.max()).any():
+                kept = active[running]
                 return Decision(run=kept, types=state.alloc_type[kept])
-        return self._auction(state, active, boundary)
+        rows = np.flatnonzero(cand)
+        if int(g[rows].sum()) <= int(offered.sum()):
+            # no contention: every candidate may fit, and then the auction has nothing to
+            # arbitrate (each app's best bundle is all its jobs)
+            placed = self._fill(state, active, rows, offered.copy(), running)
+            if len(placed[0]) == len(rows):
+                return self._decision(state, active, running, boundary, *placed)
+        return self._auction(state, active, running, boundary, offered, cand)
 
-    def _auction(self, state: State, active: IntArray, boundary: bool) -> Decision:
+    @staticmethod
+    def _fill(
+        state: State, active: IntArray, rows: IntArray, room: IntArray, running: BoolArray
+    ) -> tuple[IntArray, IntArray]:
+        """Start ``rows`` (positions in ``active``) in order where they fit: a running job on
+        its type if it still has room, else the type with room on which it is fastest."""
+        g = state.jobs.num_gpus[active[rows]]
+        rate = state.rate[active[rows]]
+        out_r: list[int] = []
+        out_t: list[int] = []
+        for i, r in enumerate(rows.tolist()):
+            gi = int(g[i])
+            if gi > room.max():
+                continue
+            fits = (rate[i] > 0) & (room >= gi)
+            if not fits.any():
+                continue
+            t = int(state.alloc_type[active[r]]) if running[r] else -1
+            if t < 0 or not fits[t]:
+                t = int(np.argmax(np.where(fits, rate[i], -1.0)))
+            out_r.append(r)
+            out_t.append(t)
+            room[t] -= gi
+            if not room.any():
+                break
+        return np.asarray(out_r, dtype=np.int64), np.asarray(out_t, dtype=np.int64)
+
+    @staticmethod
+    def _decision(
+        state: State,
+        active: IntArray,
+        running: BoolArray,
+        boundary: bool,
+        rows: IntArray,
+        types: IntArray,
+    ) -> Decision:
+        """The run set: what was allocated now, plus (between lease ends) what holds a
+        lease; jobs that stay where they are first, so the engine keeps them in place."""
+        if not boundary:
+            kept = np.flatnonzero(running)
+            rows = np.concatenate([kept, rows])
+            types = np.concatenate([state.alloc_type[active[kept]], types])
+        stay = running[rows] & (state.alloc_type[active[rows]] == types)
+        first = np.argsort(~stay, kind="stable")
+        return Decision(run=active[rows[first]], types=types[first])
+
+    def _auction(
+        self,
+        state: State,
+        active: IntArray,
+        running: BoolArray,
+        boundary: bool,
+        offered: IntArray,
+        cand: BoolArray,
+    ) -> Decision:
         jobs = state.jobs
         nt = state.cluster.n_types
-        cap = state.capacity.astype(np.int64)
+        cap = state.capacity.astype(np.float64)
         best = state.best_rate[active]
         g = jobs.num_gpus[active].astype(np.int64)
+        gf = g.astype(np.float64)
         sigma = state.rate[active] / best[:, None]  # (k, nt) device worth per type
-        rem = state.remaining[active]
-        left_t = rem / best  # s on the best type with the whole gang
-        work_left = left_t * g  # best-type device-seconds
+        left_t = state.remaining[active] / best  # s on the best type with the whole gang
         total_t = jobs.work[active] / best
-        running = state.running[active]
         held = np.zeros(len(active))
         if running.any():
             ri = np.flatnonzero(running)
-            held[ri] = g[ri] * sigma[ri, state.alloc_type[active[ri]]]
-        _, app = np.unique(self._apps(state)[active], return_inverse=True)
-        n_app = int(app.max()) + 1
-        w_left: FloatArray = np.bincount(app, weights=work_left, minlength=n_app).astype(np.float64)
-        w_total: FloatArray = np.bincount(app, weights=total_t * g, minlength=n_app).astype(
-            np.float64
-        )
-        gangs: FloatArray = np.bincount(app, weights=g, minlength=n_app).astype(np.float64)
-        longest = np.zeros(n_app)
+            held[ri] = gf[ri] * sigma[ri, state.alloc_type[active[ri]]]
+        app_of = self._apps(state)
+        app = app_of[active]
+        n_all = int(app_of.max()) + 1
+
+        def per_app(w: FloatArray) -> FloatArray:
+            return np.bincount(app, weights=w, minlength=n_all).astype(np.float64)
+
+        gangs = per_app(gf)
+        present = np.flatnonzero(gangs > 0)
+        n_app = len(present)
+        w_left = per_app(left_t * gf)
+        w_total = per_app(total_t * gf)
+        longest = np.zeros(n_all)
         np.maximum.at(longest, app, left_t)
-        longest_total = np.zeros(n_app)
+        longest_total = np.zeros(n_all)
         np.maximum.at(longest_total, app, total_t)
-        start = np.full(n_app, np.inf)
+        start = np.full(n_all, np.inf)
         np.minimum.at(start, app, jobs.submit_time[active])
         # the app's worth of one device of each type: device-weighted mean over its jobs
-        speed = np.zeros((n_app, nt))
+        worth = np.zeros(n_all)
         for t in range(nt):
-            speed[:, t] = np.bincount(app, weights=g * sigma[:, t], minlength=n_app) / gangs
-        share = np.minimum(speed @ cap.astype(np.float64) / n_app, gangs)
-        t_id = np.maximum(w_total / share, longest_total)
+            worth += per_app(gf * sigma[:, t]) * cap[t]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.minimum(worth / np.maximum(gangs, 1.0) / n_app, gangs)
+            t_id = np.maximum(w_total / share, longest_total)
         elapsed = state.now - start
 
         def rho(capacity: FloatArray, apps: IntArray) -> FloatArray:
@@ -408,33 +481,26 @@ class Themis(Policy):
             )
             return np.where(np.asarray(capacity) > 0, r, idle)
 
-        all_apps = np.arange(n_app)
-        if boundary:
-            kept_cap: FloatArray = np.zeros(n_app)
-            offered = cap.copy()
-            cand = np.ones(len(active), dtype=bool)
-        else:
-            kept_cap = np.bincount(app, weights=held, minlength=n_app).astype(np.float64)
-            offered = state.free.astype(np.int64).copy()
-            cand = ~running
-        prev_cap: FloatArray = np.bincount(app, weights=held, minlength=n_app).astype(np.float64)
-        rho_now = rho(prev_cap, all_apps)
-        wanting = np.unique(app[cand])
+        prev_cap = per_app(held)
+        kept_cap = prev_cap if not boundary else np.zeros(n_all)
+        wanting = np.flatnonzero(np.bincount(app[cand], minlength=n_all))
+        rho_now = rho(prev_cap[wanting], wanting)
         # worst ρ first; ties by app index
-        order = wanting[np.lexsort((wanting, -rho_now[wanting]))]
+        order = wanting[np.lexsort((wanting, -rho_now))]
         n_bid = bidder_count(len(order), self.fairness_knob)
         bidders, others = order[:n_bid], order[n_bid:]
-        self.last_bidders = bidders  # app indices among the active jobs' apps (for tests)
+        self.last_bidders = bidders
         # candidate jobs of each app, in service order: running first, then by arrival
-        pos = np.lexsort((np.arange(len(active)), ~running, app))
-        pos = pos[cand[pos]]
-        by_app = np.split(pos, np.searchsorted(app[pos], np.arange(1, n_app)))
+        crow = np.flatnonzero(cand)
+        crow = crow[np.lexsort((crow, ~running[crow], app[crow]))]
+        capp = app[crow]
         total_off = int(offered.sum())
         menus: list[Menu] = []
         lists: list[list[IntArray]] = []
         for a in bidders.tolist():
-            rows = by_app[a]
-            rows = rows[np.cumsum(g[rows]) <= max(total_off, 0) + np.max(g[rows])]
+            lo, hi = np.searchsorted(capp, [a, a + 1])
+            rows = crow[lo:hi]
+            rows = rows[np.cumsum(g[rows]) - g[rows] < total_off]
             kmax = len(rows)
             devs = np.full((nt, kmax + 1), total_off + 1, dtype=np.int64)
             capv = np.zeros((nt, kmax + 1))
@@ -446,15 +512,15 @@ class Themis(Policy):
                 per_type.append(ok)
                 devs[t, 0] = 0
                 devs[t, 1 : len(ok) + 1] = c
-                capv[t, 1 : len(ok) + 1] = np.cumsum(g[ok] * sigma[ok, t])
+                capv[t, 1 : len(ok) + 1] = np.cumsum(gf[ok] * sigma[ok, t])
             val = 1.0 / rho(kept_cap[a] + capv.ravel(), np.full(capv.size, a)).reshape(capv.shape)
             val[devs > total_off] = val[0, 0]  # bundles that cannot be formed: never chosen
             menus.append(Menu(devs, val))
             lists.append(per_type)
         self.auctions += 1
-        pick, keep = pa_auction(menus, offered) if menus else ([], np.zeros(0))
-        run_rows: list[int] = []
-        run_types: list[int] = []
+        pick, keep = pa_auction(menus, offered)
+        run_rows: list[IntArray] = []
+        run_types: list[IntArray] = []
         room = offered.copy()
         taken = np.zeros(len(active), dtype=bool)
         for i, (t, k) in enumerate(pick):
@@ -463,34 +529,25 @@ class Themis(Policy):
             budget = keep[i] * menus[i].devices[t, k] + 1e-9
             kk = int(np.searchsorted(menus[i].devices[t, 1 : k + 1], budget, side="right"))
             rows = lists[i][t][:kk]
-            run_rows += rows.tolist()
-            run_types += [t] * len(rows)
+            run_rows.append(rows)
+            run_types.append(np.full(len(rows), t, dtype=np.int64))
             room[t] -= int(g[rows].sum())
             taken[rows] = True
         # leftovers: apps that did not bid, then everyone, worst ρ first
         for group in (others, order):
-            for a in group.tolist():
-                for r in by_app[a].tolist():
-                    if taken[r] or not room.any():
-                        continue
-                    fits = (sigma[r] > 0) & (room >= g[r])
-                    if not fits.any():
-                        continue
-                    if running[r] and fits[state.alloc_type[active[r]]]:
-                        t = int(state.alloc_type[active[r]])
-                    else:
-                        t = int(np.argmax(np.where(fits, sigma[r], -1.0)))
-                    run_rows.append(r)
-                    run_types.append(t)
-                    room[t] -= int(g[r])
-                    taken[r] = True
-        rows_a = np.asarray(run_rows, dtype=np.int64)
-        types_a = np.asarray(run_types, dtype=np.int64)
-        if not boundary:
-            kept = np.flatnonzero(running)
-            rows_a = np.concatenate([kept, rows_a])
-            types_a = np.concatenate([state.alloc_type[active[kept]], types_a])
-        # jobs that stay where they are first, so the engine keeps them in place
-        stay = running[rows_a] & (state.alloc_type[active[rows_a]] == types_a)
-        first = np.argsort(~stay, kind="stable")
-        return Decision(run=active[rows_a[first]], types=types_a[first])
+            if not room.any():
+                break
+            rank = np.full(n_all, len(group), dtype=np.int64)
+            rank[group] = np.arange(len(group))
+            left = crow[~taken[crow] & (rank[capp] < len(group))]
+            left = left[g[left] <= room.max()]
+            if not len(left):
+                continue
+            left = left[np.argsort(rank[app[left]], kind="stable")]
+            rows, types = self._fill(state, active, left, room, running)
+            run_rows.append(rows)
+            run_types.append(types)
+            taken[rows] = True
+        rows_a = np.concatenate(run_rows) if run_rows else EMPTY
+        types_a = np.concatenate(run_types) if run_types else EMPTY
+        return self._decision(state, active, running, boundary, rows_a, types_a)
