@@ -377,25 +377,34 @@ class Themis(Policy):
     ) -> tuple[IntArray, IntArray]:
         """Start ``rows`` (positions in ``active``) in order where they fit: a running job on
         its type if it still has room, else the type with room on which it is fastest."""
-        g = state.jobs.num_gpus[active[rows]]
-        rate = state.rate[active[rows]]
+        g = state.jobs.num_gpus[active[rows]].tolist()
+        rate = state.rate[active[rows]].tolist()
+        cur = state.alloc_type[active[rows]].tolist()
+        free = room.tolist()
+        nt = len(free)
         out_r: list[int] = []
         out_t: list[int] = []
+        most = max(free)
         for i, r in enumerate(rows.tolist()):
-            gi = int(g[i])
-            if gi > room.max():
+            gi = g[i]
+            if gi > most:
                 continue
-            fits = (rate[i] > 0) & (room >= gi)
-            if not fits.any():
-                continue
-            t = int(state.alloc_type[active[r]]) if running[r] else -1
-            if t < 0 or not fits[t]:
-                t = int(np.argmax(np.where(fits, rate[i], -1.0)))
+            ri = rate[i]
+            t = cur[i] if running[r] else -1
+            if t < 0 or free[t] < gi:
+                t, fastest = -1, 0.0
+                for tt in range(nt):
+                    if free[tt] >= gi and ri[tt] > fastest:
+                        t, fastest = tt, ri[tt]
+                if t < 0:
+                    continue
             out_r.append(r)
             out_t.append(t)
-            room[t] -= gi
-            if not room.any():
+            free[t] -= gi
+            most = max(free)
+            if most == 0:
                 break
+        room[:] = free
         return np.asarray(out_r, dtype=np.int64), np.asarray(out_t, dtype=np.int64)
 
     @staticmethod
@@ -458,9 +467,7 @@ class Themis(Policy):
         start = np.full(n_all, np.inf)
         np.minimum.at(start, app, jobs.submit_time[active])
         # the app's worth of one device of each type: device-weighted mean over its jobs
-        worth = np.zeros(n_all)
-        for t in range(nt):
-            worth += per_app(gf * sigma[:, t]) * cap[t]
+        worth = per_app(gf * (sigma @ cap))
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.minimum(worth / np.maximum(gangs, 1.0) / n_app, gangs)
             t_id = np.maximum(w_total / share, longest_total)
@@ -492,7 +499,7 @@ class Themis(Policy):
         self.last_bidders = bidders
         # candidate jobs of each app, in service order: running first, then by arrival
         crow = np.flatnonzero(cand)
-        crow = crow[np.lexsort((crow, ~running[crow], app[crow]))]
+        crow = crow[np.argsort(app[crow] * 2 + ~running[crow], kind="stable")]
         capp = app[crow]
         total_off = int(offered.sum())
         menus: list[Menu] = []
