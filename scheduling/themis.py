@@ -243,7 +243,8 @@ class Themis(Policy):
     partial-allocation auctions over leases.
 
     *Apps.* Themis schedules apps, groups of jobs (e.g. one user's hyper-parameter sweep);
-    ``app`` chooses the grouping: one user (default), one virtual cluster, or each job alone.
+    ``app`` chooses the grouping: one user (default), one virtual cluster, or each job alone;
+    a job whose trace gives no user (virtual cluster) is an app of its own.
 
     *Finish-time fairness* (§3.2). An app's ρ = T_shared / T_independent. T_independent is
     its time alone on 1/N of the cluster, N the apps active now: its total work over the
@@ -330,9 +331,13 @@ class Themis(Policy):
             if self.app == "job":
                 self._app_of = np.arange(len(state.jobs), dtype=np.int64)
             else:
-                col = state.jobs.user if self.app == "user" else state.jobs.vc
-                _, inv = np.unique(np.asarray(col, dtype=str), return_inverse=True)
-                self._app_of = inv.astype(np.int64)
+                col = np.asarray(state.jobs.user if self.app == "user" else state.jobs.vc, str)
+                _, inv = np.unique(col, return_inverse=True)
+                app_of = inv.astype(np.int64)
+                # a job without a user (vc) is an app of its own, not one of "the unknown"
+                blank = np.flatnonzero(col == "")
+                app_of[blank] = app_of.max() + 1 + np.arange(len(blank))
+                self._app_of = app_of
         return self._app_of
 
     # ------------------------------------------------------------------ decision

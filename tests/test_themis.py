@@ -86,6 +86,14 @@ def test_apps_group_jobs_by_user_vc_or_job(grouping: str, apps: int) -> None:
     assert pol.counts[0] == apps  # f = 0: every app bids
 
 
+def test_jobs_without_a_user_are_apps_of_their_own() -> None:
+    cl = cluster([("A", 1)])
+    t = jobs([(0, 1, 100), (0, 1, 100), (0, 1, 100)], user=["", "", "v"])
+    pol = _Counting(fairness_knob=0.0, lease_s=50.0)
+    simulate(t, cl, pol, rates=fixed_rates(t, cl))
+    assert pol.counts[0] == 3  # not two apps, "v" and "the unknown user"
+
+
 # ---------------------------------------------------------------------------- the auction
 
 
