@@ -369,6 +369,7 @@ class Themis(Policy):
                 return Decision(run=kept, types=state.alloc_type[kept])
         rows = np.flatnonzero(cand)
         if int(g[rows].sum()) <= int(offered.sum()):
+            rows = rows[np.argsort(~running[rows], kind="stable")]  # running jobs stay put
             # no contention: every candidate may fit, and then the auction has nothing to
             # arbitrate (each app's best bundle is all its jobs)
             placed = self._fill(state, active, rows, offered.copy(), running)
@@ -475,7 +476,7 @@ class Themis(Policy):
         worth = per_app(gf * (sigma @ cap))
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.minimum(worth / np.maximum(gangs, 1.0) / n_app, gangs)
-            t_id = np.maximum(w_total / share, longest_total)
+            t_id = np.maximum(np.maximum(w_total / share, longest_total), 1e-9)
         elapsed = state.now - start
 
         def rho(capacity: FloatArray, apps: IntArray) -> FloatArray:
