@@ -33,6 +33,9 @@ APP_KEYS: tuple[str, ...] = get_args(AppKey)
 #: The exact auction enumerates every combination of the bidders' bundles while there are at
 #: most this many; beyond, it allocates greedily (see :func:`pa_auction`).
 EXACT_LIMIT = 1024
+#: Beyond that, a dynamic programme over the devices used of each type is exact while the
+#: grid of device counts times the bidders' options is at most this.
+DP_LIMIT = 20_000
 
 
 def bidder_count(n_apps: int, fairness_knob: float) -> int:
@@ -182,11 +185,63 @@ def _greedy(
     return pick
 
 
-def _solve(menus: Sequence[Menu], offered: IntArray) -> tuple[list[tuple[int, int]], bool]:
-    exact = _exact(menus, offered)
-    if exact is not None:
-        return exact, True
-    return _greedy(menus, offered), False
+def _grid_dp(
+    menus: Sequence[Menu], offered: IntArray
+) -> tuple[list[tuple[int, int]], FloatArray] | None:
+    """Exact product maximisation by dynamic programming over the devices used of each type
+    (a multiple-choice knapsack on the grid ``Π (offered_t + 1)``), with every bidder's
+    welfare without it from forward and backward tables; ``None`` when the grid times the
+    options exceed :data:`DP_LIMIT`.
+
+    Returns the bundles and, per bidder, the best log-welfare of the others without it.
+    """
+    opts = [m.options(offered) for m in menus]
+    size = int(np.prod(offered.astype(np.int64) + 1))
+    if size * sum(len(o) for o in opts) > DP_LIMIT:
+        return None
+    shape = tuple(int(x) + 1 for x in offered)
+    coord = np.indices(shape).reshape(len(shape), -1)  # (nt, G) devices used per type
+    stride = np.array([int(np.prod(shape[i + 1 :])) for i in range(len(shape))])
+    n = len(menus)
+
+    def step(table: FloatArray, m: Menu, o: list[tuple[int, int]]) -> tuple[FloatArray, IntArray]:
+        out = np.full(size, -np.inf)
+        arg = np.zeros(size, dtype=np.int64)
+        for i, (t, k) in enumerate(o):
+            d = int(m.devices[t, k])
+            cand = np.full(size, -np.inf)
+            ok = coord[t] >= d
+            cand[ok] = table[np.flatnonzero(ok) - d * stride[t]] + math.log(m.value[t, k])
+            better = cand > out + 1e-12
+            out[better] = cand[better]
+            arg[better] = i
+        return out, arg
+
+    start = np.full(size, -np.inf)
+    start[0] = 0.0
+    fwd = [start]
+    args = []
+    for m, o in zip(menus, opts, strict=True):
+        table, arg = step(fwd[-1], m, o)
+        fwd.append(table)
+        args.append(arg)
+    bwd = [start]
+    for m, o in zip(reversed(menus), reversed(opts), strict=True):
+        bwd.append(step(bwd[-1], m, o)[0])
+    bwd.reverse()  # bwd[i]: bidders i.. on exactly the devices used
+    u = int(np.argmax(fwd[-1]))
+    pick: list[tuple[int, int]] = [(0, 0)] * n
+    for a in range(n - 1, -1, -1):
+        t, k = opts[a][int(args[a][u])]
+        pick[a] = (t, k)
+        u -= int(menus[a].devices[t, k]) * int(stride[t])
+    without = np.empty(n)
+    for a in range(n):
+        after = bwd[a + 1].reshape(shape)
+        for ax in range(len(shape)):  # best on at most the devices of each cell
+            after = np.maximum.accumulate(after, axis=ax)
+        without[a] = float(np.max(fwd[a] + after.ravel()[::-1]))
+    return pick, without
 
 
 def pa_auction(
@@ -200,10 +255,11 @@ def pa_auction(
        ``c_a = Π_{b≠a} v_b(PF) / Π_{b≠a} v_b(PF without a)`` of its bundle, where
        "PF without a" is the allocation step 1 computes when ``a`` does not bid.
 
-    Step 1 is exact (enumeration) while the bidders' bundle combinations number at most
-    :data:`EXACT_LIMIT`; beyond, greedy, and "PF without a" continues the greedy from PF with
-    ``a``'s devices returned (one pass per bidder over its own devices), so ``c_a`` is then
-    an estimate, clipped to [0, 1].
+    Both steps are exact by enumeration while the bidders' bundle combinations number at
+    most :data:`EXACT_LIMIT`, then by dynamic programming over device counts
+    (:func:`_grid_dp`) while that is small (:data:`DP_LIMIT`); beyond, step 1 is greedy,
+    and "PF without a" continues the greedy from PF with ``a``'s devices returned (one pass
+    per bidder over its own devices), so ``c_a`` is then an estimate, clipped to [0, 1].
 
     Returns
     -------
@@ -213,16 +269,27 @@ def pa_auction(
         Each bidder's fraction ``c_a``.
     """
     n = len(menus)
-    pick, exact = _solve(menus, offered)
+    exact = _exact(menus, offered)
+    dp = None if exact is not None else _grid_dp(menus, offered)
+    if exact is not None:
+        pick = exact
+    elif dp is not None:
+        pick = dp[0]
+    else:
+        pick = _greedy(menus, offered)
     vals = np.array([math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True)])
     total = float(vals.sum())
     keep = np.ones(n)
     for a in range(n):
-        if exact:
+        if exact is not None:
             others = [m for b, m in enumerate(menus) if b != a]
             alt = _exact(others, offered)
             assert alt is not None  # fewer bidders: fewer combinations
             without = _log_welfare(others, alt)
+        elif dp is not None:
+            without = float(dp[1][a])
+        elif not pick[a][1]:
+            continue  # nothing to keep a fraction of: spare the greedy pass
         else:
             start = list(pick)
             start[a] = (0, 0)
@@ -243,8 +310,9 @@ class Themis(Policy):
     partial-allocation auctions over leases.
 
     *Apps.* Themis schedules apps, groups of jobs (e.g. one user's hyper-parameter sweep);
-    ``app`` chooses the grouping: one user (default), one virtual cluster, or each job alone;
-    a job whose trace gives no user (virtual cluster) is an app of its own.
+    ``app`` chooses the grouping: one user (default), one virtual cluster, or each job alone.
+    Under ``user``, a job whose trace gives no user belongs to its virtual cluster's app
+    (Philly's public trace has no users); a job with neither is an app of its own.
 
     *Finish-time fairness* (§3.2). An app's ρ = T_shared / T_independent. T_independent is
     its time alone on 1/N of the cluster, N the apps active now: its total work over the
@@ -331,11 +399,17 @@ class Themis(Policy):
             if self.app == "job":
                 self._app_of = np.arange(len(state.jobs), dtype=np.int64)
             else:
-                col = np.asarray(state.jobs.user if self.app == "user" else state.jobs.vc, str)
-                _, inv = np.unique(col, return_inverse=True)
+                user = np.asarray(state.jobs.user, dtype=str)
+                vc = np.asarray(state.jobs.vc, dtype=str)
+                # the key: "u:<user>" or "v:<vc>"; a job without a user falls back to its vc,
+                # a job without either (or without a vc under app="vc") is an app of its own
+                key = np.char.add("v:", vc)
+                if self.app == "user":
+                    key = np.where(user != "", np.char.add("u:", user), key)
+                no_vc = vc == ""
+                blank = np.flatnonzero(no_vc & (user == "") if self.app == "user" else no_vc)
+                _, inv = np.unique(key, return_inverse=True)
                 app_of = inv.astype(np.int64)
-                # a job without a user (vc) is an app of its own, not one of "the unknown"
-                blank = np.flatnonzero(col == "")
                 app_of[blank] = app_of.max() + 1 + np.arange(len(blank))
                 self._app_of = app_of
         return self._app_of

@@ -94,6 +94,14 @@ def test_jobs_without_a_user_are_apps_of_their_own() -> None:
     assert pol.counts[0] == 3  # not two apps, "v" and "the unknown user"
 
 
+def test_jobs_without_a_user_fall_back_to_their_vc() -> None:
+    cl = cluster([("A", 1)])
+    t = jobs([(0, 1, 100), (0, 1, 100), (0, 1, 100)], user=["", "", "v"], vc=["x", "x", "y"])
+    pol = _Counting(fairness_knob=0.0, lease_s=50.0)
+    simulate(t, cl, pol, rates=fixed_rates(t, cl))
+    assert pol.counts[0] == 2  # the vc "x" (j0, j1) and the user "v" (j2)
+
+
 # ---------------------------------------------------------------------------- the auction
 
 
@@ -172,6 +180,26 @@ def test_the_auction_maximises_the_product_like_brute_force(seed: int) -> None:
         without, _ = _brute_force(menus, offered, skip=a)
         assert keep[a] == pytest.approx(min(1.0, math.exp(others - without)))
         assert 0.0 <= keep[a] <= 1.0
+
+
+@pytest.mark.parametrize("nt", [1, 2])
+@pytest.mark.parametrize("seed", range(6))
+def test_a_mid_sized_auction_is_solved_exactly_by_dynamic_programming(seed: int, nt: int) -> None:
+    # more combinations than the enumeration takes (> EXACT_LIMIT), a small device grid
+    rng = np.random.default_rng(50 + seed)
+    offered = rng.integers(3, 8, size=nt)
+    menus: list[Menu] = []
+    while math.prod(len(m.options(offered)) for m in menus) <= EXACT_LIMIT:
+        menus += _random_menus(rng, 1, nt, 4)
+    assert math.prod(len(m.options(offered)) for m in menus) < 40 * EXACT_LIMIT
+    pick, keep = pa_auction(menus, offered)
+    best, _ = _brute_force(menus, offered)
+    got = sum(math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True))
+    assert got == pytest.approx(best, abs=1e-9)
+    for a in range(len(menus)):
+        others = got - math.log(menus[a].value[pick[a]])
+        without, _ = _brute_force(menus, offered, skip=a)
+        assert keep[a] == pytest.approx(min(1.0, math.exp(others - without)))
 
 
 def test_a_large_auction_is_greedy_and_stays_within_the_offer() -> None:
