@@ -340,8 +340,9 @@ class Themis(Policy):
       report them), with a fluid estimate of an app's remaining time; placement
       sensitivity enters only through the engine's rate model;
     * a bundle is the first k candidate jobs of an app on one accelerator type (the paper
-      lets an agent bid for any subset of the offered GPUs); the auction is exact up to
-      :data:`EXACT_LIMIT` bundle combinations and greedy beyond (see :func:`pa_auction`);
+      lets an agent bid for any subset of the offered GPUs); the auction is exact (by
+      enumeration, then by dynamic programming over device counts) while small and greedy
+      beyond (see :func:`pa_auction`);
     * an app that would get nothing is valued as if it waited one lease and then ran at its
       1/N share (the paper's ρ with no allocation is unbounded), so valuations stay positive
       and the Nash product well defined;
