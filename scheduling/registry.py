@@ -36,6 +36,7 @@ from scheduling.placement import (
 from scheduling.priority import StrictPriority
 from scheduling.sjf import SJF
 from scheduling.srtf import SRTF
+from scheduling.themis import Themis
 from scheduling.tiresias import Tiresias
 
 POLICIES: dict[str, type[Policy]] = {
@@ -62,6 +63,7 @@ POLICIES: dict[str, type[Policy]] = {
         GandivaFair,
     )
 }
+POLICIES[Themis.name] = Themis
 
 PLACEMENTS: dict[str, type[Placement]] = {
     cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn)

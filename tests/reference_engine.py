@@ -67,6 +67,7 @@ def reference_simulate(
     relative = bool(round_s) and policy.rounds_only
     next_round = math.ceil(now / round_s) * round_s if round_s and not relative else math.inf
     wake = math.inf
+    rounds = 0  # round boundaries passed (State.round_index)
 
     def active() -> list[int]:
         return [
@@ -95,7 +96,7 @@ def reference_simulate(
             attained=np.array([j["att"] for j in J]),
             executed=np.array([j["exe"] for j in J]),
             type_time=np.array([j["tt"] for j in J]).reshape(n, nt),
-            round_index=0,
+            round_index=rounds,
             pending=sum(1 for j in J if not j["arrived"] and j["runnable"]),
         )
 
@@ -196,6 +197,7 @@ def reference_simulate(
         if relative and not still and (changed or running):
             at_round = True
             next_round = math.inf
+        rounds += at_round
         at_wake = now >= wake
         if at_wake:
             wake = math.inf

@@ -41,6 +41,7 @@ PARAMS: dict[str, dict] = {
     "las": {"quantum_s": 5.0},
     "gavel-fifo": {"round_s": 5.0, "reset_interval_s": 12.0},
     "gavel-las": {"round_s": 5.0, "reset_interval_s": 12.0},
+    "themis": {"lease_s": 5.0},
 }
 
 
