@@ -61,9 +61,9 @@ POLICIES: dict[str, type[Policy]] = {
         GavelHierarchical,
         AlloX,
         GandivaFair,
+        Themis,
     )
 }
-POLICIES[Themis.name] = Themis
 
 PLACEMENTS: dict[str, type[Placement]] = {
     cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn)
