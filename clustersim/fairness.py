@@ -109,12 +109,12 @@ def user_shares(
     codes = relabel[codes.ravel()].astype(np.int64)
     names = [str(x) for x in uniq[rank]]
     k = len(names)
-    received = np.bincount(codes, weights=got, minlength=k)
+    received = np.bincount(codes, weights=got, minlength=k).astype(np.float64)
     jobs = np.bincount(codes, minlength=k).astype(np.int64)
     live = t1 > t0
     g, s, e = _active_segments(codes[live], t0[live], t1[live])
     fair = np.zeros(k)
-    active = np.bincount(g, weights=e - s, minlength=k) if len(g) else np.zeros(k)
+    active = np.bincount(g, weights=e - s, minlength=k).astype(np.float64)
     if len(g):
         times = np.unique(np.concatenate([s, e]))
         delta = np.zeros(len(times))
@@ -125,7 +125,7 @@ def user_shares(
             rate = np.where(n_active > 0, float(capacity) / n_active, 0.0)
         cum = np.r_[0.0, np.cumsum(rate * np.diff(times))]
         per_seg = cum[np.searchsorted(times, e)] - cum[np.searchsorted(times, s)]
-        fair = np.bincount(g, weights=per_seg, minlength=k)
+        fair = np.bincount(g, weights=per_seg, minlength=k).astype(np.float64)
     return UserShares(names, received, fair, active, jobs)
 
 
