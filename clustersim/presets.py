@@ -157,9 +157,10 @@ def philly_hetero_spec(catalog: Catalog | None = None) -> dict[str, Any]:
     rack. The mix is an assumption: Philly's public data give no per-generation counts (its
     machine list records per server only the GPU count and per-GPU memory, see
     :func:`philly_spec`), so the three generations are those Gavel (Narayanan et al.,
-    OSDI'20) evaluates on (V100, P100, K80), split by rack. One rack of the newest generation (V100), two of the reference type (P100, so most
-    trace durations keep their recorded meaning), and the oldest (K80) on the remaining 8-GPU
-    rack and on every 2-GPU server (older, smaller servers). Each rack is one generation,
+    OSDI'20) evaluates on (V100, P100, K80), split by rack: one rack of the newest generation
+    (V100), two of the reference type (P100, so most trace durations keep their recorded
+    meaning), and the oldest (K80) on the remaining 8-GPU rack and on every 2-GPU server
+    (older, smaller servers). Each rack is one generation,
     so a gang never mixes types; every 8-GPU rack (128 GPUs) holds the trace's largest gang.
     """
     spec = philly_spec(catalog)
@@ -444,20 +445,6 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             ),
             spec=philly_spec,
         ),
-        "philly-hetero-560": Preset(
-            description=(
-                "The philly preset's 560 GPUs in three generations, one per rack: 128 V100 "
-                "(one rack of 16 x 8), 256 P100 (two racks of 16 x 8), 176 K80 (one rack of "
-                "16 x 8 and all 24 2-GPU servers). Same racks, network and servers as "
-                "philly; the generation mix is assumed (Philly's counts are not published)."
-            ),
-            source=(
-                "Jeon et al., USENIX ATC'19 (Philly: 2- and 8-GPU servers, RDMA within a "
-                "rack); generations as Gavel's (Narayanan et al., OSDI'20: V100, P100, "
-                "K80); shape of the philly preset"
-            ),
-            spec=philly_hetero_spec,
-        ),
         "gavel-testbed": Preset(
             description=(
                 "Gavel's simulated heterogeneous cluster: 36 V100 + 36 P100 + 36 K80 = 108 "
@@ -541,6 +528,20 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             ),
             source="made up for demonstrations; no real cluster",
             spec=mixed_cloud_edge_spec,
+        ),
+        "philly-hetero-560": Preset(
+            description=(
+                "The philly preset's 560 GPUs in three generations, one per rack: 128 V100 "
+                "(one rack of 16 x 8), 256 P100 (two racks of 16 x 8), 176 K80 (one rack of "
+                "16 x 8 and all 24 2-GPU servers). Same racks, network and servers as "
+                "philly; the generation mix is assumed (Philly's counts are not published)."
+            ),
+            source=(
+                "Jeon et al., USENIX ATC'19 (Philly: 2- and 8-GPU servers, RDMA within a "
+                "rack); generations as Gavel's (Narayanan et al., OSDI'20: V100, P100, "
+                "K80); shape of the philly preset"
+            ),
+            spec=philly_hetero_spec,
         ),
     }
 )
