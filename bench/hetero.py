@@ -62,14 +62,14 @@ TRACES = {
     "gavel-2000": (
         GENERATED / "gavel_synth_multigpu_lam900_n2000.trace",
         GAVEL_CLUSTER,
-        "Gavel 2,000",
+        "Gavel's generated multi-GPU trace, 2,000 jobs",
     ),
     "gavel-8000": (
         GENERATED / "gavel_synth_multigpu_lam900_n8000.trace",
         GAVEL_CLUSTER,
-        "Gavel 8,000",
+        "Gavel's generated multi-GPU trace, 8,000 jobs",
     ),
-    "philly": (PHILLY, "preset:philly-hetero-560", "Philly full"),
+    "philly": (PHILLY, "preset:philly-hetero-560", "The full Philly trace, 82,247 jobs"),
 }
 
 #: Policies whose objective is finish-time fairness (Gavel's 48 s figure applies).
@@ -227,7 +227,7 @@ def bench_hetero(run: Any) -> None:
     print()
     for key in traces:
         path, where, label = TRACES[key]
-        print(f"## {label} jobs ({path.name}) on {where.removeprefix('preset:')}, one core each")
+        print(f"## {label} ({path.name}) on {where.removeprefix('preset:')}, one core each")
         if key == "philly":
             print(
                 f"target: ≤ {PHILLY_TARGET_S:g} s wall and ≤ {PHILLY_TARGET_MB:,.0f} MB per policy"
