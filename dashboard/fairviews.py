@@ -26,11 +26,13 @@ from clustersim.fairness import binned_devices, job_class, size_class, user_shar
 from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE
 from dashboard.figures import GROUPS, Series, _no_groups
 from dashboard.plotting import (
+    LEGEND_MAX_ENTRIES,
     MUTED,
     PALETTE,
     Chart,
     axis,
     empty,
+    key_legend,
     layout,
     log_axis,
     rounded,
@@ -140,7 +142,7 @@ def fair_share(series: Sequence[Series], column: str, subtitle: str, top: int = 
         per_series[s.label] = (
             pd.concat(parts, ignore_index=True).groupby("group", sort=False).sum().reset_index()
         )
-    keep = _top(list(per_series.values())[:1], top)
+    keep = _top(list(per_series.values())[:1], _top_n(series, top))
     values = ("jobs", "received_s", "fair_s")
     folded = {k: _fold(f, keep, values) for k, f in per_series.items()}
     unit, scale = time_unit([v for f in folded.values() for v in (f["fair_s"] / 3600.0).tolist()])
@@ -171,6 +173,7 @@ def fair_share(series: Sequence[Series], column: str, subtitle: str, top: int = 
                 "<br>ratio %{y:.3g}<extra></extra>",
             }
         )
+    traces, keyed = _legend(traces, series)
     lay = layout(
         f"{title} — {subtitle}" if subtitle else title,
         axis(what.capitalize(), type="category"),
@@ -199,8 +202,24 @@ def fair_share(series: Sequence[Series], column: str, subtitle: str, top: int = 
         note=f"{which}. Fair share: an equal split of all devices among the {what}s with a job "
         "in the system, summed over time (not capped by demand, so small users sit below 1 "
         "under any policy; see docs/metrics.md). Seeds pooled; the export lists every "
-        f"{what} (seconds).",
+        f"{what} (seconds). {keyed}".strip(),
     )
+
+
+def _legend(traces: list[dict[str, Any]], series: Sequence[Series]) -> tuple[list, str]:
+    """The traces, or with a key legend of the policies' colours when there are too many
+    series to name (the compare page's runs: several runs share a policy's colour)."""
+    if len(series) <= LEGEND_MAX_ENTRIES:
+        return traces, ""
+    colour = {s.group or s.label: s.colour for s in series}
+    return key_legend(traces, colour, {}), (
+        f"{len(series)} series (colour: policy); hover a bar for its run."
+    )
+
+
+def _top_n(series: Sequence[Series], top: int) -> int:
+    """Fewer groups when many series share the chart, so each keeps a readable width."""
+    return min(top, 6) if len(series) > LEGEND_MAX_ENTRIES else top
 
 
 def _one_line() -> dict[str, Any]:
@@ -236,7 +255,7 @@ def rho_by_group(series: Sequence[Series], column: str, subtitle: str, top: int 
     ranked = pd.DataFrame(
         {"group": _labels(first, column), "received_s": first["attained_gpu_s"].fillna(0.0)}
     )
-    keep = _top([ranked], top)
+    keep = _top([ranked], _top_n(series, top))
     rows = []
     traces = []
     lo, hi = np.inf, 0.0
@@ -294,6 +313,7 @@ def rho_by_group(series: Sequence[Series], column: str, subtitle: str, top: int 
         )
     if not traces:
         return empty(title, "No job completed, so no job has a finish-time fairness value.")
+    traces, keyed = _legend(traces, series)
     lay = layout(
         f"{title} — {subtitle}" if subtitle else title,
         axis(what.capitalize(), type="category"),
@@ -307,7 +327,7 @@ def rho_by_group(series: Sequence[Series], column: str, subtitle: str, top: int 
         data=pd.DataFrame(rows),
         note="Boxes: quartiles and median of the completed jobs' ρ; whiskers: 5th and 95th "
         "percentiles; dashed line: ρ = 1 (finished as fast as with an equal share). Seeds "
-        "pooled.",
+        f"pooled. {keyed}".strip(),
     )
 
 
