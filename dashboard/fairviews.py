@@ -340,7 +340,9 @@ def _classes(run: Run) -> tuple[np.ndarray, list[str], str]:
     frame = parquet_columns(run.per_job_id, ("job_type", "num_gpus", "attained_gpu_s"))
     types = frame["job_type"].astype(str)
     if (types != "").any():
-        labels = np.array([job_class(t) or "(no type)" for t in types.tolist()], dtype=object)
+        codes, uniques = pd.factorize(types, sort=False)
+        named = np.array([job_class(str(t)) or "(no type)" for t in uniques], dtype=object)
+        labels = named[codes]
         kind = "job type"
     else:
         labels = np.array(size_class(frame["num_gpus"].to_numpy()), dtype=object)
