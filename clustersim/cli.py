@@ -77,6 +77,12 @@ SUMMARY_ROWS = (
     ("preemptions", "preemptions"),
 )
 
+LP_ROWS = (
+    ("lp_solves", "LP solves"),
+    ("lp_solver_s", "time in the LP solver [s]"),
+    ("lp_fallbacks", "LP fallbacks"),
+)
+
 
 def cmd_run(args: argparse.Namespace) -> int:
     from clustersim.compat import prepare
@@ -146,6 +152,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{policy.name} on {cluster.name} ({cluster.total_devices} devices), {args.trace}")
     for key, label in SUMMARY_ROWS:
         print(f"  {label:<32} {_fmt(out.get(key))}")
+    if out.get("lp_solves"):  # allocation LPs (scheduling/allocation.py)
+        for key, label in LP_ROWS:
+            print(f"  {label:<32} {_fmt(out.get(key))}")
     notes = list(getattr(rates, "notes", []) or [])
     for note in notes[:5]:
         print(f"  note: {note}")

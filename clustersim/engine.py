@@ -1108,6 +1108,7 @@ class _Run:
             ),
             events=self.events,
             wall_s=time.perf_counter() - t0,
+            policy_stats=dict(policy.stats()),
         )
 
 

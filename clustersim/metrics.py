@@ -525,6 +525,11 @@ def summary(
 
     out["preemptions"] = int(np.asarray(result.preemptions).sum())
     out["migrations"] = int(np.asarray(result.migrations).sum())
+    # allocation LPs (scheduling/allocation.py): 0 for policies that solve none
+    stats = result.policy_stats
+    out["lp_solves"] = int(stats.get("lp_solves", 0))
+    out["lp_solver_s"] = float(stats.get("lp_solver_s", 0.0))
+    out["lp_fallbacks"] = int(stats.get("lp_fallbacks", 0))
 
     energy_kwh = float(energy_kwh_r.sum())
     out["energy_kwh"] = energy_kwh

@@ -112,6 +112,10 @@ class RunResult:
         Event batches processed by the engine.
     wall_s : float
         Wall-clock seconds the engine took (informational; not part of determinism checks).
+    policy_stats : dict of str to float
+        Counters the policy reports (:meth:`scheduling.base.Policy.stats`), e.g. the LP
+        policies' ``lp_solves``, ``lp_solver_s`` (wall seconds, informational like
+        ``wall_s``) and ``lp_fallbacks``; empty for policies that report none.
     """
 
     jobs: JobTable
@@ -137,6 +141,7 @@ class RunResult:
     events: int = 0
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    policy_stats: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.jobs)

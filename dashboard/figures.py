@@ -63,6 +63,8 @@ class Metric:
     unit: str
     factor: float = 1.0
     higher_is_better: bool = False
+    #: Column header in tables (the full ``label`` becomes its tooltip); ``label`` if empty.
+    short: str = ""
 
     def display(self, values: Sequence[float | None]) -> tuple[str, float]:
         """(unit shown, factor from stored value to shown value)."""
@@ -72,29 +74,6 @@ class Metric:
         return self.unit, self.factor
 
 
-#: Time metrics shown side by side (tables) share one unit, chosen from all their values.
-JOB_TIMES = (
-    "jct_mean_s",
-    "jct_p50_s",
-    "jct_p95_s",
-    "jct_p99_s",
-    "queue_delay_mean_s",
-    "queue_delay_p50_s",
-    "queue_delay_p95_s",
-    "queue_delay_p99_s",
-    "wait_mean_s",
-    "wait_p50_s",
-    "wait_p95_s",
-    "wait_p99_s",
-)
-
-
-def job_time_unit(summaries: Sequence[dict[str, Any] | None]) -> tuple[str, float]:
-    """(unit, factor) for the :data:`JOB_TIMES` of these summaries (all their values pooled)."""
-    name, scale = time_unit([(s or {}).get(k) for s in summaries for k in JOB_TIMES])
-    return name, 1.0 / scale
-
-
 METRICS: dict[str, Metric] = {
     m.key: m
     for m in (
@@ -102,32 +81,58 @@ METRICS: dict[str, Metric] = {
         Metric("jct_mean_s", "Mean JCT", "time"),
         Metric("jct_p50_s", "Median JCT", "time"),
         Metric("jct_p99_s", "p99 JCT", "time"),
-        Metric("wait_mean_s", "Mean total wait (JCT − time holding devices)", "time"),
+        Metric(
+            "wait_mean_s",
+            "Mean total wait (JCT − time holding devices)",
+            "time",
+            short="Mean total wait",
+        ),
         Metric("wait_p99_s", "p99 total wait", "time"),
         Metric(
-            "queue_delay_mean_s", "Mean first-start delay (queueing before first start)", "time"
+            "queue_delay_mean_s",
+            "Mean first-start delay (queueing before first start)",
+            "time",
+            short="Mean first-start delay",
         ),
         Metric("queue_delay_p99_s", "p99 first-start delay", "time"),
         Metric("makespan_s", "Makespan", "time"),
         Metric("horizon_s", "Cost horizon", "time"),
         Metric("utilisation", "Utilisation", "%", 100.0, higher_is_better=True),
-        Metric("jain_index", "Jain's fairness index", "0–1", higher_is_better=True),
-        Metric("ftf_rho_mean", "Mean finish-time fairness ρ", "ratio"),
-        Metric("ftf_rho_max", "Max finish-time fairness ρ", "ratio"),
-        Metric("cost_owned_usd", "Owned cost over the horizon (capital + energy)", "USD"),
-        Metric("cost_cloud_usd", "Cloud cost (on-demand, device-hours held)", "USD"),
+        Metric(
+            "jain_index",
+            "Jain's fairness index",
+            "0–1",
+            higher_is_better=True,
+            short="Jain's index",
+        ),
+        Metric("ftf_rho_mean", "Mean finish-time fairness ρ", "ratio", short="Mean ρ"),
+        Metric("ftf_rho_max", "Max finish-time fairness ρ", "ratio", short="Max ρ"),
+        Metric(
+            "cost_owned_usd",
+            "Owned cost over the horizon (capital + energy)",
+            "USD",
+            short="Owned cost (horizon)",
+        ),
+        Metric(
+            "cost_cloud_usd",
+            "Cloud cost (on-demand, device-hours held)",
+            "USD",
+            short="Cloud cost (held)",
+        ),
         Metric("cost_usd", "Owned cost over the horizon (cost_usd)", "USD"),
         Metric(
             "work_per_dollar",
             "Work per dollar, owned (completed in the horizon)",
             "reference GPU-h / USD",
             higher_is_better=True,
+            short="Work per $, owned",
         ),
         Metric(
             "work_per_dollar_cloud",
             "Work per dollar, cloud",
             "reference GPU-h / USD",
             higher_is_better=True,
+            short="Work per $, cloud",
         ),
         Metric("energy_kwh", "Energy", "kWh"),
         Metric("carbon_kg", "Carbon", "kg CO₂e"),
@@ -204,10 +209,9 @@ def metric_table(grid: Grid) -> Chart:
         return empty(title, NO_RUNS)
     colour = colours(grid.policies)
     units: dict[str, tuple[str, float]] = {}
-    shared = job_time_unit([r.summary for r in grid.runs])
-    for key in TABLE_METRICS:
+    for key in TABLE_METRICS:  # each column in its own unit: a 57 s median is not 0.00066 d
         vals = [v for r in grid.runs for v in _summary_values([r], key)]
-        units[key] = shared if key in JOB_TIMES else METRICS[key].display(vals)
+        units[key] = METRICS[key].display(vals)
     columns: list[dict[str, Any]] = [
         {"key": "policy", "label": "Policy"},
         {"key": "config", "label": "Configuration"},
@@ -216,7 +220,8 @@ def metric_table(grid: Grid) -> Chart:
     columns += [
         {
             "key": k,
-            "label": METRICS[k].label,
+            "label": METRICS[k].short or METRICS[k].label,
+            "help": METRICS[k].label,
             "unit": units[k][0],
             "better": "higher" if METRICS[k].higher_is_better else "lower",
         }
@@ -304,7 +309,8 @@ def metric_bars(grid: Grid, key: str) -> Chart:
                 "error_y": {
                     "type": "data",
                     "array": rounded(err),
-                    "visible": True,
+                    # Plotly draws a cap even for a missing value: show bars only with spread
+                    "visible": any(e is not None for e in err),
                     "color": "#333",
                 },
                 "customdata": [
@@ -736,7 +742,7 @@ def load_curve(grid: Grid, key: str = "jct_mean_s") -> Chart:
                     "error_y": {
                         "type": "data",
                         "array": rounded([None if sd is None else sd * f for _, sd, _ in st]),
-                        "visible": True,
+                        "visible": any(sd is not None for _, sd, _ in st),
                     },
                     "line": {"color": colour[policy], "dash": DASHES[j % len(DASHES)]},
                     "hovertemplate": f"{policy}{suffix}<br>load ×%{{x}}: %{{y:.4g}} {unit}"

@@ -117,7 +117,7 @@ class ExperimentForm(forms.Form):
         label="Compatibility mode",
         choices=[("", "full model"), *((n, f"only what {t} models") for n, t in COMPAT_CHOICES)],
         help_text="To compare with a reference simulator's numbers; it accepts only the policies"
-        " it has (gavel: gavel-fifo, gavel-las; tiresias: fifo, tiresias).",
+        " it has (gavel: Gavel's policies, gavel-*; tiresias: fifo, tiresias).",
     )
     cost_horizon_hours = forms.FloatField(
         required=False,

@@ -72,13 +72,9 @@ def summary_rows(
     utilisation, named by ``types`` (``{key: type name}``, :func:`figures.type_names`).
     """
     rows = []
-    shared = figures.job_time_unit(summaries)
-    for key in SUMMARY_ROWS:
+    for key in SUMMARY_ROWS:  # each row in its own unit
         values = [(s or {}).get(key) for s in summaries]
-        if key in figures.JOB_TIMES:
-            unit, f = shared
-            label = figures.METRICS[key].label if key in figures.METRICS else _LABELS[key]
-        elif key in figures.METRICS:
+        if key in figures.METRICS:
             m = figures.METRICS[key]
             unit, f = m.display(values)
             label = m.label

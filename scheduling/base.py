@@ -412,6 +412,13 @@ class Policy:
         """Hyper-parameters as passed to ``__init__`` (for the catalogue and results)."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
+    def stats(self) -> dict[str, float]:
+        """Counters of the run so far, copied by the engine into
+        :attr:`clustersim.result.RunResult.policy_stats` at the end of a run. The LP policies
+        report ``lp_solves``, ``lp_solver_s`` and ``lp_fallbacks``
+        (:mod:`scheduling.allocation`); the default reports nothing."""
+        return {}
+
 
 class Placement:
     """Base class of placement strategies: which nodes a job's devices come from.

@@ -75,6 +75,10 @@ class GavelRounds(Policy):
     preemptive = True
     rounds_only = True
     skip_unprioritised: ClassVar[bool] = False
+    #: Gavel shuffles the type order every round only for policies whose name has neither
+    #: "Perf" nor "Packing" (``scheduler.py::_schedule_jobs_on_workers``); the ``*_perf``
+    #: policies visit v100, p100, k80 in that order every round.
+    shuffle_types: ClassVar[bool] = True
     compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec()}
 
     def __init__(
@@ -219,7 +223,8 @@ class GavelRounds(Policy):
         if self._in_steps is None:  # work counted in steps: measured job types
             self._in_steps = state.jobs.job_type != ""
         types = [t for _, t in self._type_order(state)]
-        self._shuffler.shuffle(types)  # draws depend only on the length: Gavel's shuffle
+        if self.shuffle_types:
+            self._shuffler.shuffle(types)  # draws depend only on the length: Gavel's shuffle
         out_job, out_type, out_fail = self._out
         n_run, n_fail, self._n_touched = gavel_pass(
             active,

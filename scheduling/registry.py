@@ -8,10 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling.allox import AlloX
 from scheduling.base import Placement, Policy
 from scheduling.edf import EDF
 from scheduling.fifo import FIFO
+from scheduling.gandiva_fair import GandivaFair
 from scheduling.gavel import GavelFIFO, GavelLAS
+from scheduling.gavel_lp import (
+    GavelFIFOHet,
+    GavelFTF,
+    GavelHierarchical,
+    GavelMakespan,
+    GavelMaxThroughput,
+    GavelMinCost,
+    GavelMinCostSLO,
+    GavelMMF,
+)
 from scheduling.las import LAS
 from scheduling.placement import (
     Consolidate,
@@ -28,7 +40,27 @@ from scheduling.tiresias import Tiresias
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
-    for cls in (FIFO, SJF, SRTF, LAS, Tiresias, StrictPriority, EDF, GavelFIFO, GavelLAS)
+    for cls in (
+        FIFO,
+        SJF,
+        SRTF,
+        LAS,
+        Tiresias,
+        StrictPriority,
+        EDF,
+        GavelFIFO,
+        GavelLAS,
+        GavelMMF,
+        GavelFTF,
+        GavelMaxThroughput,
+        GavelMakespan,
+        GavelMinCost,
+        GavelMinCostSLO,
+        GavelFIFOHet,
+        GavelHierarchical,
+        AlloX,
+        GandivaFair,
+    )
 }
 
 PLACEMENTS: dict[str, type[Placement]] = {

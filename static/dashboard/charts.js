@@ -52,6 +52,7 @@
     spec.columns.forEach(function (c) {
       var th = el("th", null, c.label);
       if (c.unit) th.appendChild(el("span", "unit", " [" + c.unit + "]"));
+      if (c.help) th.title = c.help;  // the full definition behind a short header
       head.appendChild(th);
     });
     table.appendChild(head);

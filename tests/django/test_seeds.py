@@ -249,3 +249,25 @@ def test_the_bar_hover_text_says_how_many_seeds_and_whether_they_differ() -> Non
     assert seeds_text([R()]) == "1 seed"
     assert seeds_text([R(), R()]) == "the same for all 2 seeds"
     assert seeds_text([R(), R(), R()], 1.234, "h") == "± 1.2 h (sd over 3 seeds)"
+
+
+def test_runs_without_spread_draw_no_error_bars_and_each_column_picks_its_unit(
+    web: Client, owner: Any, make_experiment: Any, finish: Any, fresh_cache: None
+) -> None:
+    exp = finish(make_experiment(owner, policies=("fifo",), load_factors=(1.0, 2.0), seeds=(0, 1)))
+    for name in ("bars-jct_mean_s", "load"):
+        r = web.get(f"/charts/experiments/{exp.pk}/{name}/")
+        assert r.status_code == 200
+        traces = json.loads(r.content)["figure"]["data"]
+        assert traces and all("error_y" in t for t in traces)
+        # Plotly draws a cap even for a missing value: no spread, no error bar
+        assert not any(t["error_y"]["visible"] for t in traces), name
+    # a 57 s median beside a 3-day p99: each column in its own unit, not both in days
+    for run in exp.runs.all():
+        times = {"jct_p50_s": 57.0, "jct_mean_s": 7200.0, "jct_p99_s": 3 * 86400.0}
+        Run.objects.filter(pk=run.pk).update(summary={**run.summary, **times}, finished_at=None)
+    spec = table(web, exp)["table"]
+    unit = {c["key"]: c.get("unit") for c in spec["columns"]}
+    assert (unit["jct_p50_s"], unit["jct_mean_s"], unit["jct_p99_s"]) == ("s", "h", "d")
+    row = next(r for r in spec["rows"] if r["jct_p50_s"][0] == 57.0)
+    assert row["jct_p99_s"][0] == 3.0

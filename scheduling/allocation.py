@@ -1,0 +1,445 @@
+"""Allocation-optimisation layer for round-based policies: LPs over time shares, solved by HiGHS.
+
+An allocation ``X`` is a ``(k, n_types)`` matrix: ``X[j, t]`` is the share of time job ``j``
+should run (as a whole gang) on accelerator type ``t``. Every allocation this module builds
+or returns satisfies the *base constraints* of Gavel (Narayanan et al., OSDI'20, §3.1;
+``policies/policy.py::get_base_constraints`` in its code):
+
+* ``X >= 0``;
+* each row sums to at most 1 (a job runs at most all of the time);
+* per-type capacity, counted in devices with the gang whole:
+  ``Σ_j X[j, t] · sf_j <= devices_t`` where ``sf_j`` is the job's gang size (Gavel's
+  ``scale_factor``);
+* ``X[j, t] = 0`` where the job's throughput on ``t`` is 0 (it cannot run there). Gavel leaves
+  these free in its LP (they add nothing to any objective it uses, but an interior-point
+  solution spreads a little time there); we fix them at 0 so such a type is never used.
+
+Solver. scipy's ``linprog(method="highs")`` (HiGHS dual simplex / IPM with crossover, chosen
+by HiGHS), pinned through ``scipy==1.17.1``: it ships in the wheel (no extra dependency), takes
+the sparse matrices built here without conversion, and returns a vertex (basic) solution.
+Gavel uses cvxpy with ECOS (an interior-point conic solver, default tolerances ``abstol =
+reltol = 1e-8``, ``feastol = 1e-8``) and clips the result to ``[0, 1]``; HiGHS uses primal and
+dual feasibility tolerances of ``1e-7``. Both therefore agree on the optimal *value* to about
+``1e-7`` relative, but where the optimum is not unique (a degenerate LP) ECOS returns a point
+inside the optimal face and HiGHS a vertex of it: see each policy's docstring for where that
+matters and what post-processing makes our answer independent of HiGHS's tie-breaking.
+
+Bad input. A solve that does not end ``optimal`` (infeasible, unbounded, iteration limit,
+numerical trouble) never raises: :class:`LPSolver` counts it as a *fallback* and the caller
+uses :func:`fallback_allocation` — Gavel's "isolated" allocation (each job gets ``1/k`` of every
+type's devices, divided by its gang size and scaled down so that the row sums to at most 1;
+Gavel's own fallback in ``finish_time_fairness.py``), restricted to the types where the job
+can run. It satisfies every base constraint. The counters (solves, seconds in the solver,
+fallbacks) reach the run's summary as ``lp_solves``, ``lp_solver_s`` and ``lp_fallbacks``
+(:meth:`scheduling.base.Policy.stats`).
+
+Everything is vectorised: the constraint matrix is assembled in compressed-column form with
+numpy (:func:`csc_arrays`), O(k · n_types) work and no per-variable Python loop; jobs with
+identical inputs are solved as one row (:func:`job_classes`) where the LP is symmetric in them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: HiGHS statuses as scipy reports them (``OptimizeResult.status``).
+STATUS_OPTIMAL = 0
+#: Our own status for a solve that raised inside scipy/HiGHS (numerical failure).
+STATUS_ERROR = 99
+#: The core backend turns HiGHS's presolve off for LPs with at most this many variables: on
+#: the small LPs of a recomputation (tens of job classes) it halves the time of a solve
+#: (0.45 → 0.24 ms on 15 classes × 3 types) and finds the same optimum.
+PRESOLVE_ABOVE = 5000
+
+
+@dataclass
+class LPResult:
+    """One LP solve.
+
+    Attributes
+    ----------
+    x
+        The full solution vector (allocation entries first, row-major ``(k, n_types)``, then
+        any extra variables), or ``None`` when the solve did not end optimal.
+    status
+        scipy's status numbers (0 optimal, 1 iteration/time limit, 2 infeasible, 3 unbounded,
+        4 other trouble) or :data:`STATUS_ERROR` (the solver raised).
+    message
+        The solver's message.
+    objective
+        Optimal value of the minimised objective (``nan`` when not optimal).
+    solve_s
+        Wall seconds spent in the solver.
+    """
+
+    x: FloatArray | None
+    status: int
+    message: str
+    objective: float
+    solve_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.x is not None
+
+
+@dataclass
+class LPModel:
+    """``minimise c·v  s.t.  A v <= b,  lb <= v <= ub`` with ``A`` in compressed-column form."""
+
+    c: FloatArray
+    indptr: IntArray
+    indices: IntArray
+    data: FloatArray
+    b: FloatArray
+    lb: FloatArray
+    ub: FloatArray
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.b), len(self.c)
+
+    def matrix(self) -> sp.csc_matrix:
+        return sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+
+
+def csc_arrays(
+    rows: IntArray, cols: IntArray, vals: FloatArray, n_cols: int
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """Compressed-column arrays of a matrix given as coordinates (numpy only: building a
+    ``scipy.sparse`` matrix costs more than solving the small LPs of a recomputation)."""
+    order = np.lexsort((rows, cols))
+    cols_s = cols[order]
+    indptr = np.zeros(n_cols + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols_s, minlength=n_cols), out=indptr[1:])
+    return indptr, rows[order].astype(np.int64), vals[order].astype(np.float64)
+
+
+class BaseLP:
+    """The base constraints of one allocation problem over ``k · n_types`` allocation entries
+    (row-major) and ``n_extra`` more variables appended after them.
+
+    Parameters
+    ----------
+    thr
+        ``(k, n_types)`` throughput of each job's full gang on each type (0: cannot run).
+    sf
+        ``(k,)`` gang sizes (devices).
+    cap
+        ``(n_types,)`` devices of each type.
+    n_extra
+        Number of extra variables (``>= 0``), e.g. the max-min level.
+    count
+        ``(k,)`` number of identical jobs each row stands for (:func:`job_classes`): a row's
+        capacity use is multiplied by it, its row sum stays per job. Default 1.
+    """
+
+    def __init__(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        n_extra: int = 0,
+        count: FloatArray | None = None,
+    ) -> None:
+        self.thr = np.asarray(thr, dtype=np.float64)
+        self.k, self.nt = self.thr.shape
+        self.sf = np.asarray(sf, dtype=np.float64)
+        self.count = np.ones(self.k) if count is None else np.asarray(count, dtype=np.float64)
+        self.cap = np.asarray(cap, dtype=np.float64)
+        self.n_extra = n_extra
+        self.nx = self.k * self.nt
+        self.nv = self.nx + n_extra
+        k, nt = self.k, self.nt
+        cols = np.arange(self.nx, dtype=np.int64)
+        job = np.repeat(np.arange(k, dtype=np.int64), nt)
+        typ = np.tile(np.arange(nt, dtype=np.int64), k)
+        # capacity rows 0..nt-1: Σ_j count_j sf_j X[j, t] <= cap_t ; row sums nt..nt+k-1
+        self._rows = [typ, nt + job]
+        self._cols = [cols, cols]
+        self._vals = [np.repeat(self.sf * self.count, nt), np.ones(self.nx)]
+        self._b = [self.cap, np.ones(k)]
+        self.n_rows = nt + k
+        ub = np.where(self.thr.ravel() > 0, 1.0, 0.0)  # zero-throughput entries fixed at 0
+        self.lb: FloatArray = np.zeros(self.nv)
+        self.ub: FloatArray = np.concatenate([ub, np.full(n_extra, np.inf)])
+
+    def add_job_rows(
+        self,
+        coef: FloatArray,
+        b: FloatArray | float,
+        which: IntArray | None = None,
+        extra: FloatArray | None = None,
+        extra_each: FloatArray | None = None,
+    ) -> None:
+        """Add one row ``Σ_t coef[j, t] X[j, t] + extra[j] · extras <= b[j]`` per job of
+        ``which`` (default all); ``extra`` is ``(k, n_extra)``. ``extra_each`` instead gives
+        the ``i``-th added row the coefficient ``extra_each[i]`` on extra variable ``i`` only
+        (one extra variable per row, without a dense ``k × n_extra`` matrix)."""
+        k, nt = self.k, self.nt
+        which = np.arange(k, dtype=np.int64) if which is None else np.asarray(which, np.int64)
+        m = len(which)
+        local = np.repeat(np.arange(m, dtype=np.int64), nt)
+        self._rows.append(self.n_rows + local)
+        self._cols.append((which[:, None] * nt + np.arange(nt)[None, :]).ravel())
+        self._vals.append(np.asarray(coef, dtype=np.float64)[which].ravel())
+        if extra is not None and self.n_extra:
+            e = np.asarray(extra, dtype=np.float64)[which]
+            r, c = np.nonzero(e)
+            self._rows.append(self.n_rows + r.astype(np.int64))
+            self._cols.append(self.nx + c.astype(np.int64))
+            self._vals.append(e[r, c])
+        if extra_each is not None:
+            self._rows.append(self.n_rows + np.arange(m, dtype=np.int64))
+            self._cols.append(self.nx + np.arange(m, dtype=np.int64))
+            self._vals.append(np.asarray(extra_each, dtype=np.float64))
+        self._b.append(np.asarray(b, dtype=np.float64)[which] if np.ndim(b) else np.full(m, b))
+        self.n_rows += m
+
+    def model(
+        self, c: FloatArray, lb: FloatArray | None = None, ub: FloatArray | None = None
+    ) -> LPModel:
+        """The LP with objective ``c`` (minimised) over the rows added so far."""
+        indptr, indices, data = csc_arrays(
+            np.concatenate(self._rows),
+            np.concatenate(self._cols),
+            np.concatenate(self._vals),
+            self.nv,
+        )
+        return LPModel(
+            c=np.asarray(c, dtype=np.float64),
+            indptr=indptr,
+            indices=indices,
+            data=data,
+            b=np.concatenate(self._b),
+            lb=self.lb if lb is None else lb,
+            ub=self.ub if ub is None else ub,
+        )
+
+    def allocation(self, x: FloatArray) -> FloatArray:
+        """The ``(k, n_types)`` allocation of a solution vector, clipped to ``[0, 1]`` and 0
+        where the job cannot run (as Gavel clips ECOS's answer)."""
+        a = np.clip(x[: self.nx].reshape(self.k, self.nt), 0.0, 1.0)
+        a[self.thr <= 0] = 0.0
+        return a
+
+
+try:  # scipy's own HiGHS binding, the object linprog(method="highs") drives
+    from scipy.optimize._highspy import _core as _highs_core
+except ImportError:  # pragma: no cover - another scipy layout: linprog only
+    _highs_core = None
+
+
+def _status(model_status: object) -> int:
+    """scipy's status number for a HiGHS model status."""
+    name = str(model_status).rsplit(".", 1)[-1]
+    if name == "kOptimal":
+        return STATUS_OPTIMAL
+    if name in ("kIterationLimit", "kTimeLimit"):
+        return 1
+    if name == "kInfeasible":
+        return 2
+    if name in ("kUnbounded", "kUnboundedOrInfeasible"):
+        return 3
+    return 4
+
+
+class LPSolver:
+    """HiGHS through scipy, with the counters a run reports.
+
+    ``backend="core"`` (default when available) hands the model straight to the HiGHS object
+    that scipy bundles (``scipy.optimize._highspy._core``, the one ``linprog(method="highs")``
+    drives, with its default options except presolve, off for small LPs: see
+    :data:`PRESOLVE_ABOVE`),
+    skipping ``linprog``'s per-call validation — about 5× less overhead on the small LPs a
+    recomputation solves (0.3 ms instead of 1.4 ms on 12 jobs × 3 types).
+    ``backend="linprog"`` goes through the public ``scipy.optimize.linprog(method="highs")``;
+    the tests check both give the same optimum. The binding is private to scipy, which is one
+    reason scipy is pinned; without it we use ``linprog``.
+    """
+
+    def __init__(self, backend: str | None = None) -> None:
+        self.solves = 0
+        self.solver_s = 0.0
+        self.fallbacks = 0
+        if backend is None:
+            backend = "core" if _highs_core is not None else "linprog"
+        if backend not in ("core", "linprog") or (backend == "core" and _highs_core is None):
+            raise ValueError(f"backend: unknown or unavailable LP backend {backend!r}")
+        self.backend = backend
+        self._highs: Any = None
+        self._loaded: tuple[int, int] | None = None  # shape of the model HiGHS holds
+        self._b: FloatArray | None = None  # and its right-hand sides
+        self._presolve = "choose"
+
+    def _core(self, m: LPModel, warm: bool) -> tuple[int, str, FloatArray | None]:
+        assert _highs_core is not None
+        if self._highs is None:
+            self._highs = _highs_core._Highs()
+            self._highs.setOptionValue("output_flag", False)
+        h = self._highs
+        presolve = "on" if m.shape[1] > PRESOLVE_ABOVE else "off"
+        if presolve != self._presolve:
+            h.setOptionValue("presolve", presolve)
+            self._presolve = presolve
+        if warm and self._loaded == m.shape:
+            n_row, n_col = m.shape
+            cols = np.arange(n_col, dtype=np.int32)
+            h.changeColsCost(n_col, cols, m.c)
+            h.changeColsBounds(n_col, cols, m.lb, m.ub)
+            assert self._b is not None
+            for r in np.flatnonzero(m.b != self._b).tolist():  # no vector form in scipy's binding
+                h.changeRowBounds(r, -np.inf, float(m.b[r]))
+            self._b = m.b.copy()
+            return self._run(h)
+        lp = _highs_core.HighsLp()
+        n_row, n_col = m.shape
+        lp.num_col_, lp.num_row_ = n_col, n_row
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = m.c, m.lb, m.ub
+        lp.row_lower_, lp.row_upper_ = np.full(n_row, -np.inf), m.b
+        lp.a_matrix_.format_ = _highs_core.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = m.indptr
+        lp.a_matrix_.index_ = m.indices
+        lp.a_matrix_.value_ = m.data
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, n_row
+        h.clearModel()
+        h.passModel(lp)
+        self._loaded = m.shape
+        self._b = m.b.copy()
+        return self._run(h)
+
+    @staticmethod
+    def _run(h: Any) -> tuple[int, str, FloatArray | None]:
+        h.run()
+        model_status = h.getModelStatus()
+        status = _status(model_status)
+        if status != STATUS_OPTIMAL:
+            return status, str(model_status), None
+        return status, "optimal", np.array(h.getSolution().col_value, dtype=np.float64)
+
+    def _linprog(self, m: LPModel) -> tuple[int, str, FloatArray | None]:
+        res = linprog(
+            m.c,
+            A_ub=m.matrix(),
+            b_ub=m.b,
+            bounds=np.column_stack([m.lb, m.ub]),
+            method="highs",
+        )
+        status = int(res.status)
+        x = np.asarray(res.x, dtype=np.float64) if status == STATUS_OPTIMAL else None
+        return status, str(res.message), x
+
+    def solve(self, m: LPModel, warm: bool = False) -> LPResult:
+        """Minimise the model; never raises on solver trouble (see the module docstring).
+
+        ``warm``: the model has the same constraint matrix as the previous one solved (only
+        the objective, the variable bounds or the right-hand sides differ), so the core
+        backend changes those in place and HiGHS starts from the previous basis. The optimum
+        is the same either way; where it is not unique the vertex may differ.
+        """
+        t0 = time.perf_counter()
+        try:
+            if self.backend == "core":
+                status, message, x = self._core(m, warm)
+            else:
+                status, message, x = self._linprog(m)
+        except (ValueError, ArithmeticError, RuntimeError) as exc:  # failure inside HiGHS
+            status, message, x = STATUS_ERROR, str(exc), None
+            self._loaded = None
+        if x is not None and not np.all(np.isfinite(x)):
+            status, message, x = STATUS_ERROR, "non-finite solution", None
+        dt = time.perf_counter() - t0
+        self.solves += 1
+        self.solver_s += dt
+        obj = float(m.c @ x) if x is not None else float("nan")
+        return LPResult(x=x, status=status, message=message, objective=obj, solve_s=dt)
+
+    def stats(self) -> dict[str, float]:
+        return {
+            "lp_solves": float(self.solves),
+            "lp_solver_s": self.solver_s,
+            "lp_fallbacks": float(self.fallbacks),
+        }
+
+
+def job_classes(*columns: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """Group jobs whose inputs are identical (same throughput row, gang, weight, ...).
+
+    For an LP whose objective and constraints are symmetric in such jobs (max-min fairness,
+    throughput and cost sums), averaging an optimal solution over permutations of identical
+    jobs gives another optimal solution (convexity), so there is an optimum where identical
+    jobs get identical rows: solving over the classes (one row each, capacity use weighted by
+    the class size) finds it with a smaller LP, and the result no longer depends on how the
+    solver breaks ties between identical jobs (ECOS's interior point treats them alike too).
+
+    Returns ``(first, inverse, count)``: a representative row of each class, each job's
+    class, and the class sizes.
+    """
+    key = np.column_stack([np.asarray(c, dtype=np.float64).reshape(len(c), -1) for c in columns])
+    _, first, inverse, count = np.unique(
+        key, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    return first.astype(np.int64), inverse.reshape(-1).astype(np.int64), count.astype(np.float64)
+
+
+def isolated_allocation(sf: FloatArray, cap: FloatArray) -> FloatArray:
+    """Gavel's "isolated" allocation (``policies/isolated.py``): every job gets ``1/k`` of
+    each type's devices, divided by its gang size, the row scaled down to sum to at most 1."""
+    sf = np.asarray(sf, dtype=np.float64)
+    k = len(sf)
+    x = (np.asarray(cap, dtype=np.float64)[None, :] / max(k, 1)) / sf[:, None]
+    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+
+
+def proportional_throughput(thr: FloatArray, cap: FloatArray) -> FloatArray:
+    """Gavel's ``ProportionalPolicy.get_throughputs``: each job's throughput when its time is
+    split over types in proportion to their device counts, ``Σ_t thr[j, t] · cap_t / Σ cap``
+    (Gavel normalises the row of ``cap / k`` by its sum, whatever ``k``)."""
+    cap = np.asarray(cap, dtype=np.float64)
+    total = float(cap.sum())
+    if total <= 0:
+        return np.zeros(len(thr))
+    return np.asarray(thr, dtype=np.float64) @ (cap / total)
+
+
+def isolated_throughput(thr: FloatArray, sf: FloatArray, cap: FloatArray) -> FloatArray:
+    """Gavel's ``IsolatedPolicy.get_throughputs``: throughput under :func:`isolated_allocation`."""
+    return np.einsum("jt,jt->j", np.asarray(thr, dtype=np.float64), isolated_allocation(sf, cap))
+
+
+def fallback_allocation(thr: FloatArray, sf: FloatArray, cap: FloatArray) -> FloatArray:
+    """The documented fallback: :func:`isolated_allocation` with the types where a job cannot
+    run set to 0 (which only lowers usage, so every base constraint still holds)."""
+    x = isolated_allocation(sf, cap)
+    x[np.asarray(thr) <= 0] = 0.0
+    return x
+
+
+def check_allocation(
+    x: FloatArray, thr: FloatArray, sf: FloatArray, cap: FloatArray, tol: float = 1e-6
+) -> list[str]:
+    """The base constraints an allocation breaks (empty when it is valid); used by the tests
+    and by callers that want to assert."""
+    problems = []
+    if np.any(x < -tol):
+        problems.append("negative share")
+    if np.any(x.sum(axis=1) > 1 + tol):
+        problems.append("row sum above 1")
+    if np.any(
+        (np.asarray(sf)[:, None] * x).sum(axis=0)
+        > np.asarray(cap) + tol * max(1.0, float(np.max(cap, initial=1.0)))
+    ):
+        problems.append("type capacity exceeded")
+    if np.any(x[np.asarray(thr) <= 0] > tol):
+        problems.append("time on a type where the job cannot run")
+    return problems

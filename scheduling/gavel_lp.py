@@ -1,0 +1,576 @@
+"""Gavel's heterogeneity-aware policies: allocations from LPs, realised by Gavel's rounds.
+
+Source: Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
+Workloads" (Gavel), OSDI'20, §4, and its public code (``scheduler/policies/*.py``, called from
+``scheduler.py::_compute_allocation``). Each class below restates one of Gavel's
+``*_perf`` policies: the same objective, constraints and normalisation, built as a sparse LP
+(:mod:`scheduling.allocation`) and solved by HiGHS instead of cvxpy/ECOS. The round mechanism,
+the recomputation rule (only when the job set changed, at most every ``reset_interval_s``) and
+the placement are :class:`scheduling.gavel.GavelRounds`, unchanged.
+
+Inputs, as Gavel's ``_get_allocation_state`` gives them:
+
+* throughputs ``thr[j, t]``: ``state.rate`` — the work units per second of the job's whole
+  gang on each type from the performance model (:class:`clustersim.perf.JobRates`), so every
+  catalog type works; under ``--gavel-compat`` these are Gavel's measured throughputs
+  (steps/s), exactly what ``gavel-las``/``gavel-fifo`` run with;
+* scale factors ``sf_j``: the gang size (``num_gpus``);
+* priority weights ``w_j``: the job's ``priority``, values below 1 counted as 1 (as in
+  ``gavel-las``; Gavel's traces carry weight 1);
+* remaining steps ``R_j``: ``state.remaining``; time since start: ``now − submit_time``;
+* ``cluster_spec``: ``state.capacity``.
+
+As in Gavel's simulator for every ``*_perf`` policy, the types are visited in the fixed order
+v100, p100, k80 (then the other types) each round, not shuffled (``GavelRounds.shuffle_types``).
+
+Common departures from Gavel's code: HiGHS returns a vertex of the optimal face where ECOS
+returns an interior point (each class says where the optimum is not unique and what we do);
+types where a job has zero throughput are fixed at 0 (Gavel leaves them free); a solve that
+does not end optimal falls back to :func:`scheduling.allocation.fallback_allocation` and is
+counted (Gavel prints a warning and uses whatever ``x.value`` holds, crashing when it is
+``None`` except in FTF, which also falls back to its isolated allocation).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduling.allocation import (
+    BaseLP,
+    LPSolver,
+    fallback_allocation,
+    isolated_throughput,
+    job_classes,
+    proportional_throughput,
+)
+from scheduling.base import State
+from scheduling.gavel import GavelRounds
+from scheduling.params import NON_NEGATIVE, POSITIVE
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Relative slack with which the second phase keeps the first phase's optimum.
+PHASE2_SLACK = 1e-6
+
+
+class GavelLP(GavelRounds):
+    """Common part of the LP policies: inputs, solver counters, fallback. Like Gavel's
+    ``*_perf`` policies they visit the types in Gavel's fixed order every round (no shuffle)."""
+
+    shuffle_types = False
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        self._lp = LPSolver()
+
+    def stats(self) -> dict[str, float]:
+        return self._lp.stats()
+
+    def _inputs(self, state: State, jobs: IntArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        thr = np.asarray(state.rate[jobs], dtype=np.float64)
+        sf = state.jobs.num_gpus[jobs].astype(np.float64)
+        cap = state.capacity.astype(np.float64)
+        return thr, sf, cap
+
+    def _fallback(self, thr: FloatArray, sf: FloatArray, cap: FloatArray) -> FloatArray:
+        self._lp.fallbacks += 1
+        return fallback_allocation(thr, sf, cap)
+
+    def _maxmin(
+        self,
+        lp: BaseLP,
+        coef: FloatArray,
+        live: npt.NDArray[np.bool_],
+    ) -> FloatArray | None:
+        """Maximise ``z = min_j Σ_t coef[j,t] X[j,t]`` over the ``live`` rows (``lp`` has one
+        extra variable, ``z``); then, with ``spread``, keep ``z`` within
+        :data:`PHASE2_SLACK` of its optimum and maximise the sum of the same terms (each row
+        weighted by the number of jobs it stands for) so that capacity the bottleneck does
+        not need is used rather than left to the solver's choice of vertex. Returns the
+        allocation or ``None`` (the caller falls back)."""
+        which = np.flatnonzero(live)
+        lp.add_job_rows(-coef, 0.0, which=which, extra=np.ones((lp.k, 1)))
+        c = np.zeros(lp.nv)
+        c[-1] = -1.0
+        res = self._lp.solve(lp.model(c))
+        if res.x is None:
+            return None
+        if not getattr(self, "spread", False):
+            return lp.allocation(res.x)
+        lb = lp.lb.copy()
+        lb[-1] = float(res.x[-1]) * (1.0 - PHASE2_SLACK)
+        weight = live * lp.count
+        c2 = np.concatenate([-(coef * weight[:, None]).ravel(), [0.0]])
+        scale = float(np.abs(c2).max(initial=0.0))
+        if scale > 0:
+            c2 /= scale
+        res2 = self._lp.solve(lp.model(c2, lb=lb), warm=True)
+        return lp.allocation(res.x if res2.x is None else res2.x)
+
+
+class GavelMMF(GavelLP):
+    """Gavel's heterogeneity-aware max-min fairness (``max_min_fairness_perf``).
+
+    Source: Gavel (Narayanan et al., OSDI'20, §4.1), ``MaxMinFairnessPolicyWithPerf``:
+    maximise ``min_j Σ_t thr[j,t] · sf_j · X[j,t] / (w_j · prop_j)`` under the base
+    constraints, where ``prop_j = Σ_t thr[j,t] · cap_t / Σ cap`` is the job's throughput when
+    its time is spread over types in proportion to their sizes (Gavel's ``ProportionalPolicy``)
+    and ``w_j`` its priority weight. Jobs with no throughput anywhere take no part.
+
+    Departure: the max-min LP is degenerate — only the bottleneck jobs are pinned at the
+    optimum. ECOS returns an interior point of that face, HiGHS a vertex that may leave
+    devices idle. With ``spread`` (default) a second LP keeps the optimal level (to
+    ``1e-6`` relative) and maximises the sum of the normalised throughputs, so spare capacity
+    goes to the jobs that gain most from it; that answer may still have ties (equal
+    coefficients) which HiGHS breaks by its vertex choice. ``spread=False`` keeps the single
+    LP (one solve per recomputation).
+    """
+
+    name = "gavel-mmf"
+
+    def __init__(
+        self,
+        round_s: Annotated[float, POSITIVE] = 360.0,
+        reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
+        seed: int = 0,
+        spread: bool = True,
+    ) -> None:
+        super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
+        self.spread = spread
+
+    def allocation(self, state: State, jobs: IntArray) -> FloatArray:
+        thr, sf, cap = self._inputs(state, jobs)
+        w = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
+        prop = proportional_throughput(thr, cap)
+        live = prop > 0
+        coef = np.zeros_like(thr)
+        coef[live] = thr[live] * (sf[live] / (w[live] * prop[live]))[:, None]
+        if not live.any():
+            return np.zeros_like(thr)
+        first, inv, count = job_classes(thr, sf, w)
+        lp = BaseLP(thr[first], sf[first], cap, n_extra=1, count=count)
+        x = self._maxmin(lp, coef[first], live[first])
+        return self._fallback(thr, sf, cap) if x is None else x[inv]
+
+
+class GavelMaxThroughput(GavelLP):
+    """Gavel's throughput maximisation (``max_sum_throughput_perf``).
+
+    Source: Gavel (OSDI'20, §4.2), ``ThroughputSumWithPerf`` →
+    ``ThroughputNormalizedByCostSumWithPerfSLOs`` with no costs and no SLOs: maximise
+    ``Σ_j Σ_t thr[j,t] · X[j,t]`` under the base constraints. As in Gavel's code the
+    throughputs are *not* normalised (its ``scale = 1 / throughputs.sum(axis=1)`` is computed
+    and unused), so jobs with more steps per second weigh more; the paper's text normalises.
+
+    Departure: ties between different jobs with equal objective coefficients are broken by
+    HiGHS's vertex choice (ECOS would split the time between them). Identical jobs (same
+    rates, same gang) are solved as one class (:func:`scheduling.allocation.job_classes`) and
+    get identical rows, as under ECOS; with SLO rows (``gavel-min-cost-slo``) jobs differ by
+    their deadlines and are solved one row each.
+    """
+
+    name = "gavel-max-throughput"
+
+    def _cost(self, state: State) -> FloatArray:
+        return np.ones(state.cluster.n_types)
+
+    def allocation(self, state: State, jobs: IntArray) -> FloatArray:
+        thr, sf, cap = self._inputs(state, jobs)
+        slo = self._slo_need(state, jobs)
+        if slo is None:  # symmetric in identical jobs: solve over classes
+            first, inv, count = job_classes(thr, sf)
+        else:
+            first = inv = np.arange(len(jobs), dtype=np.int64)
+            count = np.ones(len(jobs))
+        lp = BaseLP(thr[first], sf[first], cap, count=count)
+        c = -(lp.thr / self._cost(state)[None, :] * count[:, None]).ravel()
+        scale = float(np.abs(c).max(initial=0.0))
+        if scale == 0:
+            return np.zeros_like(thr)
+        c /= scale
+        if slo is not None:
+            need, has = slo
+            plain = lp.model(c)  # before the SLO rows
+            lp.add_job_rows(-lp.thr, -need, which=np.flatnonzero(has))
+            res = self._lp.solve(lp.model(c))
+            if res.x is not None:
+                return lp.allocation(res.x)[inv]
+            self._lp.fallbacks += 1  # Gavel: "No allocation possible with provided SLOs!"
+            res = self._lp.solve(plain)
+            if res.x is None:  # counted once already
+                return fallback_allocation(thr, sf, cap)
+        else:
+            res = self._lp.solve(lp.model(c))
+        if res.x is not None:
+            return lp.allocation(res.x)[inv]
+        return self._fallback(thr, sf, cap)
+
+    def _slo_need(
+        self, state: State, jobs: IntArray
+    ) -> tuple[FloatArray, npt.NDArray[np.bool_]] | None:
+        """Per job, the throughput its SLO needs and whether it has one (``None``: no SLOs)."""
+        return None
+
+
+class GavelMinCost(GavelMaxThroughput):
+    """Gavel's cost policy (``max_sum_throughput_normalized_by_cost_perf``).
+
+    Source: Gavel (OSDI'20, §4.2 "minimize cost"), ``ThroughputNormalizedByCostSumWithPerf``:
+    maximise ``Σ_j Σ_t thr[j,t] / cost_t · X[j,t]`` (throughput per dollar) under the base
+    constraints. ``cost_t`` is the catalog's on-demand ``price_per_hour`` of the type (Gavel
+    reads spot prices from a directory; without one it uses cost 1 for every type — then the
+    policy is ``gavel-max-throughput``). If some type has no positive price, every type costs
+    1 (documented departure: division by zero otherwise).
+    """
+
+    name = "gavel-min-cost"
+
+    def _cost(self, state: State) -> FloatArray:
+        price = np.array([t.price_per_hour for t in state.cluster.types], dtype=np.float64)
+        if not np.all(price > 0):
+            return np.ones_like(price)
+        return price
+
+
+class GavelMinCostSLO(GavelMinCost):
+    """Gavel's cost policy with SLOs (``max_sum_throughput_normalized_by_cost_perf_SLOs``).
+
+    Source: ``ThroughputNormalizedByCostSumWithPerfSLOs``: :class:`GavelMinCost` plus, for each
+    job with a deadline, ``Σ_t thr[j,t] · X[j,t] >= R_j / (deadline_j − now)``. When that LP
+    has no solution Gavel solves again without the SLO rows; so do we, and count it as a
+    fallback (``lp_fallbacks``). A job whose deadline has passed gets no row (Gavel's row has
+    a negative right-hand side, which is always met). Our jobs carry an absolute deadline;
+    Gavel's is ``SLO × duration`` after arrival.
+    """
+
+    name = "gavel-min-cost-slo"
+
+    def _slo_need(
+        self, state: State, jobs: IntArray
+    ) -> tuple[FloatArray, npt.NDArray[np.bool_]] | None:
+        left = state.jobs.deadline[jobs] - state.now
+        has = np.isfinite(left) & (left > 0)
+        if not has.any():
+            return None
+        need = np.asarray(state.remaining[jobs], dtype=np.float64) / np.where(has, left, 1.0)
+        return np.where(has, need, 0.0), has
+
+
+class GavelMakespan(GavelLP):
+    """Gavel's makespan minimisation (``min_total_duration_perf``).
+
+    Source: Gavel (OSDI'20, §4.2), ``MinTotalDurationPolicyWithPerf``: the smallest ``T`` such
+    that every job can finish its remaining steps by ``T``, ``Σ_t thr[j,t] · X[j,t] >= R_j / T``,
+    under the base constraints. Gavel bisects on ``T`` (from ``[100, 10⁶]`` s, widening tenfold
+    when nothing is feasible) with a feasibility problem per step, stopping within 5 %, and
+    returns the feasible point ECOS found at the last feasible ``T``. Substituting ``z = 1/T``
+    makes the problem one LP (maximise ``z`` subject to ``Σ_t thr·X − R_j z >= 0``), which we
+    solve exactly: our ``T`` is the optimum, Gavel's up to 5 % above it.
+
+    Departure: Gavel's answer is an interior point of a feasible set with some slack; ours is
+    the optimum followed (``spread``, default) by the same second phase as :class:`GavelMMF`,
+    maximising ``Σ_j Σ_t thr·X / R_j`` at the optimal ``z`` so spare capacity is used.
+    """
+
+    name = "gavel-makespan"
+
+    def __init__(
+        self,
+        round_s: Annotated[float, POSITIVE] = 360.0,
+        reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
+        seed: int = 0,
+        spread: bool = True,
+    ) -> None:
+        super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
+        self.spread = spread
+
+    def allocation(self, state: State, jobs: IntArray) -> FloatArray:
+        thr, sf, cap = self._inputs(state, jobs)
+        rem = np.asarray(state.remaining[jobs], dtype=np.float64)
+        live = (rem > 0) & (thr.max(axis=1) > 0)
+        if not live.any():
+            return np.zeros_like(thr)
+        coef = np.zeros_like(thr)
+        coef[live] = thr[live] / rem[live, None]
+        lp = BaseLP(thr, sf, cap, n_extra=1)
+        x = self._maxmin(lp, coef, live)
+        return self._fallback(thr, sf, cap) if x is None else x
+
+
+class GavelFTF(GavelLP):
+    """Gavel's finish-time fairness (``finish_time_fairness_perf``, Themis's objective).
+
+    Source: Gavel (OSDI'20, §4.1), ``FinishTimeFairnessPolicyWithPerf``: minimise
+    ``max_j ρ_j`` with ``ρ_j = (t_j + R_j / (thr_j · X_j)) / (c_j + R_j / iso_j)``, where ``t_j``
+    is the time since the job arrived, ``iso_j`` its throughput under Gavel's isolated
+    allocation (``1/k`` of every type), and ``c_j`` the isolated time already "earned":
+    at each recomputation ``c_j += (R_j(previous) − R_j(now)) / iso_j(previous)``. Gavel's
+    priority weights are unused there ("TODO"), and so here.
+
+    ``ρ`` is not linear in ``X`` (Gavel hands cvxpy an ``inv_pos``); for a fixed level ``ρ`` the
+    condition ``ρ_j <= ρ`` is the linear ``thr_j · X_j >= R_j / (ρ c'_j − t_j)`` (``c'_j`` the
+    denominator), so we bisect on ``ρ`` with an LP feasibility test per step, until the
+    bracket is within ``rel_tol`` (relative), then keep the allocation of the best feasible
+    level and, as in :class:`GavelMMF`, spread spare capacity (maximise ``Σ thr·X / iso``).
+    Departure: Gavel's ECOS finds the optimal ``ρ`` to ~1e-8; ours is within ``rel_tol``
+    above it (default 1e-3, about 15 LPs per recomputation).
+    """
+
+    name = "gavel-ftf"
+
+    def __init__(
+        self,
+        round_s: Annotated[float, POSITIVE] = 360.0,
+        reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
+        seed: int = 0,
+        rel_tol: Annotated[float, POSITIVE] = 1e-3,
+    ) -> None:
+        super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
+        if not 0 < rel_tol < 1:
+            raise ValueError(f"rel_tol: must be above 0 and below 1; got {rel_tol!r}")
+        self.rel_tol = rel_tol
+
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        self._cum_iso: dict[int, float] = {}
+        self._prev: dict[int, tuple[float, float]] = {}  # job -> (remaining, iso throughput)
+
+    def allocation(self, state: State, jobs: IntArray) -> FloatArray:
+        thr, sf, cap = self._inputs(state, jobs)
+        rem = np.asarray(state.remaining[jobs], dtype=np.float64)
+        since = state.now - state.jobs.submit_time[jobs]
+        iso = isolated_throughput(thr, sf, cap)
+        cum = np.zeros(len(jobs))
+        for i, j in enumerate(jobs.tolist()):
+            earned = self._cum_iso.get(j, 0.0)
+            if j in self._prev:
+                r0, iso0 = self._prev[j]
+                if iso0 > 0:
+                    earned += (r0 - rem[i]) / iso0
+            self._cum_iso[j] = earned
+            cum[i] = earned
+        self._prev = {j: (float(rem[i]), float(iso[i])) for i, j in enumerate(jobs.tolist())}
+        live = (rem > 0) & (iso > 0)
+        if not live.any():
+            return np.zeros_like(thr)
+        denom = cum + np.where(live, rem / np.where(iso > 0, iso, 1.0), np.inf)
+        idx = np.flatnonzero(live)
+        lp = BaseLP(thr, sf, cap)
+        lp.add_job_rows(-thr, 0.0, which=idx)  # right-hand sides set per level below
+        base = lp.model(np.zeros(lp.nv))
+        n_base = lp.nt + lp.k
+        cost = np.zeros(lp.nv)
+        cost[: lp.nx] = -(thr / np.where(iso > 0, iso, 1.0)[:, None] * live[:, None]).ravel()
+        cost /= max(float(np.abs(cost).max(initial=0.0)), 1e-300)
+        base.c = cost
+
+        def feasible(rho: float) -> FloatArray | None:
+            slack = rho * denom[idx] - since[idx]
+            if np.any(slack <= 0):
+                return None
+            base.b = base.b.copy()
+            base.b[n_base:] = -rem[idx] / slack
+            res = self._lp.solve(base, warm=True)
+            return lp.allocation(res.x) if res.x is not None else None
+
+        # lower bound: a job can do no better than its whole time on its best type
+        best = thr.max(axis=1)
+        lo = float(np.max((since[idx] + rem[idx] / best[idx]) / denom[idx]))
+        hi = max(lo, 1e-9) * 2.0
+        x_hi = feasible(hi)
+        grow = 0
+        while x_hi is None and grow < 60:
+            lo, hi = hi, hi * 4.0
+            x_hi = feasible(hi)
+            grow += 1
+        if x_hi is None:
+            return self._fallback(thr, sf, cap)
+        x_lo = feasible(lo)
+        if x_lo is not None:  # the bound is attained
+            return x_lo
+        while hi - lo > self.rel_tol * hi:
+            mid = 0.5 * (lo + hi)
+            x_mid = feasible(mid)
+            if x_mid is None:
+                lo = mid
+            else:
+                hi, x_hi = mid, x_mid
+        return x_hi
+
+
+class GavelFIFOHet(GavelRounds):
+    """Gavel's heterogeneity-aware FIFO (``fifo_perf``).
+
+    Source: Gavel (OSDI'20), ``policies/fifo.py``, ``FIFOPolicy`` in ``perf`` mode: at every
+    recomputation the map is rebuilt from scratch; jobs in arrival order each take, among the
+    types (alphabetical by Gavel's name) that still have at least the job's gang free, the one
+    with the highest throughput (first in that order on ties); a job whose best such type has
+    zero throughput is skipped; the loop stops at the first job no type has room for (FIFO:
+    no one jumps the queue). The allocation is 1 on the chosen type. No LP.
+    """
+
+    name = "gavel-fifo-het"
+    skip_unprioritised = True
+    shuffle_types = False  # "FIFO_Perf" has "Perf" in its name
+
+    def allocation(self, state: State, jobs: IntArray) -> FloatArray:
+        names = dict((t, n) for n, t in self._type_order(state))
+        types = sorted(range(state.cluster.n_types), key=lambda t: names[t])
+        avail = {t: int(state.capacity[t]) for t in types}
+        open_types = [t for t in types if avail[t] > 0]
+        x = np.zeros((len(jobs), state.cluster.n_types))
+        rate, gpus = state.rate, state.jobs.num_gpus
+        for i, j in enumerate(jobs.tolist()):
+            if not open_types:
+                break
+            g = int(gpus[j])
+            fit = [t for t in open_types if avail[t] >= g]
+            if not fit:
+                break
+            best = max(fit, key=lambda t: (rate[j, t], -fit.index(t)))
+            if rate[j, best] > 0:
+                x[i, best] = 1.0
+                avail[best] -= g
+                if avail[best] == 0:
+                    open_types.remove(best)
+        return x
+
+
+class GavelHierarchical(GavelLP):
+    """Gavel's hierarchical policy: weighted max-min fairness across entities (users or
+    virtual clusters), then fairness or FIFO inside each, by water filling.
+
+    Source: Gavel (OSDI'20, §4.3 "hierarchical policies"), ``policies/
+    max_min_fairness_water_filling.py`` (``MaxMinFairnessWaterFillingPolicyWithPerf`` with
+    ``priority_reweighting_policies``). Each iteration gives every job a weight from its
+    entity's weight (``within="fairness"``: split among the entity's not-yet-saturated jobs in
+    proportion to their priority; ``within="fifo"``: all of it to the entity's earliest
+    not-yet-saturated job, 0 to the others), then solves the max-min LP that raises every
+    weighted job's normalised throughput (throughput / proportional throughput, as in
+    :class:`GavelMMF`) above its level so far by ``z · w_j / sf_j``, keeping every job at
+    least at its level; then finds the *bottleneck* jobs — those that cannot get more while the
+    others keep theirs — and freezes them. It stops when every weighted job is frozen or an
+    iteration freezes none.
+
+    Departures from Gavel's code: Gavel finds the bottleneck jobs with a MILP (GLPK_MI:
+    maximise the number of jobs that can simultaneously exceed their level × 1.0001); we use
+    one LP instead — maximise ``Σ s_j`` with ``s_j ∈ [0, 1]`` and each job above its level by
+    ``slack · level · s_j`` — and freeze the jobs with ``s_j < 1/2`` (the feasible set is
+    convex, so all jobs that can each be raised can be raised together; the LP finds them
+    unless the raise a job can get is below ``slack`` relative). Entities all weigh 1 (Gavel's
+    experiments pass ``entity_weights``; our traces carry none). Gavel does not expose this
+    policy in its simulator's policy list; the entity is the job's ``user`` or ``vc``
+    (``entity``), jobs without one forming one entity together. ``max_iterations`` (0: until
+    done, as Gavel) caps the water-filling iterations per recomputation (each costs two LPs;
+    with hundreds of users a recomputation can need hundreds): the allocation of the last
+    iteration is used, the jobs not yet frozen keeping the level reached.
+    """
+
+    name = "gavel-hierarchical"
+
+    def __init__(
+        self,
+        round_s: Annotated[float, POSITIVE] = 360.0,
+        reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
+        seed: int = 0,
+        entity: Literal["user", "vc"] = "user",
+        within: Literal["fairness", "fifo"] = "fairness",
+        slack: Annotated[float, POSITIVE] = 1e-4,
+        max_iterations: Annotated[int, NON_NEGATIVE] = 0,
+    ) -> None:
+        super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
+        self.entity = entity
+        self.within = within
+        self.slack = slack
+        self.max_iterations = max_iterations
+
+    def _weights(
+        self, ent: IntArray, prio: FloatArray, count: FloatArray, done: npt.NDArray[np.bool_]
+    ) -> FloatArray:
+        """Per-row weights of one iteration (Gavel's ``_compute_priority_weights``); a row
+        stands for ``count`` identical jobs of one entity (``within="fairness"`` only)."""
+        n_ent = int(ent.max()) + 1 if len(ent) else 0
+        open_ = ~done
+        if self.within == "fairness":
+            total = np.bincount(ent, weights=prio * count * open_, minlength=n_ent)
+            share = np.where(open_, prio / np.where(total[ent] > 0, total[ent], 1.0), 0.0)
+            return share  # entity weight 1
+        w = np.zeros(len(ent))
+        idx = np.flatnonzero(open_)  # jobs are in arrival order: the first per entity
+        _, first = np.unique(ent[idx], return_index=True)
+        w[idx[first]] = 1.0
+        return w
+
+    def allocation(self, state: State, jobs: IntArray) -> FloatArray:
+        thr_j, sf_j, cap = self._inputs(state, jobs)
+        prio_j = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
+        labels = getattr(state.jobs, self.entity)[jobs]
+        _, ent_j = np.unique(np.asarray([str(v) for v in labels]), return_inverse=True)
+        ent_j = ent_j.reshape(-1).astype(np.int64)
+        if self.within == "fairness":  # symmetric in identical jobs of one entity
+            first, inv, count = job_classes(thr_j, sf_j, prio_j, ent_j.astype(np.float64))
+        else:  # FIFO order singles jobs out
+            first = inv = np.arange(len(jobs), dtype=np.int64)
+            count = np.ones(len(jobs))
+        thr, sf, prio, ent = thr_j[first], sf_j[first], prio_j[first], ent_j[first]
+        k = len(first)
+        prop = proportional_throughput(thr, cap)
+        live = prop > 0
+        if not live.any():
+            return np.zeros_like(thr_j)
+        coef = np.zeros_like(thr)
+        coef[live] = thr[live] / prop[live, None]
+        live_idx = np.flatnonzero(live)
+        frozen = np.zeros(k, dtype=bool)
+        level = np.zeros(k)  # normalised throughput reached so far (final once frozen)
+        x: FloatArray | None = None
+        for _ in range(min(k + 1, self.max_iterations or k + 1)):
+            w = self._weights(ent, prio, count, frozen | ~live)
+            act = (w > 0) & ~frozen & live
+            if not act.any():
+                break
+            act_idx = np.flatnonzero(act)
+            mult = np.zeros(k)
+            mult[act] = sf[act] / w[act]
+            # raise: z <= (f_j - level_j) · sf_j / w_j for weighted jobs, f_j >= level_j for all
+            lp = BaseLP(thr, sf, cap, n_extra=1, count=count)
+            lp.add_job_rows(
+                -coef * mult[:, None], -level * mult, which=act_idx, extra=np.ones((k, 1))
+            )
+            lp.add_job_rows(-coef, -level, which=live_idx)
+            c = np.zeros(lp.nv)
+            c[-1] = -1.0
+            res = self._lp.solve(lp.model(c))
+            if res.x is None:
+                if x is None:
+                    return self._fallback(thr_j, sf_j, cap)
+                self._lp.fallbacks += 1  # Gavel keeps the previous iteration's allocation
+                break
+            x = lp.allocation(res.x)
+            level[act] += float(res.x[-1]) / mult[act]
+            # bottlenecks: jobs that cannot exceed their level while the others keep theirs
+            n = len(act_idx)
+            lp2 = BaseLP(thr, sf, cap, n_extra=n, count=count)
+            eps = self.slack * np.maximum(level[act_idx], 1e-9)
+            lp2.add_job_rows(-coef, -level, which=act_idx, extra_each=eps)
+            rest = np.setdiff1d(live_idx, act_idx)
+            if len(rest):
+                lp2.add_job_rows(-coef, -level, which=rest)
+            ub = lp2.ub.copy()
+            ub[lp2.nx :] = 1.0
+            c2 = np.zeros(lp2.nv)
+            c2[lp2.nx :] = -1.0
+            res2 = self._lp.solve(lp2.model(c2, ub=ub))
+            if res2.x is None:
+                frozen[act_idx] = True  # Gavel: a failed MILP freezes every weighted job
+                continue
+            stuck = res2.x[lp2.nx :] < 0.5
+            if not stuck.any():
+                break
+            frozen[act_idx[stuck]] = True
+        assert x is not None
+        return x[inv]

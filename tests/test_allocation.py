@@ -1,0 +1,224 @@
+"""The allocation-optimisation layer (scheduling/allocation.py): base constraints, HiGHS
+wrapper, counters, fallback, job classes."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from scheduling.allocation import (
+    STATUS_OPTIMAL,
+    BaseLP,
+    LPSolver,
+    check_allocation,
+    fallback_allocation,
+    isolated_allocation,
+    isolated_throughput,
+    job_classes,
+    proportional_throughput,
+)
+
+
+def test_base_constraints_as_a_dense_matrix() -> None:
+    # 2 jobs × 2 types, gangs 1 and 2, 3 and 4 devices; job 1 cannot run on type 1
+    thr = np.array([[1.0, 2.0], [3.0, 0.0]])
+    lp = BaseLP(thr, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    m = lp.model(np.zeros(4))
+    dense = m.matrix().toarray()
+    # variables x00 x01 x10 x11; rows: cap type 0, cap type 1, row sum 0, row sum 1
+    assert dense.tolist() == [
+        [1, 0, 2, 0],
+        [0, 1, 0, 2],
+        [1, 1, 0, 0],
+        [0, 0, 1, 1],
+    ]
+    assert m.b.tolist() == [3, 4, 1, 1]
+    assert m.lb.tolist() == [0, 0, 0, 0]
+    assert m.ub.tolist() == [1, 1, 1, 0]  # the zero-throughput entry is fixed at 0
+
+
+def test_class_counts_multiply_capacity_use_only() -> None:
+    lp = BaseLP(np.ones((1, 2)), np.array([2.0]), np.array([8.0, 8.0]), count=np.array([3.0]))
+    dense = lp.model(np.zeros(2)).matrix().toarray()
+    assert dense.tolist() == [[6, 0], [0, 6], [1, 1]]
+
+
+def test_added_job_rows_with_an_extra_variable() -> None:
+    lp = BaseLP(np.array([[1.0, 2.0], [3.0, 4.0]]), np.ones(2), np.ones(2), n_extra=1)
+    lp.add_job_rows(
+        -np.array([[1.0, 2.0], [3.0, 4.0]]), 0.0, which=np.array([1]), extra=np.ones((2, 1))
+    )
+    m = lp.model(np.zeros(5))
+    assert m.matrix().toarray()[-1].tolist() == [0, 0, -3, -4, 1]
+    assert m.b[-1] == 0 and m.ub[-1] == np.inf
+
+
+def _hand_lp() -> tuple[BaseLP, np.ndarray]:
+    # maximise 3 a0 + b0 + a1 (max-throughput instance of test_gavel_lp, solved on paper):
+    # optimum a0 = 1, objective 3
+    thr = np.array([[3.0, 1.0], [1.0, 0.0]])
+    lp = BaseLP(thr, np.ones(2), np.ones(2))
+    return lp, -thr.ravel()
+
+
+@pytest.mark.parametrize("backend", ["core", "linprog"])
+def test_both_backends_solve_the_hand_instance(backend: str) -> None:
+    lp, c = _hand_lp()
+    s = LPSolver(backend)
+    res = s.solve(lp.model(c))
+    assert res.status == STATUS_OPTIMAL and res.ok
+    assert res.objective == pytest.approx(-3.0)
+    assert res.x is not None
+    np.testing.assert_allclose(lp.allocation(res.x), [[1, 0], [0, 0]], atol=1e-9)
+    assert s.stats()["lp_solves"] == 1 and s.stats()["lp_solver_s"] > 0
+
+
+def test_unknown_backend_is_a_value_error_naming_it() -> None:
+    with pytest.raises(ValueError, match="backend"):
+        LPSolver("cplex")
+
+
+@pytest.mark.parametrize("backend", ["core", "linprog"])
+def test_infeasible_lp_reports_status_and_never_raises(backend: str) -> None:
+    lp, c = _hand_lp()
+    lp.add_job_rows(-lp.thr, -10.0)  # each job needs throughput >= 10: impossible
+    s = LPSolver(backend)
+    res = s.solve(lp.model(c))
+    assert not res.ok and res.x is None and res.status == 2
+    assert np.isnan(res.objective)
+
+
+@pytest.mark.parametrize("backend", ["core", "linprog"])
+def test_unbounded_lp_reports_status(backend: str) -> None:
+    lp = BaseLP(np.ones((1, 1)), np.ones(1), np.ones(1), n_extra=1)
+    c = np.array([0.0, -1.0])  # maximise an unbounded extra variable
+    res = LPSolver(backend).solve(lp.model(c))
+    assert not res.ok and res.status in (3, 4)
+
+
+def test_nan_in_the_model_is_a_failed_solve_not_an_exception() -> None:
+    lp, c = _hand_lp()
+    c[0] = np.nan
+    s = LPSolver("linprog")
+    res = s.solve(lp.model(c))
+    assert not res.ok
+    assert s.solves == 1
+
+
+def test_warm_resolve_gives_the_same_optimum() -> None:
+    lp, c = _hand_lp()
+    s = LPSolver("core")
+    s.solve(lp.model(c))
+    c2 = -np.array([1.0, 1.0, 5.0, 0.0])  # now job 1 on type 0 is worth most
+    warm = s.solve(lp.model(c2), warm=True)
+    cold = LPSolver("core").solve(lp.model(c2))
+    assert warm.objective == pytest.approx(cold.objective) == pytest.approx(-6.0)
+
+
+def test_isolated_allocation_is_gavels() -> None:
+    # 2 jobs on 3 + 1 devices: each gets cap/k = [1.5, 0.5] / sf, scaled to row sum <= 1
+    x = isolated_allocation(np.array([1.0, 4.0]), np.array([3.0, 1.0]))
+    np.testing.assert_allclose(x, [[0.75, 0.25], [1.5 / 4, 0.5 / 4]])
+    thr = np.array([[2.0, 1.0], [4.0, 4.0]])
+    assert isolated_throughput(thr, np.array([1.0, 4.0]), np.array([3.0, 1.0])).tolist() == (
+        pytest.approx([1.75, 2.0])
+    )
+
+
+def test_proportional_throughput_ignores_the_job_count() -> None:
+    # Gavel divides cap/k by its row sum: the share of each type is cap_t / Σ cap
+    thr = np.array([[4.0, 1.0]])
+    assert proportional_throughput(thr, np.array([3.0, 1.0])).tolist() == [3.25]
+
+
+def test_fallback_keeps_the_base_constraints_and_avoids_unusable_types() -> None:
+    thr = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+    sf, cap = np.array([1.0, 2.0, 1.0]), np.array([2.0, 2.0])
+    x = fallback_allocation(thr, sf, cap)
+    assert check_allocation(x, thr, sf, cap) == []
+    assert x[0, 1] == 0 and x[2, 0] == 0 and x[1].sum() > 0
+
+
+def test_check_allocation_names_each_broken_constraint() -> None:
+    thr, sf, cap = np.array([[1.0, 0.0]]), np.array([2.0]), np.array([1.0, 1.0])
+    assert check_allocation(np.array([[0.9, 0.2]]), thr, sf, cap) == [
+        "row sum above 1",
+        "type capacity exceeded",
+        "time on a type where the job cannot run",
+    ]
+
+
+def test_job_classes_group_identical_rows() -> None:
+    thr = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 3.0], [1.0, 2.0]])
+    sf = np.array([1.0, 1.0, 1.0, 2.0])
+    first, inv, count = job_classes(thr, sf)
+    assert len(first) == 3
+    assert inv[0] == inv[1] != inv[2] != inv[3]
+    assert count[inv[0]] == 2 and count.sum() == 4
+    assert np.array_equal(thr[first][inv], thr)
+
+
+# ---------------------------------------------------------------- brute force (hypothesis)
+
+
+def vertex_max(c: np.ndarray, A: np.ndarray, b: np.ndarray, ub: np.ndarray) -> float:
+    """Maximise c·x over {A x <= b, 0 <= x <= ub} by enumerating every vertex: each choice
+    of n tight constraints among the rows and bounds, solved, kept if feasible (the brute
+    force; exact for a bounded LP, whose optimum is attained at a vertex)."""
+    n = len(c)
+    rows = np.vstack([A, np.eye(n), -np.eye(n)])
+    rhs = np.concatenate([b, ub, np.zeros(n)])
+    best = -np.inf
+    for tight in itertools.combinations(range(len(rows)), n):
+        M = rows[list(tight)]
+        if abs(np.linalg.det(M)) < 1e-9:
+            continue
+        x = np.linalg.solve(M, rhs[list(tight)])
+        if np.all(rows @ x <= rhs + 1e-7):
+            best = max(best, float(c @ x))
+    return best
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    thr=st.lists(st.integers(0, 4), min_size=4, max_size=4),
+    sf=st.lists(st.sampled_from([1, 2]), min_size=2, max_size=2),
+    cap=st.lists(st.integers(1, 2), min_size=2, max_size=2),
+)
+def test_max_throughput_lp_matches_vertex_enumeration(
+    thr: list[int], sf: list[int], cap: list[int]
+) -> None:
+    T = np.array(thr, dtype=float).reshape(2, 2)
+    lp = BaseLP(T, np.array(sf, dtype=float), np.array(cap, dtype=float))
+    m = lp.model(-T.ravel())
+    res = LPSolver().solve(m)
+    assert res.ok
+    brute = vertex_max(T.ravel(), m.matrix().toarray(), m.b, m.ub)
+    assert -res.objective == pytest.approx(brute, abs=1e-7)
+    assert res.x is not None
+    x = lp.allocation(res.x)
+    assert check_allocation(x, T, np.array(sf, float), np.array(cap, float)) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    thr=st.lists(st.integers(0, 5), min_size=6, max_size=6),
+    cap=st.lists(st.integers(1, 3), min_size=2, max_size=2),
+)
+def test_core_and_linprog_agree_on_random_lps(thr: list[int], cap: list[int]) -> None:
+    # a 3×2 instance is too big to enumerate quickly: cross-check the two backends (and
+    # scipy's interior-point method) instead
+    T = np.array(thr, dtype=float).reshape(3, 2)
+    lp = BaseLP(T, np.ones(3), np.array(cap, dtype=float))
+    m = lp.model(-T.ravel())
+    a, b = LPSolver("core").solve(m), LPSolver("linprog").solve(m)
+    ipm = linprog(
+        m.c, A_ub=m.matrix(), b_ub=m.b, bounds=np.column_stack([m.lb, m.ub]), method="highs-ipm"
+    )
+    assert a.objective == pytest.approx(b.objective, abs=1e-7)
+    assert a.objective == pytest.approx(ipm.fun, abs=1e-6)
