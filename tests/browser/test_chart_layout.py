@@ -189,3 +189,43 @@ def test_forty_runs_draw_without_overlapping_text(
     drawn_s = check_pages(pg, live_server.url, exp, screenshots, "40")
     assert console.errors == [], console.errors
     print(f"40 runs: both pages drawn and measured in {drawn_s:.1f} s")
+
+
+#: Policies of many families for the many-policies check (those registered are used).
+MANY_POLICIES = (
+    "fifo",
+    "las",
+    "tiresias",
+    "gavel-fifo",
+    "gavel-las",
+    "gavel-mmf",
+    "gavel-ftf",
+    "gavel-max-throughput",
+    "gavel-makespan",
+    "gavel-fifo-het",
+    "gavel-hierarchical",
+    "allox",
+    "gandiva-fair",
+    "themis",
+    "gandiva",
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dozen_policies_draw_without_overlapping_text(
+    page: tuple[Any, Console], live_server: Any, django_user_model: Any, screenshots: Path
+) -> None:
+    """One run per policy of a dozen or more (more policies than a legend names), one config:
+    every chart of both pages, the fairness and allocation views included, still fits."""
+    from scheduling.registry import POLICIES
+
+    policies = [p for p in MANY_POLICIES if p in POLICIES]
+    assert len(policies) >= 12, policies
+    pg, console = page
+    sign_in(pg, live_server.url, django_user_model, "many")
+    owner = django_user_model.objects.get(username="many")
+    exp = finished_experiment(owner, "many policies", [SMALL], policies, [1.0], [0])
+    assert exp.runs.filter(state="succeeded").count() == len(policies)
+    drawn_s = check_pages(pg, live_server.url, exp, screenshots, "policies")
+    assert console.errors == [], console.errors
+    print(f"{len(policies)} policies: both pages drawn and measured in {drawn_s:.1f} s")

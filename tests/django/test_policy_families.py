@@ -52,3 +52,12 @@ def test_a_grouped_choice_is_still_accepted(web: Client, owner: Any, make_worklo
     assert valid == set(POLICIES)
     assert form.fields["policies"].valid_value("gavel-las")
     assert not form.fields["policies"].valid_value("no-such-policy")
+
+
+def test_thirty_policies_get_thirty_colours() -> None:
+    from dashboard.plotting import PALETTE, colours
+
+    thirty = colours(f"p{i}" for i in range(31))
+    assert len(set(list(thirty.values())[:30])) == 30
+    assert list(thirty.values())[:10] == list(PALETTE)  # the first ten as before
+    assert thirty["p30"] == PALETTE[0]  # then they repeat
