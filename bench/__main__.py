@@ -14,7 +14,11 @@ table against the restatement of the Tiresias simulator (``tests/tiresias_refere
 the speed against the simulator itself (≥ 100× on 10,000 jobs); section ``gavel`` the same for
 Gavel (≥ 50× on its 8,000-job trace, ≥ 10× on Shockwave's 460 jobs).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product ...]`` runs some sections only.
+Section ``hetero`` (:mod:`bench.hetero`): the heterogeneity-aware and fair policies of issue 13
+on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero-560`` preset.
+
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero ...]`` runs some
+sections only.
 """
 
 from __future__ import annotations
@@ -272,6 +276,16 @@ def bench_product() -> None:
 
 SECTIONS["product"] = bench_product
 SECTIONS["chaos"] = lambda: __import__("bench.chaos", fromlist=["bench_chaos"]).bench_chaos()
+
+
+def bench_hetero() -> None:
+    from bench.hetero import bench_hetero as run
+
+    print("## Heterogeneity-aware and fair policies (issue 13): Gavel's traces and full Philly\n")
+    run(_in_process)
+
+
+SECTIONS["hetero"] = bench_hetero
 
 
 def main(argv: list[str]) -> int:

@@ -134,6 +134,44 @@ def philly_spec(catalog: Catalog | None = None) -> dict[str, Any]:
     return {"name": "philly", "racks": racks, "pools": pools}
 
 
+#: Accelerator generation of each rack of :func:`philly_hetero_spec`, by rack name.
+PHILLY_HETERO_RACKS: Mapping[str, str] = MappingProxyType(
+    {
+        "8gpu-rack0": "V100",
+        "8gpu-rack1": "P100",
+        "8gpu-rack2": "P100",
+        "8gpu-rack3": "K80",
+        "2gpu-rack0": "K80",
+        "2gpu-rack1": "K80",
+    }
+)
+
+
+def philly_hetero_spec(catalog: Catalog | None = None) -> dict[str, Any]:
+    """The ``philly`` preset's shape with three GPU generations: 128 V100, 256 P100, 176 K80.
+
+    For the full Philly trace (82,247 jobs) under heterogeneity-aware policies. Everything
+    but the accelerator of each rack is :func:`philly_spec`'s (560 GPUs: 64 servers x 8 in 4
+    racks of 16, 24 servers x 2 in 2 racks; 100 Gbit/s RDMA inside a rack, oversubscription
+    4.0 between racks), so results compare with the homogeneous ``philly`` preset rack for
+    rack. The mix is an assumption: Philly's public data give no per-generation counts (its
+    machine list records per server only the GPU count and per-GPU memory, see
+    :func:`philly_spec`), so the three generations are those Gavel (Narayanan et al.,
+    OSDI'20) evaluates on (V100, P100, K80), split by rack: one rack of the newest generation
+    (V100), two of the reference type (P100, so most trace durations keep their recorded
+    meaning), and the oldest (K80) on the remaining 8-GPU rack and on every 2-GPU server
+    (older, smaller servers). Each rack is one generation,
+    so a gang never mixes types; every 8-GPU rack (128 GPUs) holds the trace's largest gang.
+    """
+    spec = philly_spec(catalog)
+    for pool in spec["pools"]:
+        generation = PHILLY_HETERO_RACKS[pool["rack"]]
+        pool["accelerator"] = generation
+        pool["name"] = f"{generation.lower()}-{pool['rack']}"
+    spec["name"] = "philly-hetero-560"
+    return spec
+
+
 # -- Gavel ----------------------------------------------------------------------------------------
 
 GAVEL_TESTBED = "v100:36:8,p100:36:8,k80:36:8"
@@ -490,6 +528,20 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             ),
             source="made up for demonstrations; no real cluster",
             spec=mixed_cloud_edge_spec,
+        ),
+        "philly-hetero-560": Preset(
+            description=(
+                "The philly preset's 560 GPUs in three generations, one per rack: 128 V100 "
+                "(one rack of 16 x 8), 256 P100 (two racks of 16 x 8), 176 K80 (one rack of "
+                "16 x 8 and all 24 2-GPU servers). Same racks, network and servers as "
+                "philly; the generation mix is assumed (Philly's counts are not published)."
+            ),
+            source=(
+                "Jeon et al., USENIX ATC'19 (Philly: 2- and 8-GPU servers, RDMA within a "
+                "rack); generations as Gavel's (Narayanan et al., OSDI'20: V100, P100, "
+                "K80); shape of the philly preset"
+            ),
+            spec=philly_hetero_spec,
         ),
     }
 )

@@ -30,7 +30,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from dashboard import figures, gantt
+from dashboard import fairviews, figures, gantt
 from dashboard.access import chart_access
 from dashboard.plotting import Chart, empty
 from dashboard.results import (
@@ -109,7 +109,12 @@ def experiment_chart_names() -> list[str]:
     names += [f"pareto-{a}" for a in figures.PARETO_AXES]
     names += [f"timeline-{k}" for k in figures.TIMELINES]
     names += [f"groups-{c}" for c in figures.GROUPS]
-    return names
+    names += [f"{v}-{c}" for v in FAIR_VIEWS for c in figures.GROUPS]
+    return [*names, "typealloc"]
+
+
+#: Per-user fairness views (:mod:`dashboard.fairviews`), each for users and for VCs.
+FAIR_VIEWS = ("fairshare", "rho")
 
 
 @chart_access
@@ -137,10 +142,38 @@ def experiment_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return figures.type_utilisation(grid, config)
         if head == "groups":
             return figures.group_jct(grid, config, arg)
+        if head in FAIR_VIEWS or head == "typealloc":
+            return _experiment_fair_view(grid, config, head, arg, request.GET.get("policy"))
         return figures.experiment_timeline(grid, config, arg)
 
     version = f"{exp.state}|{grid.total}|{version_of(grid.runs)}"
     return respond(request, build, kind="experiment", pk=pk, name=name, version=version)
+
+
+def _experiment_fair_view(
+    grid: Any, key: str | None, head: str, column: str, policy: str | None
+) -> Chart:
+    titles = {
+        "fairshare": "Device-time received vs fair share",
+        "rho": "Finish-time fairness ρ by group",
+        "typealloc": "Who ran on which accelerator type, over time",
+    }
+    config = figures._config_or_empty(grid, key, titles[head])
+    if isinstance(config, Chart):
+        return config
+    label = grid.config_label(config)
+    if head == "typealloc":
+        names = [p for p in grid.policies if (p, config) in grid.cells]
+        if not names:
+            return empty(titles[head], figures.NO_RUNS)
+        chosen = policy if policy in names else names[0]
+        run = grid.cells[(chosen, config)][0]
+        seed = f" · seed {run.seed}" if len(grid.cells[(chosen, config)]) > 1 else ""
+        return fairviews.type_allocation(run, f"{chosen} · {label}{seed}")
+    series = figures.policy_series(grid, config)
+    if head == "fairshare":
+        return fairviews.fair_share(series, column, label)
+    return fairviews.rho_by_group(series, column, label)
 
 
 # -- runs ----------------------------------------------------------------------------------------
@@ -322,7 +355,9 @@ def cluster_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
 
 def compare_chart_names() -> list[str]:
     names = ["cdf", "timeline-utilisation", "timeline-queue"]
-    return names + [f"bars-{m}" for m in figures.COMPARE_METRICS]
+    names += [f"bars-{m}" for m in figures.COMPARE_METRICS]
+    names += [f"{v}-{c}" for v in FAIR_VIEWS for c in figures.GROUPS]
+    return [*names, "typealloc"]
 
 
 @chart_access
@@ -342,7 +377,21 @@ def compare_chart(request: HttpRequest, name: str) -> HttpResponse:
     def build() -> Chart:
         if head == "bars":
             return figures.compare_bars(ok, arg)
+        if head == "typealloc":
+            if not ok:
+                return empty("Who ran on which accelerator type, over time", figures.NO_RUNS)
+            from dashboard.pages import hetero_clusters
+
+            wanted = request.GET.get("run", "")
+            mixed = hetero_clusters({r.cluster_id for r in ok})
+            first = next((r for r in ok if r.cluster_id in mixed), ok[0])
+            run = next((r for r in ok if str(r.pk) == wanted), first)
+            return fairviews.type_allocation(run, figures.run_label(run))
         series = figures.compare_series(ok)
+        if head == "fairshare":
+            return fairviews.fair_share(series, arg, "")
+        if head == "rho":
+            return fairviews.rho_by_group(series, arg, "")
         if head == "cdf":
             return figures.cdf_chart(
                 "JCT distribution (CDF) by run", series, note="Downsampled to 2,000 points per run."

@@ -138,9 +138,7 @@ class ExperimentForm(forms.Form):
             status=WorkloadStatus.READY
         )
         seeded = " (uses the seed)"
-        self.fields["policies"].choices = [
-            (n, n + seeded if cls.uses_seed else n) for n, cls in POLICIES.items()
-        ]
+        self.fields["policies"].choices = policy_choices(POLICIES, seeded)
         self.fields["placement"].choices = [("", "default")] + [
             (n, n + seeded if cls.uses_seed else n) for n, cls in PLACEMENTS.items()
         ]
@@ -242,6 +240,39 @@ class ExperimentForm(forms.Form):
                 self.add_error("workloads", message)
             else:
                 self.add_error(None, message)
+
+
+#: Policy families of the experiment form, by the module that defines the policy (the
+#: registry keeps one module per family); modules of one classic policy each are baselines.
+POLICY_FAMILIES = {
+    "gavel": "Gavel (heterogeneity-aware)",
+    "gavel_lp": "Gavel (heterogeneity-aware)",
+    "allocation": "Gavel (heterogeneity-aware)",
+    "themis": "Themis",
+    "allox": "AlloX",
+    "gandiva": "Gandiva",
+    "gandiva_fair": "Gandiva",
+}
+BASELINES = "Baselines"
+_BASELINE_MODULES = frozenset({"fifo", "sjf", "srtf", "las", "tiresias", "priority", "edf"})
+
+
+def policy_family(cls: Any) -> str:
+    """The family a policy class is listed under on the experiment form."""
+    module = str(cls.__module__).rsplit(".", 1)[-1]
+    if module in _BASELINE_MODULES:
+        return BASELINES
+    return POLICY_FAMILIES.get(module, module.replace("_", " ").capitalize())
+
+
+def policy_choices(policies: Any, seeded: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The registry's policies as checkbox choices grouped by family (baselines first, then
+    in registry order), so a registry of 25+ policies reads as a few short lists."""
+    groups: dict[str, list[tuple[str, str]]] = {BASELINES: []}
+    for name, cls in policies.items():
+        label = name + seeded if cls.uses_seed else name
+        groups.setdefault(policy_family(cls), []).append((name, label))
+    return [(family, items) for family, items in groups.items() if items]
 
 
 def seeds_help() -> str:

@@ -138,6 +138,14 @@ def seed_note(exp: Experiment) -> str:
     )
 
 
+def hetero_clusters(cluster_ids: set[int]) -> set[int]:
+    """Those of these clusters with more than one accelerator type."""
+    from planner.models import Cluster
+
+    rows = Cluster.objects.filter(pk__in=cluster_ids).values_list("pk", "device_types")
+    return {pk for pk, types in rows if len(types or []) > 1}
+
+
 def experiment_context(exp: Experiment, active: int) -> dict[str, Any]:
     """What the experiment page needs for its charts (added to the progress context)."""
     grid: Grid = experiment_grid(exp)
@@ -145,7 +153,9 @@ def experiment_context(exp: Experiment, active: int) -> dict[str, Any]:
     groups: dict[str, None] = {}
     for summary in exp.workloads.values_list("summary", flat=True):
         groups.update(dict.fromkeys(trace_groups(summary)))
+    clusters = {c.cluster_id for c in grid.configs}
     return {
+        "hetero": bool(grid.runs) and hetero_clusters(clusters),
         "seed_note": seed_note(exp),
         "charts_ready": bool(grid.runs) and not active,
         "grid": grid,
@@ -211,6 +221,14 @@ def compare(request: HttpRequest) -> HttpResponse:
         .order_by("-id")[:200]
     )
     chosen = {r.pk for r in runs}
+    done = [r for r in runs if r.state == RunState.SUCCEEDED]
+    groups: dict[str, None] = {}
+    from planner.models import Workload
+
+    workloads = Workload.objects.filter(pk__in={r.workload_id for r in done})
+    for summary in workloads.values_list("summary", flat=True):
+        groups.update(dict.fromkeys(trace_groups(summary)))
+    mixed = hetero_clusters({r.cluster_id for r in done})
     ctx = {
         "runs": runs,
         "labels": [figures.run_label(r) for r in runs],
@@ -221,6 +239,10 @@ def compare(request: HttpRequest) -> HttpResponse:
         "chosen": chosen,
         "query": ",".join(str(r.pk) for r in runs),
         "chart_names": compare_chart_names(),
+        "groups": [c for c in figures.GROUPS if c in groups],
+        "hetero": [
+            {"pk": r.pk, "label": figures.run_label(r)} for r in done if r.cluster_id in mixed
+        ],
         "compare_metrics": figures.COMPARE_METRICS,
         "not_done": [r.pk for r in runs if r.state != RunState.SUCCEEDED],
         "active": any(r.state in ACTIVE_STATES for r in runs),

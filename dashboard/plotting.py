@@ -46,9 +46,37 @@ MAX_TIMELINE_POINTS = 5000
 TIME_UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0))
 
 
+#: Colours of the 11th to 30th policies (registries of 25+ policies): Tableau 20's light
+#: companions of :data:`PALETTE`, then darker shades of it, so no two of 30 policies share one.
+MORE_COLOURS = (
+    "#a0cbe8",
+    "#ffbe7d",
+    "#ff9d9a",
+    "#86bcb6",
+    "#8cd17d",
+    "#f1ce63",
+    "#d4a6c8",
+    "#fabfd2",
+    "#d7b5a6",
+    "#79706e",
+    "#2b5c8a",
+    "#b5651d",
+    "#a83232",
+    "#3f8f88",
+    "#2f7a2b",
+    "#9c8416",
+    "#7b4d72",
+    "#c7607a",
+    "#6b4b3a",
+    "#4a4a4a",
+)
+
+
 def colours(labels: Iterable[str]) -> dict[str, str]:
-    """A colour per label, by position (stable for a given order)."""
-    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(dict.fromkeys(labels))}
+    """A colour per label, by position (stable for a given order): distinct for the first 30
+    labels, then repeating."""
+    every = (*PALETTE, *MORE_COLOURS)
+    return {label: every[i % len(every)] for i, label in enumerate(dict.fromkeys(labels))}
 
 
 def time_unit(values: Iterable[float | None]) -> tuple[str, float]:

@@ -222,3 +222,23 @@ def test_notice_has_a_section_per_shipped_node_list() -> None:
     notice = (DATA / "NOTICE.md").read_text()
     for filename, _ in NODE_FILES.values():
         assert f"## {filename}" in notice
+
+
+def test_philly_hetero_is_philly_in_three_generations_one_per_rack() -> None:
+    hetero, homo = preset("philly-hetero-560"), preset("philly")
+    assert hetero.total_devices == homo.total_devices == 560
+    per_type = {
+        name: int(hetero.node_devices[hetero.node_type == t].sum())
+        for t, name in enumerate(hetero.type_names)
+    }
+    assert per_type == {"V100-SXM2-16GB": 128, "P100": 256, "K80": 176}
+    # the same servers, racks and rack of each server as the homogeneous preset
+    assert hetero.node_devices.tolist() == homo.node_devices.tolist()
+    assert hetero.node_rack.tolist() == homo.node_rack.tolist()
+    for rack in range(int(hetero.node_rack.max()) + 1):
+        assert len(set(hetero.node_type[hetero.node_rack == rack].tolist())) == 1
+    # every 8-GPU rack holds the trace's largest gang
+    for t in range(len(hetero.type_names)):
+        racks = hetero.node_rack[(hetero.node_type == t) & (hetero.node_devices == 8)]
+        sizes = [int(hetero.node_devices[hetero.node_rack == r].sum()) for r in set(racks.tolist())]
+        assert max(sizes) >= PHILLY_TRACE_MAX_GANG

@@ -24,7 +24,6 @@ from tests.browser.test_dashboard_browser import charts_drawn, shot, sign_in
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-GAVEL_TRACE = ROOT / "clustersim/data/demo/gavel_synth_multigpu_n100.trace"
 #: Smallest plot area (inside the axes) of any chart, px.
 MIN_PLOT_HEIGHT = 150
 #: Largest share of a chart's height its legend may take.
@@ -49,6 +48,30 @@ ZONED = {
     "regions": [{"name": "california", "carbon_zone": "US-CAL-CISO"}],
 }
 
+#: Measured Gavel job types (so the allocation-by-type chart stacks named types).
+JOB_TYPES = (
+    "ResNet-18 (batch size 64)",
+    "ResNet-50 (batch size 64)",
+    "Transformer (batch size 128)",
+    "LM (batch size 20)",
+    "A3C",
+    "CycleGAN",
+    "Recommendation (batch size 2048)",
+)
+
+
+def users_trace(n: int = 120, users: int = 14) -> bytes:
+    """A CSV trace of ``n`` jobs of ``users`` users (Philly-like hashed names) in three
+    virtual clusters, with Gavel job types: the fairness charts list 10 users and "4 others"."""
+    lines = ["submit_time,num_gpus,work,job_type,user,vc"]
+    for i in range(n):
+        gpus = (1, 1, 2, 4, 1, 8)[i % 6]
+        work = 600 + (i * 37 % 20) * 300
+        user = f"user-{(i * 5) % users:02d}-7f04ca3e"
+        lines.append(f"{i * 45},{gpus},{work},{JOB_TYPES[i % len(JOB_TYPES)]},{user},vc-{i % 3}")
+    return ("\n".join(lines) + "\n").encode()
+
+
 #: A function of ``[minPlot, maxLegend, tol]``: per figure, what is wrong with its layout.
 MEASURE = (Path(__file__).parent / "measure_layout.js").read_text()
 
@@ -61,20 +84,16 @@ def finished_experiment(
     loads: list[float],
     seeds: list[int],
 ) -> Any:
-    """An experiment of ``len(specs) × len(policies) × len(loads) × len(seeds)`` runs on the
-    Gavel demo trace (100 jobs) with the random placement, each simulated and stored as a
-    worker would."""
+    """An experiment of ``len(specs) × len(policies) × len(loads) × len(seeds)`` runs on
+    :func:`users_trace` (120 jobs of 14 users, so the per-user fairness charts are drawn too)
+    with the random placement, each simulated and stored as a worker would."""
     from planner import parsing, runner, services
     from planner.models import Workload
 
-    workload = Workload.objects.filter(owner=owner, name="gavel").first()
+    workload = Workload.objects.filter(owner=owner, name="users").first()
     if workload is None:
         workload = services.create_workload(
-            owner,
-            name="gavel",
-            filename=GAVEL_TRACE.name,
-            raw=GAVEL_TRACE.read_bytes(),
-            enqueue=False,
+            owner, name="users", filename="users.csv", raw=users_trace(), enqueue=False
         )
         parsing.parse_workload(workload.pk)
         workload.refresh_from_db()
@@ -118,6 +137,8 @@ def check_pages(pg: Any, base: str, exp: Any, screenshots: Path, tag: str) -> fl
     pg.goto(f"{base}/experiments/{exp.pk}/")
     states = charts_drawn(pg)
     assert states and all(s in ("ready", "empty") for s in states.values()), states
+    new_views = ("fairshare-user", "rho-user", "fairshare-vc", "rho-vc", "typealloc")
+    assert all(states.get(f"chart-{v}") == "ready" for v in new_views), states
     bad = {f"experiment: {k}": v for k, v in layout_problems(pg).items()}
     shot(pg, screenshots, f"layout-{tag}-experiment")
 
@@ -125,6 +146,7 @@ def check_pages(pg: Any, base: str, exp: Any, screenshots: Path, tag: str) -> fl
     pg.goto(f"{base}/compare/?runs={ids}")
     states = charts_drawn(pg)
     assert states and all(s == "ready" for s in states.values()), states
+    assert all(f"chart-{v}" in states for v in new_views), states
     bad.update({f"compare: {k}": v for k, v in layout_problems(pg).items()})
     shot(pg, screenshots, f"layout-{tag}-compare")
     n = exp.runs.count()
@@ -167,3 +189,43 @@ def test_forty_runs_draw_without_overlapping_text(
     drawn_s = check_pages(pg, live_server.url, exp, screenshots, "40")
     assert console.errors == [], console.errors
     print(f"40 runs: both pages drawn and measured in {drawn_s:.1f} s")
+
+
+#: Policies of many families for the many-policies check (those registered are used).
+MANY_POLICIES = (
+    "fifo",
+    "las",
+    "tiresias",
+    "gavel-fifo",
+    "gavel-las",
+    "gavel-mmf",
+    "gavel-ftf",
+    "gavel-max-throughput",
+    "gavel-makespan",
+    "gavel-fifo-het",
+    "gavel-hierarchical",
+    "allox",
+    "gandiva-fair",
+    "themis",
+    "gandiva",
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dozen_policies_draw_without_overlapping_text(
+    page: tuple[Any, Console], live_server: Any, django_user_model: Any, screenshots: Path
+) -> None:
+    """One run per policy of a dozen or more (more policies than a legend names), one config:
+    every chart of both pages, the fairness and allocation views included, still fits."""
+    from scheduling.registry import POLICIES
+
+    policies = [p for p in MANY_POLICIES if p in POLICIES]
+    assert len(policies) >= 12, policies
+    pg, console = page
+    sign_in(pg, live_server.url, django_user_model, "many")
+    owner = django_user_model.objects.get(username="many")
+    exp = finished_experiment(owner, "many policies", [SMALL], policies, [1.0], [0])
+    assert exp.runs.filter(state="succeeded").count() == len(policies)
+    drawn_s = check_pages(pg, live_server.url, exp, screenshots, "policies")
+    assert console.errors == [], console.errors
+    print(f"{len(policies)} policies: both pages drawn and measured in {drawn_s:.1f} s")

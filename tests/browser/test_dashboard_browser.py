@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from planner.models import Run
 from tests.browser.conftest import Console
@@ -45,8 +46,20 @@ def charts_drawn(page: Any, timeout_ms: int = 60_000) -> dict[str, str]:
     """Wait until the first screen is drawn, scroll through the page so its lazily drawn
     charts render too, and wait until every chart container settled; their states by id."""
     first_screen_drawn(page, timeout_ms)
-    page.evaluate(SCROLL_THROUGH)
-    page.wait_for_selector("body[data-charts=done]", state="attached", timeout=timeout_ms)
+    # a chart whose data arrive after the scroll went past it waits to be scrolled near
+    # again (lazy drawing): scroll through until every chart settled
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        page.evaluate(SCROLL_THROUGH)
+        left_ms = max(1.0, 1000 * (deadline - time.monotonic()))
+        try:
+            page.wait_for_selector(
+                "body[data-charts=done]", state="attached", timeout=min(5000.0, left_ms)
+            )
+            break
+        except PlaywrightTimeout:
+            if time.monotonic() >= deadline:
+                raise
     page.evaluate("window.scrollTo(0, 0)")
     states = page.eval_on_selector_all(
         "[data-chart]", "els => Object.fromEntries(els.map(e => [e.id, e.dataset.state]))"

@@ -25,7 +25,8 @@ def test_the_experiment_page_lays_out_every_chart_once_runs_are_done(
     expected = {
         f"/charts/experiments/{experiment.pk}/{n}/"
         for n in charts.experiment_chart_names()
-        if not n.startswith("groups-")  # the Gavel trace names no users nor VCs
+        # the Gavel trace names no users nor VCs: no breakdown or fairness view by them
+        if not n.startswith(("groups-", "fairshare-", "rho-"))
     }
     assert set(urls) == expected
     assert "/vendor/plotly-" in html and "cdn" not in html.lower()
@@ -103,7 +104,9 @@ def test_the_compare_page_is_a_shareable_url_of_run_ids(web: Client, experiment:
     r = web.get("/compare/", {"runs": [str(i) for i in ids[:3]]})
     assert r.status_code == 302 and r["Location"] == f"/compare/?runs={ids[0]},{ids[1]},{ids[2]}"
     html = web.get(r["Location"]).content.decode()
-    assert len(chart_urls(html)) == len(charts.compare_chart_names())
+    by_group = ("fairshare-", "rho-")  # the Gavel trace names no users nor VCs
+    shown = [n for n in charts.compare_chart_names() if not n.startswith(by_group)]
+    assert len(chart_urls(html)) == len(shown)
     assert all(u.endswith(f"?runs={ids[0]},{ids[1]},{ids[2]}") for u in chart_urls(html))
     assert "format=csv" in html  # export links keep the query
     assert web.get("/compare/").status_code == 200  # no runs yet: the picker
