@@ -144,9 +144,12 @@ def test_a_planner_compares_policies_end_to_end(
     started = time.monotonic()
     states = charts_drawn(pg, timeout_ms=120_000)  # polls progress, reloads when done
     all_ready(states)
-    # 24 Plotly figures (the Philly sample names virtual clusters: JCT by VC) and the table
-    assert len(states) == 25 and plots(pg) == 24
-    assert "chart-groups-vc" in states and "chart-groups-user" not in states
+    # 27 Plotly figures and the table; the Philly sample names virtual clusters (JCT, fair
+    # share and ρ by VC) but no users
+    assert len(states) == 28 and plots(pg) == 27
+    for name in ("groups", "fairshare", "rho"):
+        assert f"chart-{name}-vc" in states and f"chart-{name}-user" not in states
+    assert "chart-typealloc" in states
     runs = list(Run.objects.values_list("pk", "policy", "load_factor", "state", "error"))
     assert all(r[3] == "succeeded" for r in runs), runs  # with the reasons if not
     assert pg.locator("#chart-table tbody tr, #chart-table tr").count() >= 5
@@ -179,7 +182,7 @@ def test_a_planner_compares_policies_end_to_end(
     assert download.value.suggested_filename.endswith(".png")
     assert bottom.get_attribute("data-state") == "ready"
     all_ready(charts_drawn(pg))
-    assert plots(pg) == 24
+    assert plots(pg) == 27
     assert pg.evaluate("window.clustersimCharts.all.then(() => true)")
     warm_s = time.monotonic() - t0
     assert warm_s < 10, f"experiment page took {warm_s:.1f} s to draw its charts"
