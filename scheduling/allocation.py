@@ -40,6 +40,7 @@ identical inputs are solved as one row (:func:`job_classes`) where the LP is sym
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -240,6 +241,23 @@ def solution_allocation(x: FloatArray, thr: FloatArray) -> FloatArray:
     return a
 
 
+@functools.lru_cache(maxsize=256)
+def _maxmin_structure(k: int, nt: int) -> tuple[IntArray, IntArray]:
+    """``indptr`` and ``indices`` of :func:`maxmin_model` with every row live (read only)."""
+    nx = k * nt
+    indptr = np.empty(nx + 2, dtype=np.int64)
+    indptr[: nx + 1] = np.arange(0, 3 * nx + 1, 3, dtype=np.int64)
+    indptr[nx + 1] = 3 * nx + k
+    rows = np.empty((k, nt, 3), dtype=np.int64)
+    rows[:, :, 0] = np.arange(nt, dtype=np.int64)[None, :]
+    rows[:, :, 1] = nt + np.arange(k, dtype=np.int64)[:, None]
+    rows[:, :, 2] = nt + k + np.arange(k, dtype=np.int64)[:, None]
+    indices = np.concatenate([rows.ravel(), nt + k + np.arange(k, dtype=np.int64)])
+    indptr.flags.writeable = False
+    indices.flags.writeable = False
+    return indptr, indices
+
+
 def maxmin_model(
     thr: FloatArray,
     sf: FloatArray,
@@ -266,6 +284,25 @@ def maxmin_model(
     m = int(np.count_nonzero(live))
     sf = np.asarray(sf, dtype=np.float64)
     use = sf if count is None else sf * np.asarray(count, dtype=np.float64)
+    c = np.zeros(nx + 1)
+    c[-1] = -1.0
+    b = np.zeros(nt + k + m)
+    b[:nt] = cap
+    b[nt : nt + k] = 1.0
+    ub = np.empty(nx + 1)
+    ub[:nx] = np.where(thr.ravel() > 0, 1.0, 0.0)
+    ub[nx] = np.inf
+    if m == k:  # the usual case: every row has its max-min row, the structure is k's
+        indptr, indices = _maxmin_structure(k, nt)
+        data = np.empty(3 * nx + k)
+        v = data[: 3 * nx].reshape(k, nt, 3)
+        v[:, :, 0] = use[:, None]
+        v[:, :, 1] = 1.0
+        v[:, :, 2] = -np.asarray(coef, dtype=np.float64)
+        data[3 * nx :] = 1.0
+        return LPModel(
+            c=c, indptr=indptr, indices=indices, data=data, b=b, lb=np.zeros(nx + 1), ub=ub
+        )
     # per allocation column (j, t): rows t, nt + j and (live j) nt + k + position of j
     per_col = np.empty(nx + 1, dtype=np.int64)
     per_col[:nx] = np.repeat(2 + live.astype(np.int64), nt)
@@ -289,14 +326,6 @@ def maxmin_model(
     indices[nnz - m :] = nt + k + np.arange(m, dtype=np.int64)
     data[: nnz - m] = vals[keep]
     data[nnz - m :] = 1.0
-    c = np.zeros(nx + 1)
-    c[-1] = -1.0
-    b = np.zeros(nt + k + m)
-    b[:nt] = cap
-    b[nt : nt + k] = 1.0
-    ub = np.empty(nx + 1)
-    ub[:nx] = np.where(thr.ravel() > 0, 1.0, 0.0)
-    ub[nx] = np.inf
     return LPModel(c=c, indptr=indptr, indices=indices, data=data, b=b, lb=np.zeros(nx + 1), ub=ub)
 
 
@@ -472,10 +501,15 @@ def classes_among(gid: IntArray, jobs: IntArray) -> tuple[IntArray, IntArray, Fl
     larger set are in that order, so the classes present among ``jobs`` keep it, and as both
     take the first occurrence as representative (a stable sort), ``first`` is the same.
     """
-    _, first, inverse, count = np.unique(
-        gid[jobs], return_index=True, return_inverse=True, return_counts=True
-    )
-    return first.astype(np.int64), inverse.reshape(-1).astype(np.int64), count.astype(np.float64)
+    g = gid[jobs]
+    k = len(g)
+    size = int(g.max()) + 1 if k else 0
+    n = np.bincount(g, minlength=size)
+    present = n > 0
+    first = np.full(size, k, dtype=np.int64)
+    np.minimum.at(first, g, np.arange(k, dtype=np.int64))  # first occurrence of each class
+    rank = np.cumsum(present) - 1
+    return first[present], rank[g].astype(np.int64), n[present].astype(np.float64)
 
 
 def isolated_allocation(sf: FloatArray, cap: FloatArray) -> FloatArray:
