@@ -173,15 +173,17 @@ class GavelMMF(GavelLP):
 
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
         thr, sf, cap = self._inputs(state, jobs)
-        w = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
-        prop = proportional_throughput(thr, cap)
-        live = prop > 0
-        coef = np.zeros_like(thr)
-        coef[live] = thr[live] * (sf[live] / (w[live] * prop[live]))[:, None]
+        prop = proportional_throughput(thr, cap)  # over every job, as Gavel (same bits)
+        first, inv, count = self._classes(state, jobs)
+        # the rest is row by row: computed for one job of each class only
+        thr_c, sf_c, prop_c = thr[first], sf[first], prop[first]
+        w_c = np.maximum(state.jobs.priority[jobs[first]].astype(np.float64), 1.0)
+        live = prop_c > 0
         if not live.any():
             return np.zeros_like(thr)
-        first, inv, count = self._classes(state, jobs)
-        x = self._maxmin(thr[first], sf[first], cap, coef[first], live[first], count)
+        coef = np.zeros_like(thr_c)
+        coef[live] = thr_c[live] * (sf_c[live] / (w_c[live] * prop_c[live]))[:, None]
+        x = self._maxmin(thr_c, sf_c, cap, coef, live, count)
         return self._fallback(thr, sf, cap) if x is None else x[inv]
 
     def _class_columns(self, state: State, jobs: IntArray) -> tuple[FloatArray, ...]:
