@@ -11,8 +11,9 @@ each is a handful of small operations whose fixed cost dominates, once per job s
 stopped; compiled by numba, a whole decision is one call, so a run costs in proportion to
 the jobs it moves, not to Python per start, stop or event. Tiresias's queues
 (:func:`tiresias_order`, which keeps them as linked lists in the order its simulator does)
-and a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy placement)
-are the policy-side loops here.
+a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy placement)
+and a quantum's selection of Gandiva-Fair's stride scheduling (:func:`stride_select`) are the
+policy-side loops here.
 
 The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
 decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source

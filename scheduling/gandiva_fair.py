@@ -137,6 +137,8 @@ class GandivaFair(Policy):
       of its earlier jobs) / entitlement``, and jobs are admitted in key order while their
       gang fits (a skipped gang still counts in the keys of the user's later jobs; the
       sequential rule would not count it — a difference only when a gang does not fit).
+      The per-type loop runs compiled (:func:`clustersim.kernels.stride_select`, checked
+      against the numpy version it replaced by a property test).
     * **Split scheduler and load balancing.** The paper runs one stride scheduler per server
       for jobs that fit a server, a central one for larger gangs, and a load balancer that
       migrates jobs to even out tickets per GPU across servers. Here each device type is one
