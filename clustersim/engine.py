@@ -1137,6 +1137,7 @@ def warm_up() -> None:
         ("tiresias", "first-fit"),
         ("gavel-las", "consolidate"),
         ("las", "consolidate"),
+        ("gandiva-fair", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
     # Gavel's whole-step rounds (--compat gavel)

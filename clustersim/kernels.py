@@ -11,8 +11,9 @@ each is a handful of small operations whose fixed cost dominates, once per job s
 stopped; compiled by numba, a whole decision is one call, so a run costs in proportion to
 the jobs it moves, not to Python per start, stop or event. Tiresias's queues
 (:func:`tiresias_order`, which keeps them as linked lists in the order its simulator does)
-and a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy placement)
-are the policy-side loops here.
+a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy placement)
+and a quantum's selection of Gandiva-Fair's stride scheduling (:func:`stride_select`) are the
+policy-side loops here.
 
 The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
 decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source
@@ -2384,3 +2385,124 @@ def gavel_pass(
                 n_touched += 1
         left[t] = room
     return n_run, n_fail, n_touched
+
+
+@_compiled
+def stride_select(
+    types: IntArray,
+    rate: FloatArray,
+    mean: FloatArray,
+    gang: IntArray,
+    users: IntArray,
+    attained: FloatArray,
+    share: FloatArray,
+    passes: FloatArray,
+    min_share: float,
+    left: IntArray,
+    taken: BoolArray,
+    out_pos: IntArray,
+    out_type: IntArray,
+) -> int:
+    """The selection of one quantum of Gandiva-Fair's gang-aware stride scheduling
+    (:meth:`scheduling.gandiva_fair.GandivaFair._select`), type by type.
+
+    On each type of ``types`` (in that order) with devices left, the candidates are the jobs
+    not yet ``taken`` that can run there (``rate > 0``) and whose gang fits in what is left.
+    Within a user they are ordered by decreasing relative speed on the type (``rate /
+    mean``), then increasing ``attained``, then position; the ``i``-th of a user gets the key
+    ``passes[user, t] + (sum of the earlier ones' gang / entitlement)``, the entitlement
+    being ``max(share[user, t], min_share)``; jobs are taken greedily in increasing key (then
+    user, then the order above) while their gang fits. The floating-point operations are
+    those of the numpy version (the same sums in the same order), so the keys are equal bit
+    for bit.
+
+    Parameters
+    ----------
+    types : (n_t,) int64
+        Type indices in visiting order.
+    rate : (k, n_types) float64
+        Each job's rate on each type (0: cannot run there).
+    mean : (k,) float64
+        Each job's mean rate over the types where it runs.
+    gang : (k,) int64
+        Devices per job.
+    users : (k,) int64
+        Each job's user (row of ``share`` and ``passes``).
+    attained : (k,) float64
+        Service received so far.
+    share, passes : (n_users, n_types) float64
+        Entitlements and pass values.
+    min_share
+        Entitlement floor.
+    left : (n_types,) int64
+        Devices left per type; updated.
+    taken : (k,) bool
+        Jobs already placed; updated.
+    out_pos, out_type : (>= k,) int64
+        Out: the positions (rows of ``rate``) of the jobs taken, in order, and their types.
+
+    Returns
+    -------
+    int
+        Entries written to ``out_pos``/``out_type``.
+    """
+    k = len(gang)
+    n = 0
+    cand = np.empty(k, dtype=np.int64)
+    for t in types:
+        free = left[t]
+        if free <= 0:
+            continue
+        m = 0
+        for i in range(k):
+            if not taken[i] and rate[i, t] > 0.0 and gang[i] <= free:
+                cand[m] = i
+                m += 1
+        if m == 0:
+            continue
+        c = cand[:m].copy()  # ascending positions: the last key is already in order
+        neg = np.empty(m)
+        att = np.empty(m)
+        usr = np.empty(m, dtype=np.int64)
+        for a in range(m):
+            i = c[a]
+            neg[a] = -(rate[i, t] / mean[i])
+            att[a] = attained[i]
+        o = np.argsort(att, kind="mergesort")
+        c, neg = c[o], neg[o]
+        o = np.argsort(neg, kind="mergesort")
+        c = c[o]
+        for a in range(m):
+            usr[a] = users[c[a]]
+        o = np.argsort(usr, kind="mergesort")
+        c, usr = c[o], usr[o]
+        # keys: the user's pass plus the steps of its earlier jobs (cumulative sums as numpy)
+        step = np.empty(m)
+        csum = np.empty(m)
+        keys = np.empty(m)
+        acc = 0.0
+        for a in range(m):
+            s = share[usr[a], t]
+            if s < min_share:
+                s = min_share
+            step[a] = gang[c[a]] / s
+            acc = acc + step[a] if a > 0 else step[a]
+            csum[a] = acc
+        start = 0
+        for a in range(m):
+            if a > 0 and usr[a] != usr[a - 1]:
+                start = a
+            before = csum[a] - step[a] - (csum[start - 1] if start > 0 else 0.0)
+            keys[a] = passes[usr[a], t] + before
+        # by key, then user, then the order above: the latter two are the order of c
+        for a in np.argsort(keys, kind="mergesort"):
+            i = c[a]
+            g = gang[i]
+            if g <= free:
+                free -= g
+                taken[i] = True
+                out_pos[n] = i
+                out_type[n] = t
+                n += 1
+        left[t] = free
+    return n

@@ -14,6 +14,7 @@ from typing import Annotated
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import stride_select
 from scheduling.base import Decision, Policy, State
 from scheduling.params import POSITIVE, Range
 
@@ -136,6 +137,8 @@ class GandivaFair(Policy):
       of its earlier jobs) / entitlement``, and jobs are admitted in key order while their
       gang fits (a skipped gang still counts in the keys of the user's later jobs; the
       sequential rule would not count it — a difference only when a gang does not fit).
+      The per-type loop runs compiled (:func:`clustersim.kernels.stride_select`, checked
+      against the numpy version it replaced by a property test).
     * **Split scheduler and load balancing.** The paper runs one stride scheduler per server
       for jobs that fit a server, a central one for larger gangs, and a load balancer that
       migrates jobs to even out tickets per GPU across servers. Here each device type is one
@@ -351,48 +354,24 @@ class GandivaFair(Policy):
             np.subtract.at(left, t_run, state.alloc_n[active[idx]])
         pos = rate > 0
         mean = np.where(pos.any(axis=1), (rate * pos).sum(axis=1) / np.maximum(pos.sum(1), 1), 1.0)
-        attained = state.attained[active]
-        for t in np.argsort(-self._type_speed(rate), kind="stable").tolist():
-            if left[t] <= 0:
-                continue
-            cand = np.flatnonzero(~taken & pos[:, t] & (gang <= left[t]))
-            if not len(cand):
-                continue
-            u = users[cand]
-            rel = rate[cand, t] / mean[cand]
-            # within a user: relatively fastest here first, then least attained, then arrival
-            o = np.lexsort((cand, attained[cand], -rel, u))
-            cand, u = cand[o], u[o]
-            share = np.maximum(self._share[u, t], MIN_SHARE)
-            step = gang[cand] / share
-            csum = np.cumsum(step)
-            first = np.empty(len(u), dtype=bool)
-            first[0] = True
-            np.not_equal(u[1:], u[:-1], out=first[1:])
-            start = np.maximum.accumulate(np.where(first, np.arange(len(u)), 0))
-            before = csum - step - np.where(start > 0, csum[start - 1], 0.0)
-            keys = self._pass[u, t] + before
-            o2 = np.lexsort((np.arange(len(cand)), u, keys))
-            picked = cand[o2]
-            gp = gang[picked]
-            free = int(left[t])
-            # the leading run of gangs that fit one after another is admitted at once
-            k = int(np.searchsorted(np.cumsum(gp), free, side="right"))
-            head = picked[:k]
-            taken[head] = True
-            run += active[head].tolist()
-            typ += [t] * k
-            free -= int(gp[:k].sum())
-            picked, gp = picked[k:], gp[k:]
-            # smallest gang from each position on: stop once none of the rest fits
-            tail = np.minimum.accumulate(gp[::-1])[::-1].tolist() if len(gp) else []
-            for at, (i, g) in enumerate(zip(picked.tolist(), gp.tolist(), strict=True)):
-                if free < tail[at]:
-                    break
-                if g <= free:
-                    free -= g
-                    taken[i] = True
-                    run.append(int(active[i]))
-                    typ.append(t)
-            left[t] = free
+        order = np.argsort(-self._type_speed(rate), kind="stable")
+        out_pos = np.empty(len(active), dtype=np.int64)
+        out_type = np.empty(len(active), dtype=np.int64)
+        n = stride_select(
+            order,
+            np.ascontiguousarray(rate),
+            mean,
+            gang,
+            users,
+            state.attained[active],
+            self._share,
+            self._pass,
+            MIN_SHARE,
+            left,
+            taken,
+            out_pos,
+            out_type,
+        )
+        run += active[out_pos[:n]].tolist()
+        typ += out_type[:n].tolist()
         return Decision(run=np.array(run, dtype=np.int64), types=np.array(typ, dtype=np.int64))

@@ -113,7 +113,8 @@ class GavelRounds(Policy):
         self._out: tuple[IntArray, IntArray, IntArray] | None = None  # gavel_pass's outputs
         self._round_start = 0.0
         self._round_end: float | None = None
-        self._last_dispatch: tuple[float, list[tuple[int, int]]] | None = None
+        self._last_dispatch: tuple[float, IntArray, IntArray] | None = None  # when, jobs, types
+        self._types: IntArray | None = None  # type visiting order when it is not shuffled
         self._failing: list[int] = []  # dispatched last pass with fewer steps than GPUs
         self._failures: dict[int, int] = {}
         self._in_steps: npt.NDArray[np.bool_] | None = None
@@ -168,16 +169,15 @@ class GavelRounds(Policy):
         drop: list[int] = []
         if self._last_dispatch is None:
             return drop
-        when, dispatched = self._last_dispatch
+        when, jobs, kinds = self._last_dispatch
         self._last_dispatch = None
         if self._round_end is not None:
             self._round_start = self._round_end
         self._round_end = state.now
         gap = when - self._round_start
-        if gap > 0 and dispatched:
+        if gap > 0 and len(jobs):
             assert self._adj is not None
-            for j, t in dispatched:  # each was touched when dispatched
-                self._adj[j, t] += gap
+            self._adj[jobs, kinds] += gap  # each job once; each was touched when dispatched
         for j in self._failing:
             self._failures[j] = self._failures.get(j, 0) + 1
             self._need = True
@@ -222,13 +222,18 @@ class GavelRounds(Policy):
         assert self._deficit is not None and self._tt0 is not None and self._adj is not None
         if self._in_steps is None:  # work counted in steps: measured job types
             self._in_steps = state.jobs.job_type != ""
-        types = [t for _, t in self._type_order(state)]
         if self.shuffle_types:
+            types = [t for _, t in self._type_order(state)]
             self._shuffler.shuffle(types)  # draws depend only on the length: Gavel's shuffle
+            order = np.array(types, dtype=np.int64)
+        else:
+            if self._types is None:
+                self._types = np.array([t for _, t in self._type_order(state)], dtype=np.int64)
+            order = self._types
         out_job, out_type, out_fail = self._out
         n_run, n_fail, self._n_touched = gavel_pass(
             active,
-            np.array(types, dtype=np.int64),
+            order,
             state.type_time,
             self._adj,
             self._tt0,
@@ -255,7 +260,7 @@ class GavelRounds(Policy):
         self._failing = out_fail[:n_fail].tolist()
         run, kinds = out_job[:n_run].copy(), out_type[:n_run].copy()
         if n_run or n_fail:
-            self._last_dispatch = (state.now, list(zip(run.tolist(), kinds.tolist(), strict=True)))
+            self._last_dispatch = (state.now, run, kinds)
         return Decision(run=run, types=kinds)
 
     def schedule(self, state: State) -> Decision:

@@ -40,11 +40,15 @@ import numpy.typing as npt
 
 from scheduling.allocation import (
     BaseLP,
+    LPModel,
     LPSolver,
+    classes_among,
     fallback_allocation,
     isolated_throughput,
     job_classes,
+    maxmin_model,
     proportional_throughput,
+    solution_allocation,
 )
 from scheduling.base import State
 from scheduling.gavel import GavelRounds
@@ -66,6 +70,8 @@ class GavelLP(GavelRounds):
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
         self._lp = LPSolver()
+        self._gid: IntArray = np.zeros(0, dtype=np.int64)  # class of every job (_classes)
+        self._gid_of: tuple[object, object] | None = None  # the rates and jobs it is for
 
     def stats(self) -> dict[str, float]:
         return self._lp.stats()
@@ -80,36 +86,59 @@ class GavelLP(GavelRounds):
         self._lp.fallbacks += 1
         return fallback_allocation(thr, sf, cap)
 
+    def _classes(
+        self, state: State, jobs: IntArray, *columns: FloatArray
+    ) -> tuple[IntArray, IntArray, FloatArray]:
+        """``job_classes(*columns)`` of ``jobs``, where ``columns`` are per-job inputs that
+        depend only on the job (rates, gang, weight): their classes over every job of the
+        run are found once (the engine's rate matrix and job table do not change during a
+        run; a state with other ones starts over), so a recomputation sorts integers, not
+        rows (:func:`scheduling.allocation.classes_among`)."""
+        key = (state.rate, state.jobs)
+        if self._gid_of is None or any(a is not b for a, b in zip(self._gid_of, key, strict=True)):
+            every = np.arange(len(state.rate), dtype=np.int64)
+            self._gid = job_classes(*self._class_columns(state, every))[1]
+            self._gid_of = key
+        return classes_among(self._gid, jobs)
+
+    def _class_columns(self, state: State, jobs: IntArray) -> tuple[FloatArray, ...]:
+        """The per-job inputs that identify a class (see :meth:`_classes`)."""
+        raise NotImplementedError
+
     def _maxmin(
         self,
-        lp: BaseLP,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
         coef: FloatArray,
         live: npt.NDArray[np.bool_],
+        count: FloatArray | None = None,
     ) -> FloatArray | None:
-        """Maximise ``z = min_j Σ_t coef[j,t] X[j,t]`` over the ``live`` rows (``lp`` has one
-        extra variable, ``z``); then, with ``spread``, keep ``z`` within
-        :data:`PHASE2_SLACK` of its optimum and maximise the sum of the same terms (each row
-        weighted by the number of jobs it stands for) so that capacity the bottleneck does
-        not need is used rather than left to the solver's choice of vertex. Returns the
-        allocation or ``None`` (the caller falls back)."""
-        which = np.flatnonzero(live)
-        lp.add_job_rows(-coef, 0.0, which=which, extra=np.ones((lp.k, 1)))
-        c = np.zeros(lp.nv)
-        c[-1] = -1.0
-        res = self._lp.solve(lp.model(c))
+        """Maximise ``z = min_j Σ_t coef[j,t] X[j,t]`` over the ``live`` rows under the base
+        constraints (rows standing for ``count`` identical jobs each); then, with ``spread``,
+        keep ``z`` within :data:`PHASE2_SLACK` of its optimum and maximise the sum of the
+        same terms (each row weighted by the number of jobs it stands for) so that capacity
+        the bottleneck does not need is used rather than left to the solver's choice of
+        vertex. Returns the allocation or ``None`` (the caller falls back).
+
+        The model is :func:`scheduling.allocation.maxmin_model` (built once: the second
+        phase changes only the objective and the bound on ``z``)."""
+        m = maxmin_model(thr, sf, cap, coef, live, count)
+        res = self._lp.solve(m)
         if res.x is None:
             return None
         if not getattr(self, "spread", False):
-            return lp.allocation(res.x)
-        lb = lp.lb.copy()
+            return solution_allocation(res.x, thr)
+        lb = m.lb.copy()
         lb[-1] = float(res.x[-1]) * (1.0 - PHASE2_SLACK)
-        weight = live * lp.count
+        weight = live * (np.ones(len(thr)) if count is None else count)
         c2 = np.concatenate([-(coef * weight[:, None]).ravel(), [0.0]])
         scale = float(np.abs(c2).max(initial=0.0))
         if scale > 0:
             c2 /= scale
-        res2 = self._lp.solve(lp.model(c2, lb=lb), warm=True)
-        return lp.allocation(res.x if res2.x is None else res2.x)
+        m2 = LPModel(c=c2, indptr=m.indptr, indices=m.indices, data=m.data, b=m.b, lb=lb, ub=m.ub)
+        res2 = self._lp.solve(m2, warm=True)
+        return solution_allocation(res.x if res2.x is None else res2.x, thr)
 
 
 class GavelMMF(GavelLP):
@@ -144,17 +173,22 @@ class GavelMMF(GavelLP):
 
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
         thr, sf, cap = self._inputs(state, jobs)
-        w = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
-        prop = proportional_throughput(thr, cap)
-        live = prop > 0
-        coef = np.zeros_like(thr)
-        coef[live] = thr[live] * (sf[live] / (w[live] * prop[live]))[:, None]
+        prop = proportional_throughput(thr, cap)  # over every job, as Gavel (same bits)
+        first, inv, count = self._classes(state, jobs)
+        # the rest is row by row: computed for one job of each class only
+        thr_c, sf_c, prop_c = thr[first], sf[first], prop[first]
+        w_c = np.maximum(state.jobs.priority[jobs[first]].astype(np.float64), 1.0)
+        live = prop_c > 0
         if not live.any():
             return np.zeros_like(thr)
-        first, inv, count = job_classes(thr, sf, w)
-        lp = BaseLP(thr[first], sf[first], cap, n_extra=1, count=count)
-        x = self._maxmin(lp, coef[first], live[first])
+        coef = np.zeros_like(thr_c)
+        coef[live] = thr_c[live] * (sf_c[live] / (w_c[live] * prop_c[live]))[:, None]
+        x = self._maxmin(thr_c, sf_c, cap, coef, live, count)
         return self._fallback(thr, sf, cap) if x is None else x[inv]
+
+    def _class_columns(self, state: State, jobs: IntArray) -> tuple[FloatArray, ...]:
+        thr, sf, _ = self._inputs(state, jobs)
+        return thr, sf, np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
 
 
 class GavelMaxThroughput(GavelLP):
@@ -296,8 +330,7 @@ class GavelMakespan(GavelLP):
             return np.zeros_like(thr)
         coef = np.zeros_like(thr)
         coef[live] = thr[live] / rem[live, None]
-        lp = BaseLP(thr, sf, cap, n_extra=1)
-        x = self._maxmin(lp, coef, live)
+        x = self._maxmin(thr, sf, cap, coef, live)
         return self._fallback(thr, sf, cap) if x is None else x
 
 

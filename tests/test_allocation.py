@@ -16,10 +16,12 @@ from scheduling.allocation import (
     BaseLP,
     LPSolver,
     check_allocation,
+    classes_among,
     fallback_allocation,
     isolated_allocation,
     isolated_throughput,
     job_classes,
+    maxmin_model,
     proportional_throughput,
 )
 
@@ -222,3 +224,53 @@ def test_core_and_linprog_agree_on_random_lps(thr: list[int], cap: list[int]) ->
     )
     assert a.objective == pytest.approx(b.objective, abs=1e-7)
     assert a.objective == pytest.approx(ipm.fun, abs=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(1, 6),
+    nt=st.integers(1, 3),
+    seed=st.integers(0, 10_000),
+    counted=st.booleans(),
+)
+def test_maxmin_model_is_the_base_lp_model_bit_for_bit(
+    k: int, nt: int, seed: int, counted: bool
+) -> None:
+    # the direct builder must hand HiGHS exactly the arrays BaseLP + add_job_rows + model
+    # build (same order, same values, explicit zeros included), or results could move
+    rng = np.random.default_rng(seed)
+    thr = rng.uniform(0.0, 5.0, (k, nt)) * (rng.random((k, nt)) < 0.8)
+    sf = rng.choice([1.0, 2.0, 4.0], k)
+    cap = rng.integers(1, 9, nt).astype(float)
+    coef = thr * rng.uniform(0.1, 2.0, (k, 1))
+    live = rng.random(k) < 0.7
+    count = rng.integers(1, 5, k).astype(float) if counted else None
+    lp = BaseLP(thr, sf, cap, n_extra=1, count=count)
+    lp.add_job_rows(-coef, 0.0, which=np.flatnonzero(live), extra=np.ones((k, 1)))
+    c = np.zeros(lp.nv)
+    c[-1] = -1.0
+    want = lp.model(c)
+    got = maxmin_model(thr, sf, cap, coef, live, count)
+    for field in ("c", "indptr", "indices", "data", "b", "lb", "ub"):
+        a, b = getattr(got, field), getattr(want, field)
+        assert a.dtype == b.dtype and a.shape == b.shape, field
+        assert a.tobytes() == b.tobytes(), field
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 30),
+    seed=st.integers(0, 10_000),
+)
+def test_classes_among_a_subset_are_job_classes_of_the_subset(n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    thr = rng.choice([0.0, 1.0, 2.5], (n, 2))
+    sf = rng.choice([1.0, 2.0], n)
+    gid = job_classes(thr, sf)[1]
+    jobs = np.flatnonzero(rng.random(n) < 0.6)
+    if not len(jobs):
+        jobs = np.array([0])
+    want = job_classes(thr[jobs], sf[jobs])
+    got = classes_among(gid, jobs)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.tolist() == b.tolist()

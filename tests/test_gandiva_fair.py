@@ -156,3 +156,104 @@ def test_trading_conserves_devices_and_every_trader_gains(
     # value of a user's entitlement in slow-device units, at its own speedup: never lower
     value = lambda s: s[:, 0] * k + s[:, 1]  # noqa: E731
     assert (value(share) >= value(before) - 1e-9).all()
+
+
+def numpy_select(
+    types: np.ndarray,
+    rate: np.ndarray,
+    mean: np.ndarray,
+    gang: np.ndarray,
+    users: np.ndarray,
+    attained: np.ndarray,
+    share: np.ndarray,
+    passes: np.ndarray,
+    min_share: float,
+    left: np.ndarray,
+    taken: np.ndarray,
+) -> list[tuple[int, int]]:
+    """The selection loop as GandivaFair._select did it in numpy before the kernel (the
+    reference): per type, keys from cumulative sums, a leading run admitted at once, then
+    the rest one by one."""
+    out: list[tuple[int, int]] = []
+    pos = rate > 0
+    for t in types.tolist():
+        if left[t] <= 0:
+            continue
+        cand = np.flatnonzero(~taken & pos[:, t] & (gang <= left[t]))
+        if not len(cand):
+            continue
+        u = users[cand]
+        rel = rate[cand, t] / mean[cand]
+        o = np.lexsort((cand, attained[cand], -rel, u))
+        cand, u = cand[o], u[o]
+        sh = np.maximum(share[u, t], min_share)
+        step = gang[cand] / sh
+        csum = np.cumsum(step)
+        first = np.empty(len(u), dtype=bool)
+        first[0] = True
+        np.not_equal(u[1:], u[:-1], out=first[1:])
+        start = np.maximum.accumulate(np.where(first, np.arange(len(u)), 0))
+        before = csum - step - np.where(start > 0, csum[start - 1], 0.0)
+        keys = passes[u, t] + before
+        picked = cand[np.lexsort((np.arange(len(cand)), u, keys))]
+        gp = gang[picked]
+        free = int(left[t])
+        k = int(np.searchsorted(np.cumsum(gp), free, side="right"))
+        for i in picked[:k].tolist():
+            taken[i] = True
+            out.append((i, t))
+        free -= int(gp[:k].sum())
+        picked, gp = picked[k:], gp[k:]
+        tail = np.minimum.accumulate(gp[::-1])[::-1].tolist() if len(gp) else []
+        for at, (i, g) in enumerate(zip(picked.tolist(), gp.tolist(), strict=True)):
+            if free < tail[at]:
+                break
+            if g <= free:
+                free -= g
+                taken[i] = True
+                out.append((i, t))
+        left[t] = free
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    k=st.integers(1, 14),
+    nt=st.integers(1, 3),
+    nu=st.integers(1, 4),
+    seed=st.integers(0, 100_000),
+)
+def test_stride_select_kernel_is_the_numpy_selection(k: int, nt: int, nu: int, seed: int) -> None:
+    # coarse values so that ties in relative speed, attained service and keys are common
+    from clustersim import kernels
+
+    rng = np.random.default_rng(seed)
+    rate = rng.choice([0.0, 1.0, 2.0, 3.0], (k, nt))
+    pos = rate > 0
+    mean = np.where(pos.any(axis=1), (rate * pos).sum(axis=1) / np.maximum(pos.sum(1), 1), 1.0)
+    gang = rng.choice([1, 1, 2, 4], k).astype(np.int64)
+    users = rng.integers(0, nu, k).astype(np.int64)
+    attained = rng.choice([0.0, 10.0, 20.0], k)
+    share = rng.choice([0.0, 0.5, 1.0, 2.0], (nu, nt))
+    passes = rng.choice([0.0, 0.5, 1.0, 3.0], (nu, nt))
+    left0 = rng.integers(0, 6, nt).astype(np.int64)
+    taken0 = rng.random(k) < 0.2
+    types = rng.permutation(nt).astype(np.int64)
+    args = (types, rate, mean, gang, users, attained, share, passes, 1e-6)
+    want_left, want_taken = left0.copy(), taken0.copy()
+    want = numpy_select(*args, want_left, want_taken)
+    was = kernels.compiled_in_use()
+    try:
+        kernels.use_compiled()
+        impls = [kernels.stride_select.py_func, kernels.stride_select.dispatcher]
+        for impl in impls:
+            left, taken = left0.copy(), taken0.copy()
+            out_pos = np.full(k, -1, dtype=np.int64)
+            out_type = np.full(k, -1, dtype=np.int64)
+            n = impl(*args, left, taken, out_pos, out_type)
+            got = list(zip(out_pos[:n].tolist(), out_type[:n].tolist(), strict=True))
+            assert got == want
+            assert left.tolist() == want_left.tolist()
+            assert taken.tolist() == want_taken.tolist()
+    finally:
+        kernels.use_compiled(was)
