@@ -638,17 +638,23 @@ def optimal_face_centre(
         dec = float(-grad @ step)
         if not math.isfinite(dec):
             return None
-        if dec / 2.0 <= 1e-10:
+        if dec / 2.0 <= 1e-7:
             break
-        t = 1.0
+        # start the line search inside the domain (ratio test), not by halving into it
+        ds = aa @ step
+        up = ds > 0
+        t = min(1.0, 0.99 * float(np.min(s[up] / ds[up], initial=np.inf)))
+        sv = step[idx]
+        dn = sv < 0
+        t = min(t, 0.99 * float(np.min(d[dn] / -sv[dn], initial=np.inf)))
         while True:
             f1 = value(u + t * step)
             if f1 <= f0 - 0.25 * t * dec:
                 break
             t *= 0.5
-            if t < 1e-12:
+            if t < 1e-6:
                 break
-        if t < 1e-12:
+        if t < 1e-6:
             break
         u = u + t * step
         f0 = f1

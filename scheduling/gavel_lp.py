@@ -169,7 +169,11 @@ class GavelMMF(GavelLP):
     ``1e-6`` relative) and maximises the sum of the normalised throughputs, so spare capacity
     goes to the jobs that gain most from it; that answer may still have ties (equal
     coefficients) which HiGHS breaks by its vertex choice. ``spread=False`` keeps the single
-    LP (one solve per recomputation).
+    LP (one solve per recomputation). ``centre=True`` (the ``--compat gavel`` default) instead
+    returns the analytic centre of the optimal face
+    (:func:`scheduling.allocation.optimal_face_centre`), near where ECOS stops: within 1 % of
+    Gavel's average JCT on every recorded run (docs/gavel-fidelity.md §22a); it takes
+    precedence over ``spread``.
     """
 
     name = "gavel-mmf"
@@ -220,7 +224,9 @@ class GavelMaxThroughput(GavelLP):
     HiGHS's vertex choice (ECOS would split the time between them). Identical jobs (same
     rates, same gang) are solved as one class (:func:`scheduling.allocation.job_classes`) and
     get identical rows, as under ECOS; with SLO rows (``gavel-min-cost-slo``) jobs differ by
-    their deadlines and are solved one row each.
+    their deadlines and are solved one row each. ``centre=True`` (the ``--compat gavel``
+    default) breaks the ties ECOS's way, at the analytic centre of the optimal face
+    (:func:`scheduling.allocation.optimal_face_centre`; not with SLO rows).
     """
 
     name = "gavel-max-throughput"
