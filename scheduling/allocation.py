@@ -41,6 +41,7 @@ identical inputs are solved as one row (:func:`job_classes`) where the LP is sym
 from __future__ import annotations
 
 import functools
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import linprog
 
 FloatArray = npt.NDArray[np.float64]
@@ -563,3 +565,110 @@ def check_allocation(
     if np.any(x[np.asarray(thr) <= 0] > tol):
         problems.append("time on a type where the job cannot run")
     return problems
+
+
+def optimal_face_centre(
+    m: LPModel,
+    x_opt: FloatArray,
+    x_int: FloatArray,
+    weight_rows: FloatArray | None = None,
+    weight_vars: FloatArray | None = None,
+    rel_tol: float = 1e-6,
+    max_iter: int = 60,
+) -> FloatArray | None:
+    """Approximate analytic centre of the optimal face of ``m`` (a tie-break inside it).
+
+    Source: the analytic centre (Sonnevend 1986; Boyd & Vandenberghe, *Convex Optimization*,
+    §8.5.3) of ``{v : A v <= b, v >= lb, c·v <= c·x_opt + tol}`` with ``tol = rel_tol ·
+    max(1, |c·x_opt|)``: the point maximising the weighted sum of the logs of the slacks. An
+    interior-point solver (ECOS, Gavel's) stops near the centre of the optimal face of a
+    degenerate LP; a simplex/HiGHS answer ``x_opt`` is a vertex of it. Simplification: only
+    the finite lower bounds get a barrier term (upper bounds are not used by the LPs here:
+    ``ub`` is 1 or implied by the row sums; variables with ``ub == lb`` stay fixed), and the
+    face is the ``tol``-relaxed one (an approximation of the exact face to ``rel_tol``).
+
+    ``x_int`` must be strictly inside ``A v < b, v > lb`` (on the free variables);
+    the start is ``x_opt + θ (x_int - x_opt)`` with θ keeping the objective row strict.
+    ``weight_rows``/``weight_vars`` weight the log terms (a class row standing for ``count``
+    identical jobs weighs ``count``, so the centre is that of the per-job problem). Damped
+    Newton steps with dense linear algebra (the LPs are a few hundred variables). Returns
+    ``None`` if the iteration fails (the caller keeps ``x_opt``).
+    """
+    a = m.matrix().toarray()
+    c, b, lb = m.c, m.b, m.lb
+    free = m.ub > m.lb
+    bar = free & np.isfinite(lb)  # variables with a barrier term
+    fval = float(c @ x_opt)
+    tol = rel_tol * max(1.0, abs(fval))
+    gap = float(c @ x_int) - fval
+    theta = 0.5 if gap <= 0 else min(0.5, 0.5 * tol / gap)
+    v = x_opt + theta * (x_int - x_opt)
+    v[~free] = x_opt[~free]
+    # rows: A v <= b and c v <= fval + tol, over the free variables
+    aa = np.vstack([a[:, free], c[free][None, :]])
+    bb = np.append(b - a[:, ~free] @ v[~free], fval + tol - c[~free] @ v[~free])
+    wr = np.append(np.ones(len(b)) if weight_rows is None else weight_rows, 1.0)
+    wv = (np.ones(len(c)) if weight_vars is None else weight_vars)[free]
+    barf = bar[free]
+    lbf = lb[free]
+    u = v[free].copy()
+
+    def value(u: FloatArray) -> float:
+        s = bb - aa @ u
+        d = u[barf] - lbf[barf]
+        if s.min() <= 0 or (d.size and d.min() <= 0):
+            return math.inf
+        return float(-(wr * np.log(s)).sum() - (wv[barf] * np.log(d)).sum())
+
+    f0 = value(u)
+    if not math.isfinite(f0):
+        return None
+    idx = np.flatnonzero(barf)
+    for _ in range(max_iter):
+        s = bb - aa @ u
+        d = u[idx] - lbf[idx]
+        grad = aa.T @ (wr / s)
+        grad[idx] -= wv[idx] / d
+        hess = (aa.T * (wr / s**2)) @ aa
+        hess[idx, idx] += wv[idx] / d**2
+        try:
+            step = -cho_solve(cho_factor(hess, check_finite=False), grad, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None
+        dec = float(-grad @ step)
+        if not math.isfinite(dec):
+            return None
+        if dec / 2.0 <= 1e-7:
+            break
+        # start the line search inside the domain (ratio test), not by halving into it
+        ds = aa @ step
+        up = ds > 0
+        t = min(1.0, 0.99 * float(np.min(s[up] / ds[up], initial=np.inf)))
+        sv = step[idx]
+        dn = sv < 0
+        t = min(t, 0.99 * float(np.min(d[dn] / -sv[dn], initial=np.inf)))
+        while True:
+            f1 = value(u + t * step)
+            if f1 <= f0 - 0.25 * t * dec:
+                break
+            t *= 0.5
+            if t < 1e-6:
+                break
+        if t < 1e-6:
+            break
+        u = u + t * step
+        f0 = f1
+    out = v.copy()
+    out[free] = u
+    return out
+
+
+def interior_allocation(
+    thr: FloatArray, sf: FloatArray, cap: FloatArray, count: FloatArray
+) -> FloatArray:
+    """A strictly interior point of the base constraints (:class:`BaseLP` with ``count``):
+    every usable entry gets ``0.5 · min(cap_t / Σ_j count_j sf_j, 1 / n_types)``, so row sums
+    and capacity use are at most half their bounds."""
+    nt = thr.shape[1]
+    per = 0.5 * np.minimum(cap / max(float(np.sum(count * sf)), 1e-300), 1.0 / nt)
+    return np.where(thr > 0, per[None, :], 0.0)

@@ -33,7 +33,8 @@ counted (Gavel prints a warning and uses whatever ``x.value`` holds, crashing wh
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -44,13 +45,15 @@ from scheduling.allocation import (
     LPSolver,
     classes_among,
     fallback_allocation,
+    interior_allocation,
     isolated_throughput,
     job_classes,
     maxmin_model,
+    optimal_face_centre,
     proportional_throughput,
     solution_allocation,
 )
-from scheduling.base import State
+from scheduling.base import CompatSpec, State
 from scheduling.gavel import GavelRounds
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
@@ -127,6 +130,16 @@ class GavelLP(GavelRounds):
         res = self._lp.solve(m)
         if res.x is None:
             return None
+        if getattr(self, "centre", False):
+            k, nt = thr.shape
+            cnt = np.ones(k) if count is None else count
+            xi = interior_allocation(thr, sf, cap, cnt)
+            zi = 0.5 * float(np.min(np.sum(coef * xi, axis=1)[live]))
+            wr = np.concatenate([np.ones(nt), cnt, cnt[live]])
+            wv = np.append(np.repeat(cnt, nt), 1.0)
+            v = optimal_face_centre(m, res.x, np.append(xi.ravel(), zi), wr, wv)
+            if v is not None:
+                return solution_allocation(v, thr)
         if not getattr(self, "spread", False):
             return solution_allocation(res.x, thr)
         lb = m.lb.copy()
@@ -156,10 +169,15 @@ class GavelMMF(GavelLP):
     ``1e-6`` relative) and maximises the sum of the normalised throughputs, so spare capacity
     goes to the jobs that gain most from it; that answer may still have ties (equal
     coefficients) which HiGHS breaks by its vertex choice. ``spread=False`` keeps the single
-    LP (one solve per recomputation).
+    LP (one solve per recomputation). ``centre=True`` (the ``--compat gavel`` default) instead
+    returns the analytic centre of the optimal face
+    (:func:`scheduling.allocation.optimal_face_centre`), near where ECOS stops: within 1 % of
+    Gavel's average JCT on every recorded run (docs/gavel-fidelity.md §22a); it takes
+    precedence over ``spread``.
     """
 
     name = "gavel-mmf"
+    compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec(params={"centre": True})}
 
     def __init__(
         self,
@@ -167,9 +185,11 @@ class GavelMMF(GavelLP):
         reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
         seed: int = 0,
         spread: bool = True,
+        centre: bool = False,
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
         self.spread = spread
+        self.centre = centre
 
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
         thr, sf, cap = self._inputs(state, jobs)
@@ -204,10 +224,23 @@ class GavelMaxThroughput(GavelLP):
     HiGHS's vertex choice (ECOS would split the time between them). Identical jobs (same
     rates, same gang) are solved as one class (:func:`scheduling.allocation.job_classes`) and
     get identical rows, as under ECOS; with SLO rows (``gavel-min-cost-slo``) jobs differ by
-    their deadlines and are solved one row each.
+    their deadlines and are solved one row each. ``centre=True`` (the ``--compat gavel``
+    default) breaks the ties ECOS's way, at the analytic centre of the optimal face
+    (:func:`scheduling.allocation.optimal_face_centre`; not with SLO rows).
     """
 
     name = "gavel-max-throughput"
+    compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec(params={"centre": True})}
+
+    def __init__(
+        self,
+        round_s: Annotated[float, POSITIVE] = 360.0,
+        reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
+        seed: int = 0,
+        centre: bool = False,
+    ) -> None:
+        super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
+        self.centre = centre
 
     def _cost(self, state: State) -> FloatArray:
         return np.ones(state.cluster.n_types)
@@ -239,6 +272,13 @@ class GavelMaxThroughput(GavelLP):
                 return fallback_allocation(thr, sf, cap)
         else:
             res = self._lp.solve(lp.model(c))
+            if res.x is not None and self.centre:
+                nt = lp.thr.shape[1]
+                xi = interior_allocation(lp.thr, lp.sf, cap, count)
+                wr = np.concatenate([np.ones(nt), count])
+                v = optimal_face_centre(lp.model(c), res.x, xi.ravel(), wr, np.repeat(count, nt))
+                if v is not None:
+                    return lp.allocation(v)[inv]
         if res.x is not None:
             return lp.allocation(res.x)[inv]
         return self._fallback(thr, sf, cap)
