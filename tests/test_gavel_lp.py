@@ -369,3 +369,31 @@ def test_only_the_agnostic_baselines_shuffle_the_type_order(name: str) -> None:
     # their name (fifo, max_min_fairness); the *_perf ones visit v100, p100, k80 in order
     cls = POLICIES[name]
     assert cls.shuffle_types == (name in ("gavel-fifo", "gavel-las"))  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- a hand-worked trace
+
+
+@pytest.mark.parametrize("spread", [True, False])
+def test_mmf_trace_finishes_as_worked_by_hand(spread: bool) -> None:
+    from scheduling.registry import make_policy
+    from tests.simple import FixedRates, cluster, jobs
+
+    # Types F and S, one device each. A (work 100) runs only on F (rate 1, 0 on S); B (work
+    # 300) runs at rate 1 on both. Proportional throughputs: A (1·1 + 0·1)/2 = 0.5, B 1.
+    # Normalised throughputs: A's 2a (a = A's share of F), B's X_BF + X_BS ≤ 1 (its row), so
+    # the max-min level is 1, reached by every a in [0.5, 1] (B takes X_BF ≤ 1 − a on F and
+    # the rest on S). The spread phase maximises 2a + X_BF + X_BS at that level:
+    # a = 1, B on S (sum 3). Both then run alone every round: A ends at 100, and B, alone
+    # from 100 on at rate 1 wherever it goes, at 300.
+    cl = cluster([("F", 1), ("S", 1)])
+    table = jobs([(0.0, 1, 100.0), (0.0, 1, 300.0)])
+    rates = FixedRates(rate=np.array([[1.0, 0.0], [1.0, 1.0]]), restore_s=np.zeros(2))
+    pol = make_policy("gavel-mmf", round_s=100.0, reset_interval_s=0.0, spread=spread)
+    r = simulate(table, cl, pol, rates=rates)
+    if spread:
+        assert r.finish.tolist() == [100.0, 300.0]
+    else:
+        # one LP: HiGHS may stop at the other vertex, a = 0.5 with B half on F, half on S;
+        # B still finishes at 300 (rate 1 everywhere) and A no later than 200 (half of F)
+        assert r.finish[1] == 300.0 and 100.0 <= r.finish[0] <= 200.0
