@@ -3,7 +3,7 @@
 Source: Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
 Workloads" (Gavel), OSDI'20, §4, and its public code (``scheduler/policies/*.py``, called from
 ``scheduler.py::_compute_allocation``). Each class below restates one of Gavel's
-``*_perf`` policies: the same objective, constraints and normalisation, built as a sparse LP
+``*_perf`` policies: the same objective, constraints and normalisation, built as an LP
 (:mod:`scheduling.allocation`) and solved by HiGHS instead of cvxpy/ECOS. The round mechanism,
 the recomputation rule (only when the job set changed, at most every ``reset_interval_s``) and
 the placement are :class:`scheduling.gavel.GavelRounds`, unchanged.
@@ -24,7 +24,9 @@ As in Gavel's simulator for every ``*_perf`` policy, the types are visited in th
 v100, p100, k80 (then the other types) each round, not shuffled (``GavelRounds.shuffle_types``).
 
 Common departures from Gavel's code: HiGHS returns a vertex of the optimal face where ECOS
-returns an interior point (each class says where the optimum is not unique and what we do);
+returns an interior point (each class says where the optimum is not unique and what we do;
+``gavel-mmf`` and ``gavel-max-throughput`` take the centre of the optimal face under
+``--compat gavel``, :func:`scheduling.allocation.optimal_face_centre`);
 types where a job has zero throughput are fixed at 0 (Gavel leaves them free); a solve that
 does not end optimal falls back to :func:`scheduling.allocation.fallback_allocation` and is
 counted (Gavel prints a warning and uses whatever ``x.value`` holds, crashing when it is
