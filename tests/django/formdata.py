@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -30,3 +31,14 @@ def posted(*items: Any) -> dict[str, Any]:
                 else:
                     data[bf.html_name] = "" if value is None else str(value)
     return data
+
+
+_EXTERNAL = re.compile(
+    r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I
+)
+
+
+def external_assets(html: str) -> list[str]:
+    """The tags of a page that load a script, stylesheet, image or frame from another origin
+    (an absolute or protocol-relative URL); a page served whole by the app has none."""
+    return [m.group(0) for m in _EXTERNAL.finditer(html)]
