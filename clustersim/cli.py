@@ -83,6 +83,11 @@ LP_ROWS = (
     ("lp_fallbacks", "LP fallbacks"),
 )
 
+COLOCATION_ROWS = (
+    ("colocations", "pairs formed on shared devices"),
+    ("colocated_job_hours", "job-hours run as a guest [h]"),
+)
+
 
 def cmd_run(args: argparse.Namespace) -> int:
     from clustersim.compat import prepare
@@ -154,6 +159,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {label:<32} {_fmt(out.get(key))}")
     if out.get("lp_solves"):  # allocation LPs (scheduling/allocation.py)
         for key, label in LP_ROWS:
+            print(f"  {label:<32} {_fmt(out.get(key))}")
+    if out.get("colocations"):  # co-location (clustersim/colocation.py)
+        for key, label in COLOCATION_ROWS:
             print(f"  {label:<32} {_fmt(out.get(key))}")
     notes = list(getattr(rates, "notes", []) or [])
     for note in notes[:5]:

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from clustersim import kernels
 from clustersim.cluster import Cluster
+from clustersim.colocation import CoLocator, PairFactors
 from clustersim.errors import SimulationError
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
@@ -373,6 +374,17 @@ class _Run:
         self.n_active = 0
         self._fits = 0  # decisions known to fit in the growable arrays (see _make_room)
         self._st: State | None = None  # the policies' view, renewed at each call
+        # co-location (clustersim.colocation): guests hold no device, so up to twice as
+        # many jobs run as there are devices
+        self.coloc: CoLocator | None = None
+        self._room = self.total_devices + 1  # heap entries and stint rows one decision adds
+        if policy.colocates:
+            if not policy.preemptive:
+                raise SimulationError(
+                    f"policy {policy.name!r}: co-location needs a preemptive policy"
+                )
+            self.coloc = CoLocator(PairFactors.build(jobs, cluster), n)
+            self._room = 2 * self.total_devices + 1
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -462,6 +474,8 @@ class _Run:
             pending=self.pending,
             best_rate=self.best_rate,
             source=self,
+            colocation=None if self.coloc is None else self.coloc.factors,
+            host_of=None if self.coloc is None else self.coloc.host_of,
         )
         return st
 
@@ -486,7 +500,7 @@ class _Run:
         this runs about once per that many decisions, not at every other one; stints go on
         in a new array (kept in ``_st_done`` until the end).
         """
-        ctr, need = self.ctr, self.total_devices + 1
+        ctr, need = self.ctr, self._room
         limit = 4 * int(ctr[CTR_RUN]) + 1024
         if ctr[CTR_HEAP] > limit:
             self._compact(HEAP_FINISH)
@@ -761,6 +775,19 @@ class _Run:
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
+        coloc = self.coloc
+        if coloc is None:
+            if d.colocate is not None and len(d.colocate):
+                raise SimulationError(
+                    f"policy {self.policy.name!r} pairs jobs but does not declare colocates"
+                )
+            self._apply_decision(d)
+            return
+        coloc.detach(self)
+        self._apply_decision(d)
+        coloc.attach(self, d.colocate)
+
+    def _apply_decision(self, d: Decision) -> None:
         if d.drop is not None and len(d.drop):
             self._abandon(d.drop)
         if d.fractions is not None:
@@ -1070,6 +1097,10 @@ class _Run:
             o, k = int(self.ji[JI_SLOT, jj]), int(self.ji[JI_PLACED, jj])
             st_i.append(np.stack([np.full(k, jj), *self.slots[:, o : o + k]]))
             st_f.append(np.stack([np.full(k, self.last_start[jj]), np.full(k, end)]))
+        if self.coloc is not None:  # guests hold no slot of their own
+            rows, times = self.coloc.open_stints(self, end)
+            st_i.append(rows)
+            st_f.append(times)
         stints_i, stints_f = np.concatenate(st_i, axis=1), np.concatenate(st_f, axis=1)
         unfinished = self.active
         if len(unfinished):
@@ -1108,7 +1139,10 @@ class _Run:
             ),
             events=self.events,
             wall_s=time.perf_counter() - t0,
-            policy_stats=dict(policy.stats()),
+            policy_stats={
+                **policy.stats(),
+                **({} if self.coloc is None else self.coloc.stats()),
+            },
         )
 
 

@@ -2411,10 +2411,13 @@ def stride_select(
     Within a user they are ordered by decreasing relative speed on the type (``rate /
     mean``), then increasing ``attained``, then position; the ``i``-th of a user gets the key
     ``passes[user, t] + (sum of the earlier ones' gang / entitlement)``, the entitlement
-    being ``max(share[user, t], min_share)``; jobs are taken greedily in increasing key (then
-    user, then the order above) while their gang fits. The floating-point operations are
-    those of the numpy version (the same sums in the same order), so the keys are equal bit
-    for bit.
+    being ``max(share[user, t], min_share)``; the sum runs over the user's own jobs, left to
+    right from 0, so a user's first job has exactly its pass as key. Jobs are taken greedily
+    while their gang fits: first those of users with an entitlement of at least
+    ``min_share`` on the type, then those of users without one (they run there only on
+    devices nobody entitled wants); each group in increasing key, then user, then the order
+    above. The floating-point operations are those of the numpy version (the same sums in
+    the same order), so the keys are equal bit for bit.
 
     Parameters
     ----------
@@ -2476,26 +2479,24 @@ def stride_select(
             usr[a] = users[c[a]]
         o = np.argsort(usr, kind="mergesort")
         c, usr = c[o], usr[o]
-        # keys: the user's pass plus the steps of its earlier jobs (cumulative sums as numpy)
-        step = np.empty(m)
-        csum = np.empty(m)
+        # keys: the user's pass plus the steps of its earlier jobs, summed from 0 per user
+        # (as numpy's cumsum does), so a user's first job has exactly its pass as key
         keys = np.empty(m)
+        unentitled = np.zeros(m, dtype=np.int64)
         acc = 0.0
         for a in range(m):
+            if a == 0 or usr[a] != usr[a - 1]:
+                acc = 0.0
             s = share[usr[a], t]
             if s < min_share:
                 s = min_share
-            step[a] = gang[c[a]] / s
-            acc = acc + step[a] if a > 0 else step[a]
-            csum[a] = acc
-        start = 0
-        for a in range(m):
-            if a > 0 and usr[a] != usr[a - 1]:
-                start = a
-            before = csum[a] - step[a] - (csum[start - 1] if start > 0 else 0.0)
-            keys[a] = passes[usr[a], t] + before
-        # by key, then user, then the order above: the latter two are the order of c
-        for a in np.argsort(keys, kind="mergesort"):
+                unentitled[a] = 1
+            keys[a] = passes[usr[a], t] + acc
+            acc = acc + gang[c[a]] / s
+        # entitled users first; then by key, then user, then the order above (the order of c)
+        o = np.argsort(keys, kind="mergesort")
+        o = o[np.argsort(unentitled[o], kind="mergesort")]
+        for a in o:
             i = c[a]
             g = gang[i]
             if g <= free:

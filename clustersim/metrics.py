@@ -530,6 +530,9 @@ def summary(
     out["lp_solves"] = int(stats.get("lp_solves", 0))
     out["lp_solver_s"] = float(stats.get("lp_solver_s", 0.0))
     out["lp_fallbacks"] = int(stats.get("lp_fallbacks", 0))
+    # co-location (clustersim.colocation): 0 for policies that pair no jobs
+    out["colocations"] = int(stats.get("colocations", 0))
+    out["colocated_job_hours"] = float(stats.get("colocated_job_s", 0.0)) / 3600.0
 
     energy_kwh = float(energy_kwh_r.sum())
     out["energy_kwh"] = energy_kwh

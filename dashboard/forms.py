@@ -247,6 +247,8 @@ class ExperimentForm(forms.Form):
 POLICY_FAMILIES = {
     "gavel": "Gavel (heterogeneity-aware)",
     "gavel_lp": "Gavel (heterogeneity-aware)",
+    "gavel_packing": "Gavel (heterogeneity-aware)",
+    "gavel_mmf_packed": "Gavel (heterogeneity-aware)",
     "allocation": "Gavel (heterogeneity-aware)",
     "themis": "Themis",
     "allox": "AlloX",

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from clustersim.cluster import Cluster
+    from clustersim.colocation import PairFactors
     from clustersim.jobs import JobTable
 
 IntArray = npt.NDArray[np.int64]
@@ -116,6 +117,12 @@ class State:
         Wall-clock seconds the job has held devices (lazy).
     type_time : (n, n_types) float64
         Wall-clock seconds the job has held devices of each type (lazy).
+    colocation : PairFactors or None
+        The co-location model (:class:`clustersim.colocation.PairFactors`) for policies that
+        declare ``colocates``, else ``None``.
+    host_of : (n,) int64 or None
+        With ``colocation``: each running guest's host, -1 for other jobs. A guest is
+        ``running`` with ``alloc_n`` 0 (it holds no device of its own).
     snapshot : int
         Which snapshot of the run this view shows: the engine reuses one view per run,
         :meth:`renew` ing it for each decision, so ``(view, snapshot)`` names a snapshot.
@@ -146,8 +153,12 @@ class State:
         pending: int = 0,
         best_rate: FloatArray | None = None,
         source: StateSource | None = None,
+        colocation: PairFactors | None = None,
+        host_of: IntArray | None = None,
     ) -> None:
         self.now = now
+        self.colocation = colocation
+        self.host_of = host_of
         self.jobs = jobs
         self.cluster = cluster
         self._active = active
@@ -313,6 +324,12 @@ class Decision:
     drop : (d,) int64 or None
         Active jobs the policy gives up on: they are stopped and reported as abandoned
         (they never complete).
+    colocate : (g, 2) int64 or None
+        Policies with ``colocates`` only: rows ``(guest, host)``. Each guest (active, not in
+        ``run``) shares its host's devices when the host runs after this decision, both at
+        their co-located rates (:mod:`clustersim.colocation`; ask
+        ``State.colocation.factors`` which pairs can share). Guests of earlier decisions not
+        listed again stop being guests.
     """
 
     run: IntArray
@@ -321,6 +338,7 @@ class Decision:
     fractions: FloatArray | None = None
     wake_at: float | None = None
     drop: IntArray | None = None
+    colocate: IntArray | None = None
 
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -379,6 +397,10 @@ class Policy:
     compat : mapping of str to CompatSpec
         The reference simulators whose compatibility mode covers this policy (``--compat
         NAME``), with what the policy does there; a mode refuses a policy not listed.
+    colocates : bool
+        The policy's decisions may pair jobs on shared devices (``Decision.colocate``); the
+        engine then builds the co-location model (``State.colocation``) and mechanism
+        (:mod:`clustersim.colocation`). Such a policy must be ``preemptive``.
     uses_seed : bool
         The policy draws from the ``rng`` that :meth:`reset` receives (a child of the run's
         seed), so the run's seed can change its decisions. ``False`` (the default): its
@@ -396,6 +418,7 @@ class Policy:
     service_marks: tuple[float, ...] = ()
     compat: ClassVar[Mapping[str, CompatSpec]] = {}
     uses_seed: ClassVar[bool] = False
+    colocates: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""
@@ -464,6 +487,7 @@ class Placement:
     yarn_rule: ClassVar[bool] = False
     largest_first_across_nodes: ClassVar[bool] = False
     uses_seed: ClassVar[bool] = False
+    colocates: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""

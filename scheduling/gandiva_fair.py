@@ -5,6 +5,8 @@ Deep Learning" (Gandiva_fair), EuroSys'20, §3-5. No public implementation by th
 found (the search covered the code corpus of public repositories; third-party
 re-implementations inside other simulators exist and were not used), so this module follows
 the paper's text, restated below with the points where the text leaves a choice open.
+Not verified against the paper's text: the trading rule (see *Trading* below); in session 8
+the text itself could not be retrieved with the search tools (only its abstract).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from scheduling.params import POSITIVE, Range
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: Entitlement (devices) below which a user is treated as holding none of a type: its pass
-#: then grows as if it held this much, so it runs there only when nobody else can.
+#: Entitlement (devices) below which a user is treated as holding none of a type: its jobs
+#: there come after those of every user holding some (so it runs there only on devices no
+#: entitled user wants), and its pass grows as if it held this much.
 MIN_SHARE = 1e-6
 
 
@@ -134,9 +137,12 @@ class GandivaFair(Policy):
       start between quanta are charged exactly. A user joining (or coming back) starts at the
       smallest pass of the active users, as in stride scheduling. The selection of one
       quantum is computed at once: the ``i``-th job of a user gets the key ``pass + (gangs
-      of its earlier jobs) / entitlement``, and jobs are admitted in key order while their
-      gang fits (a skipped gang still counts in the keys of the user's later jobs; the
-      sequential rule would not count it — a difference only when a gang does not fit).
+      of its earlier jobs) / entitlement``, and jobs are admitted in key order (ties: user
+      order) while their gang fits (a skipped gang still counts in the keys of the user's
+      later jobs; the sequential rule would not count it — a difference only when a gang
+      does not fit). A user with no entitlement on a type (below ``MIN_SHARE``, e.g. after
+      selling it all in a trade) has infinite stride there: its jobs come after every
+      entitled user's, whatever its pass.
       The per-type loop runs compiled (:func:`clustersim.kernels.stride_select`, checked
       against the numpy version it replaced by a property test).
     * **Split scheduler and load balancing.** The paper runs one stride scheduler per server
@@ -155,10 +161,14 @@ class GandivaFair(Policy):
       user's speedup is the mean over its active jobs of rate(fast) / rate(slow); the user
       with the highest speedup buys fast-type entitlement from the user with the lowest,
       paying slow-type entitlement at an exchange rate between their two speedups
-      (:func:`trade`). The paper places the price between the two speedups so that both
-      users gain; where exactly is ``price`` (0: the seller's speedup, 1: the buyer's;
-      0.5, the midpoint, by default). With more than two types, pairs are traded fastest
-      against slowest first.
+      (:func:`trade`). The price lies between the two speedups so that both users gain;
+      where exactly is ``price`` (0: the seller's speedup, 1: the buyer's; 0.5, the
+      midpoint, by default). With more than two types, pairs are traded fastest against
+      slowest first. Not verified against the paper's text: the trading price rule (that
+      the exchange rate lies between the two users' speedups, and where — the default
+      midpoint is this module's choice), the pairing of highest with lowest speedup, and
+      the amount traded. The paper's text could not be retrieved with the search tools
+      available (only its abstract and first page), and no code by its authors was found.
     * **Quantum and preemption.** At each quantum boundary the whole selection is redone and
       running jobs left out are suspended (time slicing, with the engine's checkpoint/restore
       cost); between boundaries (arrivals, completions) running jobs keep their devices and

@@ -126,14 +126,20 @@ class GavelRounds(Policy):
 
     # ------------------------------------------------------------------ mechanism
     def _type_order(self, state: State) -> list[tuple[str, int]]:
+        """Types in the order a pass visits them (before any shuffle): Gavel's V100, P100,
+        K80 on a cluster of Gavel's types; on any other cluster every type by decreasing peak
+        FP16 rate (the catalog's ``fp16_tflops``; ties in catalog order), so that a job whose
+        allocation leaves it a spare device takes the fastest one first, as on Gavel's."""
         if self._order is None:
             names = []
             for t, acc in enumerate(state.cluster.types):
                 w = gavel_worker(acc)
                 names.append((GAVEL_WORKERS[w] if w >= 0 else acc.name.lower(), t))
-            gavel = [(n, t) for g in GAVEL_ORDER for n, t in names if n == g]
-            rest = [(n, t) for n, t in names if n not in GAVEL_ORDER]
-            self._order = gavel + rest
+            if all(n in GAVEL_ORDER for n, _ in names):  # Gavel's own types: its order
+                self._order = [(n, t) for g in GAVEL_ORDER for n, t in names if n == g]
+            else:  # other types: fastest first by peak rate (Gavel's order is that too)
+                peak = [float(acc.fp16_tflops or 0.0) for acc in state.cluster.types]
+                self._order = sorted(names, key=lambda nt: -peak[nt[1]])
         return list(self._order)
 
     def _setup(self, state: State) -> None:

@@ -26,7 +26,8 @@ v100, p100, k80 (then the other types) each round, not shuffled (``GavelRounds.s
 Common departures from Gavel's code: HiGHS returns a vertex of the optimal face where ECOS
 returns an interior point (each class says where the optimum is not unique and what we do;
 ``gavel-mmf`` and ``gavel-max-throughput`` take the centre of the optimal face under
-``--compat gavel``, :func:`scheduling.allocation.optimal_face_centre`);
+``--compat gavel``, :func:`scheduling.allocation.optimal_face_centre`, and ``gavel-ftf`` the
+centre of its optimal set, :func:`scheduling.centre.ftf_centre`);
 types where a job has zero throughput are fixed at 0 (Gavel leaves them free); a solve that
 does not end optimal falls back to :func:`scheduling.allocation.fallback_allocation` and is
 counted (Gavel prints a warning and uses whatever ``x.value`` holds, crashing when it is
@@ -56,6 +57,7 @@ from scheduling.allocation import (
     solution_allocation,
 )
 from scheduling.base import CompatSpec, State
+from scheduling.centre import ftf_centre
 from scheduling.gavel import GavelRounds
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
@@ -388,14 +390,27 @@ class GavelFTF(GavelLP):
 
     ``ρ`` is not linear in ``X`` (Gavel hands cvxpy an ``inv_pos``); for a fixed level ``ρ`` the
     condition ``ρ_j <= ρ`` is the linear ``thr_j · X_j >= R_j / (ρ c'_j − t_j)`` (``c'_j`` the
-    denominator), so we bisect on ``ρ`` with an LP feasibility test per step, until the
-    bracket is within ``rel_tol`` (relative), then keep the allocation of the best feasible
-    level and, as in :class:`GavelMMF`, spread spare capacity (maximise ``Σ thr·X / iso``).
-    Departure: Gavel's ECOS finds the optimal ``ρ`` to ~1e-8; ours is within ``rel_tol``
-    above it (default 1e-3, about 15 LPs per recomputation).
+    denominator), so we bisect on ``ρ`` with an LP feasibility test per step (each feasible
+    answer also lowers the upper end to its own ``max_j ρ_j``), until the bracket is within
+    ``rel_tol`` (relative), and keep the allocation of the best feasible level; that LP
+    maximises ``Σ thr·X / iso`` (spare capacity is used, as in :class:`GavelMMF`'s spread).
+
+    Departure: the optimum is far from unique (only the jobs at the maximum ``ρ`` are pinned)
+    and Gavel's ECOS returns a point inside the optimal set, our LP a vertex of it. With
+    ``centre=True`` (the ``--compat gavel`` default) the bisection runs to ``1e-7`` relative
+    and the answer is :func:`scheduling.centre.ftf_centre` at a level ``1e-6`` above the best
+    one found: the analytic centre of the optimal set of the cone program CVXPY builds for
+    ECOS, approached from inside (docs/gavel-fidelity.md §16, §22b). Without it ours is
+    within ``rel_tol`` (default 1e-3, about 15 LPs per recomputation) of the optimal ``ρ``.
     """
 
     name = "gavel-ftf"
+    compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec(params={"centre": True})}
+
+    #: Bisection tolerance (relative) when the centre is taken.
+    CENTRE_REL_TOL = 1e-7
+    #: The centre is taken at this level above the best level found (relative).
+    CENTRE_LEVEL = 1e-6
 
     def __init__(
         self,
@@ -403,11 +418,13 @@ class GavelFTF(GavelLP):
         reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
         seed: int = 0,
         rel_tol: Annotated[float, POSITIVE] = 1e-3,
+        centre: bool = False,
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
         if not 0 < rel_tol < 1:
             raise ValueError(f"rel_tol: must be above 0 and below 1; got {rel_tol!r}")
         self.rel_tol = rel_tol
+        self.centre = centre
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
@@ -443,13 +460,23 @@ class GavelFTF(GavelLP):
         cost /= max(float(np.abs(cost).max(initial=0.0)), 1e-300)
         base.c = cost
 
+        def level_of(x: FloatArray) -> float:
+            y = np.einsum("jt,jt->j", thr[idx], x[idx])
+            with np.errstate(divide="ignore"):
+                return float(np.max((since[idx] + rem[idx] / y) / denom[idx]))
+
+        loaded = [False]  # whether HiGHS holds this recomputation's matrix
+
         def feasible(rho: float) -> FloatArray | None:
             slack = rho * denom[idx] - since[idx]
             if np.any(slack <= 0):
                 return None
             base.b = base.b.copy()
             base.b[n_base:] = -rem[idx] / slack
-            res = self._lp.solve(base, warm=True)
+            # warm only once this matrix is loaded: the previous recomputation's model can
+            # have the same shape but other coefficients, which a warm solve would keep
+            res = self._lp.solve(base, warm=loaded[0])
+            loaded[0] = True
             return lp.allocation(res.x) if res.x is not None else None
 
         # lower bound: a job can do no better than its whole time on its best type
@@ -466,15 +493,54 @@ class GavelFTF(GavelLP):
             return self._fallback(thr, sf, cap)
         x_lo = feasible(lo)
         if x_lo is not None:  # the bound is attained
-            return x_lo
-        while hi - lo > self.rel_tol * hi:
+            hi, x_hi = lo, x_lo
+        tol = self.CENTRE_REL_TOL if self.centre else self.rel_tol
+        hi = min(hi, level_of(x_hi))
+        while hi - lo > tol * hi:
             mid = 0.5 * (lo + hi)
             x_mid = feasible(mid)
             if x_mid is None:
                 lo = mid
             else:
-                hi, x_hi = mid, x_mid
+                hi, x_hi = min(mid, level_of(x_mid)), x_mid
+        if self.centre and live.all():
+            x_c = self._centre(thr, sf, cap, rem, since, denom, x_hi)
+            if x_c is not None:
+                return x_c
         return x_hi
+
+    def _centre(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        rem: FloatArray,
+        since: FloatArray,
+        denom: FloatArray,
+        x_hi: FloatArray,
+    ) -> FloatArray | None:
+        """:func:`scheduling.centre.ftf_centre` from the LP's answer ``x_hi``: its level plus
+        :data:`CENTRE_LEVEL` (relative), started a quarter of that towards a strictly
+        interior point; every entry is a variable, as in Gavel's problem. ``None`` if it
+        fails (the caller keeps ``x_hi``)."""
+        # the LP's answer, clipped by HiGHS's tolerances, scaled back inside the constraints
+        use = sf @ x_hi
+        shrink = min(
+            1.0,
+            float(np.min(cap / np.maximum(use, 1e-300))),
+            1.0 / max(float(x_hi.sum(axis=1).max()), 1e-300),
+        )
+        x_v = x_hi * shrink
+        y = np.einsum("jt,jt->j", thr, x_v)
+        if np.any(y <= 0):
+            return None
+        level = float(np.max((since + rem / y) / denom)) * (1.0 + self.CENTRE_LEVEL)
+        k = len(sf)
+        x_in = (cap[None, :] / k) / sf[:, None]
+        x_in = 0.5 * x_in / np.maximum(x_in.sum(axis=1), 1.0)[:, None]
+        theta = 0.25 * self.CENTRE_LEVEL
+        x = ftf_centre(thr, sf, cap, rem, since, denom, level, (1 - theta) * x_v + theta * x_in)
+        return None if x is None else solution_allocation(x.ravel(), thr)
 
 
 class GavelFIFOHet(GavelRounds):

@@ -24,6 +24,8 @@ from scheduling.gavel_lp import (
     GavelMinCostSLO,
     GavelMMF,
 )
+from scheduling.gavel_mmf_packed import GavelMMFPacked
+from scheduling.gavel_packing import GavelGandiva
 from scheduling.las import LAS
 from scheduling.placement import (
     Consolidate,
@@ -59,6 +61,8 @@ POLICIES: dict[str, type[Policy]] = {
         GavelMinCostSLO,
         GavelFIFOHet,
         GavelHierarchical,
+        GavelGandiva,
+        GavelMMFPacked,
         AlloX,
         GandivaFair,
         Themis,

@@ -2,10 +2,20 @@
 
 Source: Mahajan et al., "Themis: Fair and Efficient GPU Cluster Scheduling", NSDI'20 (§3
 finish-time fairness and the partial-allocation auction, §4 the arbiter, agents and leases).
-No public reference implementation by the paper's authors is known to us (searched public
-code and issue threads; Gavel's ``finish_time_fairness`` is the Themis *objective* in LP form,
-registered here as ``gavel-ftf``, not this mechanism), so this module follows the paper's
-text; where it simplifies, the class docstring says so.
+This module follows the paper's text; where it simplifies, the class docstring says so.
+Gavel's ``finish_time_fairness`` is the Themis *objective* in LP form, registered here as
+``gavel-ftf``, not this mechanism.
+
+Public code by the authors exists but was not used as a reference: ``kshiteejm/mltiply``
+(a Java simulator, package ``com.wisr.mlsched``, by the first author), whose
+``ThemisInterJobScheduler`` lets the ``max(int(d × jobs), 1)`` jobs with the worst
+T_shared / T_independent bid (``d``, its ``fairness_threshold``, is the fraction that bids,
+i.e. 1 − f) and then grants bids greedily (its product-maximising ``pickWinningBids`` is
+not called, and no hidden payments are made, in the version read); and a YARN
+implementation (``org.apache.hadoop.yarn.themis``; its repository was not identified) whose
+arbiter lets ``max(floor((1 − knob) × jobs), 1)`` jobs bid. Both round the number of bidders
+down where :func:`bidder_count` rounds it up (a difference only when ``(1 − f) × apps`` is
+not whole).
 """
 
 from __future__ import annotations
@@ -355,9 +365,17 @@ class Themis(Policy):
     ----------
     fairness_knob
         f in [0, 1]: the fraction of apps left out of each auction (f = 0: all apps bid;
-        f = 1: only the app with the worst ρ). The paper's evaluation uses 0.8.
+        f = 1: only the app with the worst ρ). Default 0.8. Not verified against the
+        paper's text: that its evaluation uses f = 0.8 (the paper's text could not be
+        retrieved with the search tools available, only its abstract and outline; the
+        authors' public code has other defaults: ``themis.fairness.knob`` = 0.2 in the
+        YARN implementation, i.e. 80 % of the apps bid, and ``fairness_threshold`` = 0.0
+        — one bidder — in the example configuration of ``kshiteejm/mltiply``).
     lease_s
-        Lease length, s (the paper's default is 10 minutes).
+        Lease length, s. Default 600 (10 minutes). Not verified against the paper's text:
+        that 10 minutes is the paper's default lease (the YARN implementation's default
+        ``themis.lease.mins`` is 5.0; ``kshiteejm/mltiply``'s example configuration has
+        ``lease_time`` 20.0 and its sensitivity script sweeps 5, 10, 20, 40, 80).
     app
         How jobs form apps: ``"user"``, ``"vc"`` or ``"job"``.
     """

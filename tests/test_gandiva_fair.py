@@ -120,6 +120,41 @@ def test_a_gang_runs_whole_or_not_at_all() -> None:
     assert r.finish.tolist() == pytest.approx([80.0, 60.0, 60.0])
 
 
+def test_trading_trace_finishes_as_worked_by_hand() -> None:
+    # Types F and S, one device each, quantum 100 s, equal tickets. Alice: a (F 3, S 1),
+    # work 600; bob: b1, b2 (F 1, S 1), work 200 each; all at t = 0. F is visited first (mean
+    # rate 5/3 against 1). Entitlements before trading: 1/2 of each device per user.
+    # Trading (price 0.5): alice's speed-up 3, bob's 1 -> 1 + 0.5 (3 - 1) = 2 S per F. The
+    # amount is the least of bob's F (1/2), alice's S / 2 (1/4), alice's unmet F demand
+    # (1 - 1/2) and bob's unmet S demand / 2 ((2 - 1/2) / 2): 1/4. So alice holds 3/4 of F
+    # and none of S, bob 1/4 of F and all of S. A quantum on F adds 4/3 to alice's pass
+    # there, 4 to bob's; one on S adds 1 to bob's.
+    #   t=0:   F: passes 0, 0: tie -> alice (user order): a. S: bob's b1 (key 0; b2's key
+    #          is 0 + 1). Passes F (4/3, 0), S bob 1.
+    #   t=100: F: bob (0 < 4/3): b2 (less attained than b1). S: a has no entitlement there,
+    #          so b1 goes first and takes it: a waits. b1 has done 200: ends at 200.
+    #          Passes F (4/3, 4), S bob 2.
+    #   t=200: F: alice (4/3 < 4): a, 300 left at 3/s -> ends at 300. S: b2, 100 left -> 300.
+    cl = cluster([("F", 1), ("S", 1)])
+    table = jobs([(0.0, 1, 600.0), (0.0, 1, 200.0), (0.0, 1, 200.0)], user=["alice", "bob", "bob"])
+    rates = _rates([(3.0, 1.0), (1.0, 1.0), (1.0, 1.0)])
+    pol = make_policy("gandiva-fair", quantum_s=100.0)
+    r = simulate(table, cl, pol, rates=rates)
+    assert r.finish.tolist() == pytest.approx([300.0, 200.0, 300.0])
+    np.testing.assert_allclose(r.type_time, [[200.0, 0.0], [0.0, 200.0], [100.0, 100.0]])
+    # Without trading (1/2 of each device each, 2 added to a pass per quantum):
+    #   t=0:   F: tie -> a; S: b1.           Passes F (2, 0), S (0, 2).
+    #   t=100: F: bob (0 < 2): b2; S: a (alice's S pass 0 < bob's 2). Passes all 2.
+    #   t=200: F: tie -> a, 600 - 300 - 100 = 200 left at 3/s: ends at 266.67. S: b1 (first by
+    #          position among bob's equally served jobs): ends at 300.
+    #   t=266.67: F is free and b2 waits: it runs its last 100 there, ending at 366.67.
+    # Trading lowers the mean JCT (800 / 3 against 933.3 / 3); alice's one job cannot use
+    # F and S at once, so her bought F time arrives later than the S time she gave up.
+    pol = make_policy("gandiva-fair", quantum_s=100.0, trading=False)
+    r = simulate(table, cl, pol, rates=rates)
+    assert r.finish.tolist() == pytest.approx([800.0 / 3.0, 300.0, 1100.0 / 3.0])
+
+
 def test_parameters_out_of_range_are_refused_naming_them() -> None:
     assert policy_errors("gandiva-fair", {"quantum_s": 0}, "p")
     assert "price" in str(policy_errors("gandiva-fair", {"price": 1.5}, "p"))
@@ -172,8 +207,9 @@ def numpy_select(
     taken: np.ndarray,
 ) -> list[tuple[int, int]]:
     """The selection loop as GandivaFair._select did it in numpy before the kernel (the
-    reference): per type, keys from cumulative sums, a leading run admitted at once, then
-    the rest one by one."""
+    reference): per type, keys from cumulative sums (per user, from 0), users without an
+    entitlement on the type last, a leading run admitted at once, then the rest one by
+    one."""
     out: list[tuple[int, int]] = []
     pos = rate > 0
     for t in types.tolist():
@@ -186,16 +222,14 @@ def numpy_select(
         rel = rate[cand, t] / mean[cand]
         o = np.lexsort((cand, attained[cand], -rel, u))
         cand, u = cand[o], u[o]
-        sh = np.maximum(share[u, t], min_share)
-        step = gang[cand] / sh
-        csum = np.cumsum(step)
-        first = np.empty(len(u), dtype=bool)
-        first[0] = True
-        np.not_equal(u[1:], u[:-1], out=first[1:])
-        start = np.maximum.accumulate(np.where(first, np.arange(len(u)), 0))
-        before = csum - step - np.where(start > 0, csum[start - 1], 0.0)
+        unentitled = share[u, t] < min_share
+        step = gang[cand] / np.maximum(share[u, t], min_share)
+        before = np.zeros(len(u))  # the user's earlier steps, summed from 0 per user
+        for user in np.unique(u).tolist():
+            mine = np.flatnonzero(u == user)
+            before[mine[1:]] = np.cumsum(step[mine[:-1]])
         keys = passes[u, t] + before
-        picked = cand[np.lexsort((np.arange(len(cand)), u, keys))]
+        picked = cand[np.lexsort((np.arange(len(cand)), u, keys, unentitled))]
         gp = gang[picked]
         free = int(left[t])
         k = int(np.searchsorted(np.cumsum(gp), free, side="right"))

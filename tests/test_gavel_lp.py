@@ -342,6 +342,9 @@ def test_a_run_reports_lp_counters_in_its_summary() -> None:
         ("gavel-hierarchical", {"within": "lifo"}, "within"),
         ("gavel-hierarchical", {"slack": 0}, "slack"),
         ("gavel-hierarchical", {"max_iterations": -1}, "max_iterations"),
+        ("gavel-gandiva", {"round_s": -5}, "round_s"),
+        ("gavel-mmf-packed", {"reset_interval_s": -1}, "reset_interval_s"),
+        ("gavel-mmf-packed", {"seed": "x"}, "seed"),
     ],
 )
 def test_parameter_out_of_range_names_it(name: str, params: dict[str, object], bad: str) -> None:
@@ -397,3 +400,209 @@ def test_mmf_trace_finishes_as_worked_by_hand(spread: bool) -> None:
         # one LP: HiGHS may stop at the other vertex, a = 0.5 with B half on F, half on S;
         # B still finishes at 300 (rate 1 everywhere) and A no later than 200 (half of F)
         assert r.finish[1] == 300.0 and 100.0 <= r.finish[0] <= 200.0
+
+
+# ------------------------------------------------- hand-worked traces, one per LP policy
+#
+# Every trace below runs through the engine with fixed rates (work units per second per
+# type, no restore cost), ``reset_interval_s = 0`` (the allocation is recomputed at the first
+# round end after the job set changed) and Gavel's round mechanism: each round, every job's
+# priority on a type is X / (its share of the time spent there since the recomputation, with
+# half a round of credit), types are visited in catalog order (our type names are not Gavel's,
+# so no v100/p100/k80 reordering), and on each type the jobs are placed by decreasing
+# priority. A job with X = 0 on a type still fills a device left idle there (Gavel's
+# scheduler skips priority-0 jobs only for FIFO). A job that ends mid-round leaves its device
+# idle until the round ends, unless nothing else runs (then the round ends with it).
+
+
+def _trace(
+    name: str,
+    types: list[tuple[str, int, float]],
+    rows: list[tuple[float, int, float]],
+    rate: list[list[float]],
+    round_s: float,
+    params: dict[str, Any] | None = None,
+    **extra: Any,
+) -> Any:
+    """Run ``name`` on a cluster of ``(type, devices, price per hour)`` entries (one node
+    each, catalog in that order) with the jobs ``(submit, gang, work)`` at fixed rates."""
+    cl = cluster([(n, c) for n, c, _ in types])
+    cl = dataclasses.replace(cl, types=tuple(acc(n, price=p) for n, _, p in types))
+    table = jobs(rows, **extra)
+    rates = FixedRates(rate=np.array(rate, dtype=np.float64), restore_s=np.zeros(len(rows)))
+    pol = make_policy(name, round_s=round_s, reset_interval_s=0.0, **(params or {}))
+    return simulate(table, cl, pol, rates=rates)
+
+
+def test_max_throughput_trace_finishes_as_worked_by_hand() -> None:
+    # Types F and S, one device each (visited F then S). Rates (F, S) and work:
+    #   A (2, 1) 200,  B (1.5, 1) 300,  C (1, 0.25) 100.
+    # t=0: maximise Σ thr·X. Over the matching polytope the optimum is a best assignment of
+    #   jobs to devices: A-F + B-S = 2 + 1 = 3; A-F + C-S = 2.25; B-F + A-S = 2.5;
+    #   B-F + C-S = 1.75; C-F + A-S = 2; C-F + B-S = 2 -> unique: A on F, B on S, C waits
+    #   (max-throughput starves the job that is slow everywhere). A ends at 200 / 2 = 100.
+    # t=100: {B, C}: B-F + C-S = 1.5 + 0.25 = 1.75 < C-F + B-S = 1 + 1 = 2 -> C on F, B stays
+    #   on S. C ends at 100 + 100 / 1 = 200; B has done 200 of its 300 by then.
+    # t=200: B alone: 1.5 b_F + b_S with b_F + b_S <= 1 -> b_F = 1: B moves to F and ends
+    #   at 200 + 100 / 1.5 = 266.67.
+    r = _trace(
+        "gavel-max-throughput",
+        [("F", 1, 1.0), ("S", 1, 1.0)],
+        [(0.0, 1, 200.0), (0.0, 1, 300.0), (0.0, 1, 100.0)],
+        [[2.0, 1.0], [1.5, 1.0], [1.0, 0.25]],
+        round_s=100.0,
+    )
+    np.testing.assert_allclose(r.finish, [100.0, 200.0 + 100.0 / 1.5, 200.0], rtol=1e-12)
+    np.testing.assert_allclose(r.type_time[1], [200.0 / 3.0, 200.0], rtol=1e-12)  # B: S, then F
+    # The same jobs with S listed (so visited) first: the allocations are the same, but at
+    # t=200 B, alone with X = 1 on F, is placed on S, the first type it can run on with a
+    # device free (priority 0 there; Gavel's queue lists every job on every type, types in
+    # order): it stays on S and ends at 200 + 100 / 1 = 300 while F idles.
+    r = _trace(
+        "gavel-max-throughput",
+        [("S", 1, 1.0), ("F", 1, 1.0)],
+        [(0.0, 1, 200.0), (0.0, 1, 300.0), (0.0, 1, 100.0)],
+        [[1.0, 2.0], [1.0, 1.5], [0.25, 1.0]],
+        round_s=100.0,
+    )
+    np.testing.assert_allclose(r.finish, [100.0, 300.0, 200.0], rtol=1e-12)
+
+
+def test_min_cost_trace_finishes_as_worked_by_hand() -> None:
+    # Types F ($3/h) and S ($1/h), one device each, visited F then S. Rates (F, S), work:
+    #   A (4, 2) 400,  B (2, 1) 200.
+    # Min-cost maximises Σ thr / price · X: A is worth 4/3 on F and 2 on S, B 2/3 and 1.
+    # t=0: B-F + A-S = 2/3 + 2 = 8/3 beats A-F + B-S = 4/3 + 1 = 7/3 and A alone on S (2).
+    #   Unique: with the duals 3/2 (row A), 2/3 (row B), 0 (column F), 1/2 (column S) the
+    #   reduced costs of A-F (3/2 - 4/3 = 1/6) and B-S (2/3 + 1/2 - 1 = 1/6) are positive,
+    #   so any optimum has a_F = b_S = 0 and then a_S = b_F = 1.
+    #   B ends at 200 / 2 = 100; A has done 100 × 2 = 200 by then.
+    # t=100: A alone: 4/3 a_F + 2 a_S -> a_S = 1; but F, visited first, is idle and A can
+    #   run there, so Gavel's mechanism places it on F (priority 0 still fills an idle
+    #   device): 200 / 4 = 50 s -> A ends at 150.
+    types = [("F", 1, 3.0), ("S", 1, 1.0)]
+    rows = [(0.0, 1, 400.0), (0.0, 1, 200.0)]
+    rate = [[4.0, 2.0], [2.0, 1.0]]
+    r = _trace("gavel-min-cost", types, rows, rate, round_s=100.0)
+    np.testing.assert_allclose(r.finish, [150.0, 100.0], rtol=1e-12)
+    np.testing.assert_allclose(r.type_time, [[50.0, 100.0], [100.0, 0.0]], rtol=1e-12)
+    # gavel-max-throughput on the same instance (Σ thr·X): A-F + B-S = 4 + 1 = 5 beats
+    # B-F + A-S = 2 + 2 = 4 (unique by the same argument, duals 5/2, 1, 3/2, 0): A ends at
+    # 400 / 4 = 100, B (100 done on S) then moves to F: 100 / 2 -> 150. The price reverses
+    # who gets the fast device.
+    r = _trace("gavel-max-throughput", types, rows, rate, round_s=100.0)
+    np.testing.assert_allclose(r.finish, [100.0, 150.0], rtol=1e-12)
+
+
+def test_min_cost_slo_trace_finishes_as_worked_by_hand() -> None:
+    # Types F ($3/h) and S ($1/h), one device each, visited F then S. Rates (F, S), work:
+    #   A (4, 1) 600, no deadline;  B (2, 1) 300, deadline t = 200.
+    # t=0: B's SLO row: 2 b_F + b_S >= 300 / 200 = 1.5; with b_S <= 1 - b_F that needs
+    #   b_F >= 1/2. The objective (4/3 a_F + a_S + 2/3 b_F + b_S), with a_F <= 1 - b_F and
+    #   a_S <= 1 - b_S at best, is 7/3 - 2/3 b_F: b_F = 1/2, then b_S = 1/2 (from both
+    #   bounds), a_F = a_S = 1/2: X = 1/2 everywhere, unique.
+    # Rounds of 100 s: in the first, each job's priority is (1/2) / (1/2) = 1 on both types
+    #   (which job takes F is a tie); in the second the job that had F has priority
+    #   (1/2) / (150/200) = 2/3 there and 2 on S, so they swap. Either way B gets 100 s on
+    #   each: 200 + 100 = 300 -> B ends at 200, its deadline; A has done 400 + 100 = 500.
+    # t=200: A alone: 4/3 a_F + a_S -> a_F = 1: 100 / 4 = 25 s -> A ends at 225.
+    types = [("F", 1, 3.0), ("S", 1, 1.0)]
+    rows = [(0.0, 1, 600.0), (0.0, 1, 300.0)]
+    rate = [[4.0, 1.0], [2.0, 1.0]]
+    deadline = [float("inf"), 200.0]
+    r = _trace("gavel-min-cost-slo", types, rows, rate, 100.0, deadline=deadline)
+    np.testing.assert_allclose(r.finish, [225.0, 200.0], rtol=1e-12)
+    # Without the SLO row (gavel-min-cost): A on F, B on S. A ends at 600 / 4 = 150,
+    # mid-round; at t=200 B (200 done) is alone and fills the idle F: 100 / 2 -> 250, past
+    # its deadline.
+    r = _trace("gavel-min-cost", types, rows, rate, 100.0, deadline=deadline)
+    np.testing.assert_allclose(r.finish, [150.0, 250.0], rtol=1e-12)
+
+
+def test_makespan_trace_finishes_as_worked_by_hand() -> None:
+    # Types F and S, one device each. Rates (F, S), work: A (2, 1) 300,  B (3, 1) 400.
+    # Makespan: maximise z = 1/T with 2 a_F + a_S >= 300 z and 3 b_F + b_S >= 400 z.
+    # Giving A the share f of F (and 1 - f of S) and B the rest: z = min((1 + f) / 300,
+    # (3 - 2f) / 400), equal at 400 + 400 f = 900 - 600 f: f = 1/2, z = 1/200. Both rows
+    # are tight and each device is full, so the optimum is unique: X = 1/2 everywhere
+    # (A alone on F gives z = min(2/300, 1/400), B alone on F min(1/300, 3/400): worse).
+    # Rounds of 50 s: as in the SLO trace the two jobs take one type each and swap every
+    # round (ties inside a pair of rounds go either way), so after 4 rounds each job has had
+    # 100 s on each type: A 200 + 100 = 300, B 300 + 100 = 400: both end at T = 200.
+    r = _trace(
+        "gavel-makespan",
+        [("F", 1, 1.0), ("S", 1, 1.0)],
+        [(0.0, 1, 300.0), (0.0, 1, 400.0)],
+        [[2.0, 1.0], [3.0, 1.0]],
+        round_s=50.0,
+    )
+    np.testing.assert_allclose(r.finish, [200.0, 200.0], rtol=1e-12)
+    np.testing.assert_allclose(r.type_time, [[100.0, 100.0], [100.0, 100.0]], rtol=1e-12)
+
+
+def test_ftf_trace_finishes_as_worked_by_hand() -> None:
+    # Types F and S, one device each. Rates (F, S), work: A (2, 1) 300,  B (3, 1) 200.
+    # Isolated throughputs (half of each device): iso_A = 1.5, iso_B = 2. At t=0 nothing has
+    # elapsed or been earned, so ρ_j = (R_j / rate_j) / (R_j / iso_j) = iso_j / rate_j: the
+    # work cancels. With A's share f of F and 1 - f of S: ρ_A = 1.5 / (1 + f),
+    # ρ_B = 2 / (3 - 2f); equal where 1.5 (3 - 2f) = 2 (1 + f): f = 1/2, ρ* = 1,
+    # unique. The bisection stops at a level within rel_tol (1e-3) above ρ*, where the
+    # second objective gives B a little more of F: shares within 2e-3 of 1/2, which does not
+    # change what the rounds below do.
+    # Rounds of 50 s: one type each, swapped in the second round: B does 150 + 50 = 200 and
+    #   ends at 100; A has done 100 + 50 = 150.
+    # t=100: A alone (it has earned 150 / 1.5 = 100 isolated seconds): its best is all of F
+    #   (the smallest ρ, and the second objective's maximum): 150 / 2 = 75 s -> ends at 175.
+    r = _trace(
+        "gavel-ftf",
+        [("F", 1, 1.0), ("S", 1, 1.0)],
+        [(0.0, 1, 300.0), (0.0, 1, 200.0)],
+        [[2.0, 1.0], [3.0, 1.0]],
+        round_s=50.0,
+    )
+    np.testing.assert_allclose(r.finish, [175.0, 100.0], rtol=1e-12)
+    np.testing.assert_allclose(r.type_time, [[125.0, 50.0], [50.0, 50.0]], rtol=1e-12)
+
+
+def test_fifo_het_trace_finishes_as_worked_by_hand() -> None:
+    # Types F and S, one device each (alphabetical order: F, S). Rates (F, S), work:
+    #   A (1, 0.5) 100,  B (2, 1) 200,  C (1, 1) 100, all at t = 0, in that order.
+    # t=0: A takes its fastest free type, F; B the only one left, S; C finds none: FIFO stops
+    #   there, and fifo_perf never places a job of priority 0, so C waits. A ends at 100.
+    # t=100: the map is rebuilt from scratch: B (first in line) takes F (2 > 1) -- it moves
+    #   from S -- and C takes S. B has 100 left at 2/s: ends at 150 (F then idles until the
+    #   round ends); C ends at 100 + 100 = 200.
+    r = _trace(
+        "gavel-fifo-het",
+        [("F", 1, 1.0), ("S", 1, 1.0)],
+        [(0.0, 1, 100.0), (0.0, 1, 200.0), (0.0, 1, 100.0)],
+        [[1.0, 0.5], [2.0, 1.0], [1.0, 1.0]],
+        round_s=100.0,
+    )
+    np.testing.assert_allclose(r.finish, [100.0, 150.0, 200.0], rtol=1e-12)
+    np.testing.assert_allclose(r.type_time[1], [50.0, 100.0], rtol=1e-12)
+    assert r.first_start[2] == 100.0
+
+
+def test_hierarchical_trace_finishes_as_worked_by_hand() -> None:
+    # One type, two devices, every rate 1, rounds of 50 s. User u has A and B, user v has C;
+    # 100 units of work each. Weights: u's 1 split over its two jobs, v's 1 to C, so the
+    # water filling gives x = z (1/2, 1/2, 1) with z (1/2 + 1/2 + 1) <= 2: z = 1,
+    # X = (1/2, 1/2, 1), the cluster full: unique (test_hierarchical_fairness_on_paper).
+    # Rounds (half-round credit 25 s, 3 jobs: the type's total starts at 75 s):
+    #   t=0:  priorities X / (25/75): C 3, A 1.5, B 1.5 -> C and A (A first by position;
+    #         A and B are one class, so their rows are equal bit for bit).
+    #   t=50: shares of the 175 s: C 75, A 75, B 25 -> C 7/3, A 7/6, B 3.5 -> B and C.
+    #         C has done 100: ends at 100.
+    #   t=100: {A, B}, one entity: X = (1, 1): both run their last 50 and end at 150.
+    # (Plain max-min fairness gives every job 2/3 of a device: C would end later.)
+    r = _trace(
+        "gavel-hierarchical",
+        [("A", 2, 1.0)],
+        [(0.0, 1, 100.0)] * 3,
+        [[1.0]] * 3,
+        round_s=50.0,
+        user=["u", "u", "v"],
+    )
+    np.testing.assert_allclose(r.finish, [150.0, 150.0, 100.0], rtol=1e-12)
+    np.testing.assert_allclose(r.first_start, [0.0, 50.0, 0.0])

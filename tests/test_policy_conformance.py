@@ -47,6 +47,7 @@ class Recorder(Policy):
         self.round_s = inner.round_s
         self.rounds_only = inner.rounds_only  # type: ignore[misc]
         self.service_marks = inner.service_marks
+        self.colocates = inner.colocates  # type: ignore[misc]
         self.calls = 0
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -69,6 +70,12 @@ class Recorder(Policy):
         # only active jobs, each at most once
         assert np.isin(d1.run, state.active).all()
         assert len(np.unique(d1.run)) == len(d1.run)
+        # co-located guests: active, not also run on devices of their own, hosts in the run
+        if d1.colocate is not None and len(d1.colocate):
+            assert self.colocates
+            guests, hosts = d1.colocate[:, 0], d1.colocate[:, 1]
+            assert np.isin(guests, state.active).all() and not np.isin(guests, d1.run).any()
+            assert np.isin(hosts, d1.run).all()
         if not self.preemptive:
             assert not state.running[d1.run].any() or True
         return d1

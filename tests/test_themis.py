@@ -253,6 +253,40 @@ def test_with_f_0_the_partial_allocation_splits_the_gpus() -> None:
     np.testing.assert_allclose(r.finish, [200.0, 400.0, 200.0])
 
 
+@pytest.mark.parametrize(
+    ("knob", "finish"), [(0.5, [200, 400, 700, 600]), (1.0, [200, 400, 300, 900])]
+)
+def test_only_the_worst_apps_bid_and_leftovers_go_to_the_others_first(
+    knob: float, finish: list[float]
+) -> None:
+    # Two GPUs, lease 1000 s. User u: j0, j1 (1 GPU, 200 s each); v: j2 (1 GPU, 300 s);
+    # w: j3 (1 GPU, 600 s); all at t = 0. N = 3 apps: a 1/N share is 2/3 GPU, so
+    # T_id(u) = 400 / (2/3) = 600, T_id(v) = 300 / (2/3) = 450, T_id(w) = 600 / (2/3) = 900.
+    # t=0, ρ with nothing (a lease of waiting, then the share): v (1000 + 450) / 450 = 3.22,
+    #   u (1000 + 600) / 600 = 2.67, w (1000 + 900) / 900 = 2.11.
+    # f = 0.5: ceil(0.5 × 3) = 2 bidders, v and u. Valuations 1/ρ: v 1/3.22 = 0.31 with
+    #   nothing, 450 / 300 = 1.5 with one GPU; u 0.375, 600 / 400 = 1.5 with one GPU,
+    #   600 / 200 = 3 with two. Products: one each 2.25, u both 0.93, v alone 0.56 -> one
+    #   each. Hidden payments: without v, u would take both (3): v keeps 1.5 / 3 = 1/2 GPU,
+    #   i.e. none; without u, v still gets one: u keeps its GPU (j0). The leftover GPU goes
+    #   first to the app that did not bid, w: j3 runs, v waits.
+    #   t=200: j0 ends; the freed GPU is offered to the apps wanting one, u and v (N still 3;
+    #   T_id(u) is now 200 / (2/3) = 300 for its one active job): ρ u (200 + 1000 + 300) /
+    #   300 = 5, v (200 + 1000 + 450) / 450 = 3.67; ceil(0.5 × 2) = 1 bidder, u: j1 runs
+    #   to 400.
+    #   t=400: j1 ends; v alone wants the GPU: j2 runs, 400 + 300 = 700. j3 ends at 600.
+    # f = 1: only the worst, v, bids: it takes one GPU (alone, it keeps all of it); the
+    #   leftover goes to the non-bidders worst first, u (2.67 > 2.11): j0.
+    #   t=200: j0 ends; u and w want it: ρ u 5 (as above), w (200 + 1000 + 900) / 900 = 2.33:
+    #   u bids alone, j1 runs to 400.
+    #   t=300: j2 ends; w alone wants it: j3 runs, 300 + 600 = 900.
+    cl = cluster([("A", 2)])
+    t = jobs([(0, 1, 200), (0, 1, 200), (0, 1, 300), (0, 1, 600)], user=["u", "u", "v", "w"])
+    pol = Themis(fairness_knob=knob, lease_s=1000.0)
+    r = simulate(t, cl, pol, rates=fixed_rates(t, cl))
+    np.testing.assert_allclose(r.finish, finish)
+
+
 def test_valuations_follow_the_rates_on_a_mixed_cluster() -> None:
     # One device of a slow type A (speed 1) and one of a fast type B (speed 2). One job of
     # 200 units: on B it needs 100 s (ρ smaller), so its bid prefers B.
