@@ -463,24 +463,29 @@ def _rerate(eng: EngineView, js: IntArray, rates: FloatArray) -> None:
     eng.sync_types()  # time on the type up to now (or the whole-step cap), before the cap goes
     sync_packed(js, len(js), _SYNC_ALL, eng.now, eng.capped, eng.jf, eng.ji)
     jf, ji = eng.jf, eng.ji
-    for j, r in zip(js.tolist(), np.asarray(rates, dtype=np.float64).tolist(), strict=True):
-        rem = jf[JF_REMAINING, j]
-        begin = max(eng.now, jf[JF_STALL, j])
-        jf[JF_ROUND_REM, j] = rem
-        jf[JF_STALL, j] = begin
-        jf[JF_BASE_T, j] = eng.now
-        jf[JF_EXE0, j] = jf[JF_EXECUTED, j]
-        jf[JF_ATT0, j] = jf[JF_ATTAINED, j]
-        jf[JF_CRATE, j] = r
-        jf[JF_CAP, j] = np.inf  # a whole-step round re-arms its caps after the decision
-        jf[JF_SHARE, j] = 0.0
-        fin = begin + rem / r
-        jf[JF_FIN, j] = fin
-        ji[JI_EPOCH, j] += 1
-        e = int(ji[JI_EPOCH, j])
-        heap_push(eng.heap_t, eng.heap_je, eng.ctr, HEAP_FINISH, fin, j, e)
-        nd = int(ji[JI_ALLOC_N, j])
-        if len(eng.marks) and nd > 0:
-            push_mark(
-                eng.marks, eng.heap_t, eng.heap_je, eng.ctr, j, eng.now, jf[JF_ATTAINED, j], nd, e
-            )
+    r = np.asarray(rates, dtype=np.float64)
+    now = eng.now
+    # the per-job fields at once (``js`` holds each job once), then one heap entry each
+    rem = jf[JF_REMAINING, js]
+    begin = np.maximum(now, jf[JF_STALL, js])
+    jf[JF_ROUND_REM, js] = rem
+    jf[JF_STALL, js] = begin
+    jf[JF_BASE_T, js] = now
+    jf[JF_EXE0, js] = jf[JF_EXECUTED, js]
+    jf[JF_ATT0, js] = jf[JF_ATTAINED, js]
+    jf[JF_CRATE, js] = r
+    jf[JF_CAP, js] = np.inf  # a whole-step round re-arms its caps after the decision
+    jf[JF_SHARE, js] = 0.0
+    fin = begin + rem / r
+    jf[JF_FIN, js] = fin
+    ji[JI_EPOCH, js] += 1
+    epochs = ji[JI_EPOCH, js].tolist()
+    for j, f, e in zip(js.tolist(), fin.tolist(), epochs, strict=True):
+        heap_push(eng.heap_t, eng.heap_je, eng.ctr, HEAP_FINISH, f, j, e)
+    if len(eng.marks):
+        nds = ji[JI_ALLOC_N, js].tolist()
+        for j, nd, e in zip(js.tolist(), nds, epochs, strict=True):
+            if nd > 0:
+                push_mark(
+                    eng.marks, eng.heap_t, eng.heap_je, eng.ctr, j, now, jf[JF_ATTAINED, j], nd, e
+                )
