@@ -247,13 +247,16 @@ class Gandiva(Policy):
         cur = np.where(own[oh], state.alloc_type[oh], -1).tolist()
         need_l = gang[oh].tolist()
         lf = left.tolist()
-        room = sum(lf)
-        smallest = int(gang[oh].min()) if len(oh) else 0
+        # the smallest gang from each unit on: once no type has room for it, stop
+        smallest = np.minimum.accumulate(gang[oh][::-1])[::-1].tolist()
+        most = max(lf) if lf else 0
         nt = len(lf)
         for i, (h, g) in enumerate(zip(oh.tolist(), og.tolist(), strict=True)):
-            if room < smallest:
+            if most < smallest[i]:
                 break
             need = need_l[i]
+            if need > most:
+                continue
             sp = speed[i]
             t = cur[i]
             if t < 0 or lf[t] < need or sp[t] < 0:
@@ -264,7 +267,7 @@ class Gandiva(Policy):
                 if t < 0:
                     continue
             lf[t] -= need
-            room -= need
+            most = max(lf)
             run.append(h)
             typ.append(t)
             if g >= 0:
