@@ -198,7 +198,8 @@ class Gandiva(Policy):
         """Every job on devices of its own: pairs split, jobs in arrival order."""
         paired = active[self._partner[active] >= 0]
         if len(paired):
-            self._split += len(paired) // 2
+            both = state.is_active[self._partner[paired]]
+            self._split += int(both.sum()) // 2  # pairs whose jobs are both still active
             self._partner[paired] = -1
         mig = self._migrations_of(state, active)
         if len(mig):
