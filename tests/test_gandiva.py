@@ -105,6 +105,27 @@ def test_the_threshold_can_refuse_a_pair_that_gains() -> None:
     np.testing.assert_allclose(r2.finish, [180.0, 120.0])
 
 
+def test_a_pair_is_split_when_the_cluster_is_no_longer_oversubscribed() -> None:
+    # 2 V100s; LM, TF and an unmeasured job X (100 s) at 0: 3 jobs on 2 devices, so LM and TF
+    # are packed (LM hosts) and X runs alone. At 100 X ends: 2 jobs on 2 devices, the pair is
+    # split. LM goes on on its device at LM_ISO: LM_PACKED·100 + LM_ISO·200 ends it at 300.
+    # TF leaves its host (one preemption) for the free device at TF_ISO: TF_PACKED·100 +
+    # TF_ISO·300 ends it at 400.
+    table = jobs(
+        [
+            (0.0, 1, LM_PACKED * 100 + LM_ISO * 200),
+            (0.0, 1, TF_PACKED * 100 + TF_ISO * 300),
+            (0.0, 1, 100.0),
+        ],
+        job_type=[LM, TF, ""],
+    )
+    rates = FixedRates(rate=np.array([[LM_ISO], [TF_ISO], [1.0]]), restore_s=np.zeros(3))
+    r = simulate(table, cluster([("V100", 2)]), Gandiva(), rates=rates)
+    np.testing.assert_allclose(r.finish, [300.0, 400.0, 100.0])
+    assert r.policy_stats["pairs_formed"] == 1.0 and r.policy_stats["pairs_split"] == 1.0
+    assert r.preemptions.tolist() == [0, 1, 0]
+
+
 def migration_trace():  # type: ignore[no-untyped-def]
     # nodes of 4, 2 and 2 devices. Job 0 (4 devices, 100 s) takes the 4-device node at 0;
     # job 1 (4 devices, 1000 s) arrives at 1 and must span the two 2-device nodes.
