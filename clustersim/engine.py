@@ -296,7 +296,7 @@ class _Run:
         jf[JF_FINISH] = np.nan
         jf[JF_FIN] = np.inf
         jf[JF_CAP] = np.inf  # no progress after this time (whole-step rounds)
-        jf[JF_RESTORE] = rates.restore_s
+        jf[JF_RESTORE] = rates.restore_s if policy.resume_s is None else policy.resume_s
         ji[JI_ALLOC_TYPE] = -1
         ji[JI_GANG] = jobs.num_gpus
         ji[JI_RC_HEAD] = -1

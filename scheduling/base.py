@@ -423,6 +423,11 @@ class Policy:
         decisions do not depend on the run's seed, and an experiment runs it once whatever
         seeds it lists (:func:`clustersim.engine.seed_matters`). The conformance battery
         checks the claim both ways.
+    resume_s : float or None
+        Delay paid on every resume of a preempted job, replacing the performance model's
+        checkpoint/restore delay for this policy's runs (``None``, the default: the model's).
+        For mechanisms that suspend in place, e.g. Gandiva's suspend-resume at a mini-batch
+        boundary, far cheaper than a checkpoint restore.
     """
 
     name: ClassVar[str] = ""
@@ -435,6 +440,7 @@ class Policy:
     compat: ClassVar[Mapping[str, CompatSpec]] = {}
     uses_seed: ClassVar[bool] = False
     colocates: ClassVar[bool] = False
+    resume_s: float | None = None
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""

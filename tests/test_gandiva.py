@@ -33,25 +33,39 @@ def test_three_jobs_on_two_devices_take_turns_of_one_quantum() -> None:
     #   180     jobs 1 and 2 finish
     t = jobs([(0.0, 1, 120.0)] * 3)
     cl = cluster([("A", 2)])
-    r = simulate(t, cl, Gandiva(quantum_s=60.0), rates=fixed_rates(t, cl))
+    r = simulate(t, cl, Gandiva(quantum_s=60.0, resume_s=None), rates=fixed_rates(t, cl))
     np.testing.assert_allclose(r.finish, [120.0, 180.0, 180.0])
     assert r.preemptions.tolist() == [0, 1, 0]
 
 
-def test_a_resume_pays_the_restore_delay() -> None:
-    # as above with a 10 s restore delay on every resume: job 1 resumes at 120, stalls to
-    # 130 and needs 60 s more: 190; jobs 0 and 2 never resume (first starts pay nothing)
+def test_a_resume_pays_the_restore_delay_of_the_model_when_asked() -> None:
+    # as above with a 10 s restore delay on every resume (resume_s=None: the model's): job 1
+    # resumes at 120, stalls to 130 and needs 60 s more: 190; jobs 0 and 2 never resume
+    # (first starts pay nothing)
     t = jobs([(0.0, 1, 120.0)] * 3)
     cl = cluster([("A", 2)])
-    r = simulate(t, cl, Gandiva(quantum_s=60.0), rates=fixed_rates(t, cl, restore_s=10.0))
+    rates = fixed_rates(t, cl, restore_s=10.0)
+    r = simulate(t, cl, Gandiva(quantum_s=60.0, resume_s=None), rates=rates)
     np.testing.assert_allclose(r.finish, [120.0, 190.0, 180.0])
+
+
+def test_a_suspend_resume_costs_resume_s_not_the_checkpoint_restore() -> None:
+    # the same trace and model (10 s restore), Gandiva's in-memory suspend of 2 s: job 1
+    # resumes at 120, stalls to 122, 60 s more: 182. The default (1 s) gives 181.
+    t = jobs([(0.0, 1, 120.0)] * 3)
+    cl = cluster([("A", 2)])
+    rates = fixed_rates(t, cl, restore_s=10.0)
+    r = simulate(t, cl, Gandiva(quantum_s=60.0, resume_s=2.0), rates=rates)
+    np.testing.assert_allclose(r.finish, [120.0, 182.0, 180.0])
+    r = simulate(t, cl, Gandiva(quantum_s=60.0), rates=rates)
+    np.testing.assert_allclose(r.finish, [120.0, 181.0, 180.0])
 
 
 def test_no_slicing_when_the_cluster_is_not_oversubscribed() -> None:
     # 2 jobs on 2 devices: both run from 0 to their ends, whatever the quantum
     t = jobs([(0.0, 1, 500.0), (0.0, 1, 300.0)])
     cl = cluster([("A", 2)])
-    r = simulate(t, cl, Gandiva(quantum_s=60.0), rates=fixed_rates(t, cl))
+    r = simulate(t, cl, Gandiva(quantum_s=60.0, resume_s=None), rates=fixed_rates(t, cl))
     np.testing.assert_allclose(r.finish, [500.0, 300.0])
     assert r.preemptions.sum() == 0
 
@@ -70,7 +84,7 @@ def test_a_pair_that_gains_is_packed_at_its_measured_rates() -> None:
     # ends it at 750.
     work = (LM_PACKED * 500 + LM_ISO * 250, TF_PACKED * 500)
     table, cl, rates = pair_trace(LM, TF, (LM_ISO, TF_ISO), work)
-    pol = Gandiva(quantum_s=60.0)
+    pol = Gandiva(quantum_s=60.0, resume_s=None)
     r = simulate(table, cl, pol, rates=rates)
     np.testing.assert_allclose(r.finish, [750.0, 500.0])
     assert r.policy_stats["pairs_formed"] == 1.0
@@ -86,7 +100,7 @@ def test_a_pair_that_loses_is_time_sliced_instead() -> None:
     #   120-180 (60 s left)
     work = (R50_ISO * 120, TF_ISO * 60)
     table, cl, rates = pair_trace(R50, TF, (R50_ISO, TF_ISO), work)
-    r = simulate(table, cl, Gandiva(quantum_s=60.0), rates=rates)
+    r = simulate(table, cl, Gandiva(quantum_s=60.0, resume_s=None), rates=rates)
     np.testing.assert_allclose(r.finish, [180.0, 120.0])
     assert r.policy_stats["pairs_formed"] == 0.0
     assert r.preemptions.tolist() == [1, 0]
@@ -97,11 +111,11 @@ def test_the_threshold_can_refuse_a_pair_that_gains() -> None:
     # take turns: LM (120 s alone) 0-60, TF (60 s) 60-120, LM 120-180
     work = (LM_ISO * 120, TF_ISO * 60)
     table, cl, rates = pair_trace(LM, TF, (LM_ISO, TF_ISO), work)
-    r = simulate(table, cl, Gandiva(quantum_s=60.0, pack_threshold=0.5), rates=rates)
+    r = simulate(table, cl, Gandiva(quantum_s=60.0, pack_threshold=0.5, resume_s=None), rates=rates)
     np.testing.assert_allclose(r.finish, [180.0, 120.0])
     assert r.policy_stats["pairs_formed"] == 0.0
     # and without packing at all, the same
-    r2 = simulate(table, cl, Gandiva(quantum_s=60.0, packing=False), rates=rates)
+    r2 = simulate(table, cl, Gandiva(quantum_s=60.0, packing=False, resume_s=None), rates=rates)
     np.testing.assert_allclose(r2.finish, [180.0, 120.0])
 
 
@@ -120,7 +134,7 @@ def test_a_pair_is_split_when_the_cluster_is_no_longer_oversubscribed() -> None:
         job_type=[LM, TF, ""],
     )
     rates = FixedRates(rate=np.array([[LM_ISO], [TF_ISO], [1.0]]), restore_s=np.zeros(3))
-    r = simulate(table, cluster([("V100", 2)]), Gandiva(), rates=rates)
+    r = simulate(table, cluster([("V100", 2)]), Gandiva(resume_s=None), rates=rates)
     np.testing.assert_allclose(r.finish, [300.0, 400.0, 100.0])
     assert r.policy_stats["pairs_formed"] == 1.0 and r.policy_stats["pairs_split"] == 1.0
     assert r.preemptions.tolist() == [0, 1, 0]
@@ -136,23 +150,22 @@ def migration_trace():  # type: ignore[no-untyped-def]
 
 def test_a_spread_job_moves_to_a_node_that_frees_up() -> None:
     # at 100 job 0 finishes and frees the 4-device node: job 1 (on 2 nodes, 99 s done) is
-    # moved there, paying the 5 s restore: 901 s left from 105, it ends at 1006
+    # moved there, paying the model's 5 s restore (resume_s=None): 901 s left from 105, it
+    # ends at 1006; with the default resume_s of 1 s: 901 s left from 101, it ends at 1002
     t, cl, rates = migration_trace()
-    r = simulate(t, cl, Gandiva(), rates=rates)
+    r = simulate(t, cl, Gandiva(resume_s=None), rates=rates)
     np.testing.assert_allclose(r.finish, [100.0, 1006.0])
     assert r.migrations.tolist() == [0, 1] and r.preemptions.tolist() == [0, 1]
     assert r.policy_stats["locality_migrations"] == 1.0
     assert r.max_nodes.tolist() == [1, 2]
-    # its last stint is on the 4-device node alone
-    st = r.stints
-    last = st.job == 1
-    assert st.node[last][st.start[last] == st.start[last].max()].tolist() == [0]
+    r = simulate(t, cl, Gandiva(), rates=rates)
+    np.testing.assert_allclose(r.finish, [100.0, 1002.0])
 
 
 def test_without_migration_the_spread_job_stays() -> None:
     # no move: job 1 runs from 1 to 1001 on its two nodes
     t, cl, rates = migration_trace()
-    r = simulate(t, cl, Gandiva(migrate=False), rates=rates)
+    r = simulate(t, cl, Gandiva(migrate=False, resume_s=None), rates=rates)
     np.testing.assert_allclose(r.finish, [100.0, 1001.0])
     assert r.migrations.tolist() == [0, 0] and r.policy_stats["locality_migrations"] == 0.0
 
@@ -197,12 +210,13 @@ def test_a_bad_parameter_is_refused_by_name(params: dict[str, object], bad: str)
 
 
 def test_the_defaults_are_the_documented_ones() -> None:
-    # quantum 360 s, not the paper's 60 s: the engine's restore delay (module doc)
+    # the paper's 60 s quantum and a 1 s suspend-resume (module doc)
     p = make_policy("gandiva")
     assert p.params() == {
-        "quantum_s": 360.0,
+        "quantum_s": 60.0,
         "packing": True,
         "pack_threshold": 0.0,
         "migrate": True,
+        "resume_s": 1.0,
     }
-    assert p.round_s == 360.0 and p.preemptive and p.colocates
+    assert p.round_s == 60.0 and p.resume_s == 1.0 and p.preemptive and p.colocates
