@@ -66,6 +66,7 @@ from clustersim.kernels import (
     JF_ROUND_REM,
     JF_SHARE,
     JF_STALL,
+    JF_TT_SYNCED,
     JI_ALLOC_N,
     JI_ALLOC_TYPE,
     JI_EPOCH,
@@ -475,6 +476,10 @@ def _rerate(eng: EngineView, js: IntArray, rates: FloatArray) -> None:
     jf[JF_ATT0, js] = jf[JF_ATTAINED, js]
     jf[JF_CRATE, js] = r
     jf[JF_CAP, js] = np.inf  # a whole-step round re-arms its caps after the decision
+    # time on the type is counted from now: a job that did its whole-step share before now
+    # was idle since (without this a host that keeps its devices across a round boundary
+    # would be credited that idle tail when the cap goes)
+    jf[JF_TT_SYNCED, js] = now
     jf[JF_SHARE, js] = 0.0
     fin = begin + rem / r
     jf[JF_FIN, js] = fin
