@@ -18,25 +18,41 @@ that share devices. What the policy does:
   and their normalised packed throughput (the sum over types and both jobs of packed rate /
   isolated rate) is at least 1. Every combination (pair or lone job) then gets the same share
   ``(N_t / M) / sf``, ``M`` combinations.
-* **Rounds**: each combination has a priority per type, its allocation over the fraction of the
-  type's time it received since the last recomputation (a combination never run has priority
-  ``allocation × 1e9``); types are visited in Gavel's fixed order (V100, P100, K80, then the
-  others), combinations inside a type by decreasing (priority, deficit, allocation), and placed
-  greedily when no member runs yet this round and the type has room for the gang. A pair runs
-  with its lower job index as the host and the other as the guest.
+* **Priority entries** (Gavel's per-type priority lists with packing on): one entry per active
+  job and one per pair of active jobs with the same scale factor (both of a measured job
+  type), made when the later job arrives, whether or not the policy chose the pair; an entry
+  goes when one of its jobs leaves. Each entry has a time per type since the last
+  recomputation (a job's starts at half a round; a pair's at 0 until the first recomputation
+  after it was made, then half a round), a deficit and an allocation. A recomputation adds to
+  each entry's deficit its share times the elapsed time (nothing for an entry the previous
+  allocation did not cover) less the time it received (its time less half a round, so a pair
+  never reset before gains half a round), puts every time back to half a round, and makes
+  the new allocation cover every live entry: the chosen combinations' shares, 0 for the rest.
+* **Rounds**: each entry has a priority per type, its allocation over the fraction of the
+  type's time it received since the last recomputation (never run: ``allocation × 1e9``; 0
+  where its allocation is 0, where it cannot run, or when the allocation does not cover it);
+  types are visited in Gavel's fixed order (V100, P100, K80, then the others), entries inside
+  a type by decreasing (priority, deficit, allocation), ties in the order Gavel made them (by
+  the later job's arrival, a job before its pairs, its pairs by the earlier job), and placed
+  greedily when no member is placed yet this round and the type has room for the gang. So an
+  entry of priority 0 (a job whose chosen pair is its combination, a pair the policy did not
+  choose) may take devices the chosen combinations leave, the one with the larger deficit
+  first. An entry the allocation does not cover (it arrived since the last recomputation)
+  that is placed **holds its devices and blocks its jobs but does not run** (Gavel dispatches
+  only entries of its allocation). A pair runs with its lower job index as the host and the
+  other as the guest; it is credited the time its longer member ran. When a pass runs
+  nothing, nothing runs and no job is left to arrive, the recomputation is forced and the
+  pass made again at once (Gavel's end-of-trace reset).
 
-Departures from Gavel's simulator (measured against its runs in ``docs/gavel-fidelity.md``):
+Departures from Gavel's simulator (measured against its runs in ``docs/gavel-fidelity.md``,
+section 18: every ``gandiva`` run of the fixture within 2 %):
 
-* Gavel keeps a priority entry for **every** pair of active jobs with the same scale factor
-  (``O(m²)``), so pairs the policy did not choose may take devices left over after the chosen
-  combinations (the allocation is a priority order there, not a cap); here only the chosen
-  pairs and the lone jobs have entries. A job whose pair partner finished waits as a lone job
-  of allocation 0 until the next recomputation, as in Gavel.
-* Jobs without a measured job type (traces other than Gavel's) are never drawn into pairs:
-  they stand alone (Gavel's code needs a measurement for every pair it creates).
-* The time a combination is credited after an idle gap, and the five-failure rule for gangs
-  whose last round has fewer steps than devices, are not reproduced (see
+* Jobs without a measured job type (traces other than Gavel's) get no pair entries: they
+  stand alone (Gavel's code needs a measurement for every pair it creates).
+* The time an entry is credited after an idle gap, and the five-failure rule for gangs whose
+  last round has fewer steps than devices, are not reproduced (see
   :class:`scheduling.gavel.GavelRounds` for the other policies).
+* Entries are ``O(m²)`` as in Gavel; a round costs a sort of them per type.
 """
 
 from __future__ import annotations
