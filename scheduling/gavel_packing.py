@@ -328,7 +328,10 @@ class GavelGandiva(GavelRounds):
         of the type's time it received (``allocation × 1e9`` when it received none); 0 where
         the allocation is 0, the entry cannot run, or it is outside the allocation."""
         alloc = self._ealloc[live]
-        ran = self._etime[live]
+        # to 0.1 µs: a pair's time here and in Gavel may differ in the last bits (the engine
+        # sums it over stints, its co-located rate is a factor times the isolated rate), and
+        # entries whose times Gavel finds equal must tie here too (their deficits decide)
+        ran = np.round(self._etime[live], 7)
         assert self._work is not None
         work = np.broadcast_to(self._work, alloc.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
