@@ -352,7 +352,7 @@ class GavelGandiva(GavelRounds):
         if self._work is None or not len(live):
             return run, kinds, pairs
         prio = self._priorities(live)
-        deficit = self._edef[live]
+        deficit = np.round(self._edef[live], 7)  # as the times in _priorities
         alloc = self._ealloc[live]
         pos = np.arange(len(live))
         ea, eb = self._ea[live], self._eb[live]
