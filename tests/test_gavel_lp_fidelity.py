@@ -409,22 +409,22 @@ def test_ftf_on_its_one_known_miss_stays_within_10_percent(shared_data) -> None:
 @pytest.mark.parametrize(
     ("trace", "cluster", "seed"),
     [
-        # measured (branch gandivafid): -0.24 %, -0.52 %, -0.25 %, -0.41 %
+        # measured (branch gandivafid): 9 of the 10 to Gavel's printed digit (3 decimals), the
+        # first one +0.003 s of 24,163.749 s
         ("shockwave_120jobs_100", "8:8:8", 0),
         ("gavel_synth_multigpu_lam900_n100", "8:8:8", 0),
         ("shockwave_220jobs_100", "8:8:8", 0),
         ("gavel_synth_single_lam600_n500", "8:8:8", 0),
-        # measured: -0.34 %, -0.37 %, -1.84 %, -0.27 %
         ("shockwave_120jobs_100", "8:4:12", 0),
         ("gavel_synth_multigpu_lam900_n100", "8:4:12", 0),
         ("shockwave_120jobs_100", "4:4:4", 0),
         ("gavel_synth_multigpu_lam900_n100", "4:4:4", 0),
-        # Gavel's --seed 1 (other random pairs); measured: -0.39 %, -0.41 %
+        # Gavel's --seed 1 (other random pairs)
         ("shockwave_120jobs_100", "8:8:8", 1),
         ("gavel_synth_multigpu_lam900_n100", "8:8:8", 1),
     ],
 )
-def test_gavel_gandiva_is_within_5_percent_of_gavels_printed_jct(
+def test_gavel_gandiva_reproduces_gavels_printed_jct(
     shared_data, trace: str, cluster: str, seed: int
 ) -> None:  # type: ignore[no-untyped-def]
     from tests.test_gavel_fidelity import ours
@@ -438,4 +438,5 @@ def test_gavel_gandiva_is_within_5_percent_of_gavels_printed_jct(
         seed,
     )
     theirs = gavel_run(trace, "gandiva", cluster, seed)["average_jct_s"]
-    assert abs(mine / theirs - 1) < 0.05, (mine, theirs)
+    # the target is 5 %; the bound is far tighter so that any change of rule shows
+    assert abs(mine / theirs - 1) < 1e-4, (mine, theirs)
