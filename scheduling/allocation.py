@@ -336,6 +336,8 @@ try:  # scipy's own HiGHS binding, the object linprog(method="highs") drives
 except ImportError:  # pragma: no cover - another scipy layout: linprog only
     _highs_core = None
 _OPTIMAL = None if _highs_core is None else _highs_core.HighsModelStatus.kOptimal
+_COLWISE = 0 if _highs_core is None else int(_highs_core.MatrixFormat.kColwise)
+_MINIMIZE = 0 if _highs_core is None else int(_highs_core.ObjSense.kMinimize)
 
 
 def _status(model_status: object) -> int:
@@ -380,6 +382,7 @@ class LPSolver:
         self._b: FloatArray | None = None  # and its right-hand sides
         self._presolve = "choose"
         self._cols: dict[int, npt.NDArray[np.int32]] = {}  # column index lists by length
+        self._ints: dict[int, npt.NDArray[np.int32]] = {}  # integrality (all 0) by length
 
     def _core(self, m: LPModel, warm: bool) -> tuple[int, str, FloatArray | None]:
         assert _highs_core is not None
@@ -403,18 +406,31 @@ class LPSolver:
                 h.changeRowBounds(r, -np.inf, float(m.b[r]))
             self._b = m.b.copy()
             return self._run(h)
-        lp = _highs_core.HighsLp()
+        # the model as arrays (the binding's pointer form of passModel: the same HighsLp
+        # inside HiGHS, without building one attribute by attribute in Python, which copied
+        # every array twice); every column continuous
         n_row, n_col = m.shape
-        lp.num_col_, lp.num_row_ = n_col, n_row
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = m.c, m.lb, m.ub
-        lp.row_lower_, lp.row_upper_ = np.full(n_row, -np.inf), m.b
-        lp.a_matrix_.format_ = _highs_core.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = m.indptr
-        lp.a_matrix_.index_ = m.indices
-        lp.a_matrix_.value_ = m.data
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, n_row
+        zeros = self._ints.get(n_col)
+        if zeros is None:
+            zeros = self._ints[n_col] = np.zeros(n_col, dtype=np.int32)
         h.clearModel()
-        h.passModel(lp)
+        h.passModel(
+            n_col,
+            n_row,
+            len(m.data),
+            _COLWISE,
+            _MINIMIZE,
+            0.0,
+            m.c,
+            m.lb,
+            m.ub,
+            np.full(n_row, -np.inf),
+            m.b,
+            m.indptr.astype(np.int32),
+            m.indices.astype(np.int32),
+            m.data,
+            zeros,
+        )
         self._loaded = m.shape
         self._b = m.b.copy()
         return self._run(h)
