@@ -635,26 +635,27 @@ def optimal_face_centre(
     aat = aa.T
     u = v[free].copy()
 
-    def value(u: FloatArray) -> float:
+    add, least, log = np.add.reduce, np.minimum.reduce, np.log
+
+    def point(u: FloatArray) -> tuple[float, FloatArray, FloatArray, FloatArray]:
+        """The barrier's value at ``u`` (``inf`` outside) and its slacks, which the next
+        Newton step reuses when ``u`` is accepted (the same expressions, the same bits)."""
         s = bb - aa @ u
         d = u[idx] - lbi
-        if s.min() <= 0 or (d.size and d.min() <= 0):
-            return math.inf
-        return float(-(wr * np.log(s)).sum() - (wvi * np.log(d)).sum())
+        if least(s) <= 0 or (d.size and least(d) <= 0):
+            return math.inf, u, s, d
+        return float(-add(wr * log(s)) - add(wvi * log(d))), u, s, d
 
-    f0 = value(u)
+    f0, u, s, d = point(u)
     if not math.isfinite(f0):
         return None
     for _ in range(max_iter):
-        s = bb - aa @ u
-        d = u[idx] - lbi
         grad = aat @ (wr / s)
         grad[idx] -= wvi / d
         hess = (aat * (wr / s**2)) @ aa
         hess[idx, idx] += wvi / d**2
         # LAPACK's Cholesky directly: what scipy.linalg.cho_factor/cho_solve call (upper
-        # triangle, same routines, same bits) without their per-call checks, a third of the
-        # time of this loop on the small systems here
+        # triangle, same routines, same bits) without their per-call checks
         fac, info = dpotrf(hess, lower=False, overwrite_a=False, clean=False)
         if info != 0:  # not positive definite (cho_factor's LinAlgError)
             return None
@@ -670,12 +671,12 @@ def optimal_face_centre(
         # start the line search inside the domain (ratio test), not by halving into it
         ds = aa @ step
         up = ds > 0
-        t = min(1.0, 0.99 * float(np.minimum.reduce(s[up] / ds[up], initial=np.inf)))
+        t = min(1.0, 0.99 * float(least(s[up] / ds[up], initial=np.inf)))
         sv = step[idx]
         dn = sv < 0
-        t = min(t, 0.99 * float(np.minimum.reduce(d[dn] / -sv[dn], initial=np.inf)))
+        t = min(t, 0.99 * float(least(d[dn] / -sv[dn], initial=np.inf)))
         while True:
-            f1 = value(u + t * step)
+            f1, u1, s1, d1 = point(u + t * step)
             if f1 <= f0 - 0.25 * t * dec:
                 break
             t *= 0.5
@@ -683,8 +684,7 @@ def optimal_face_centre(
                 break
         if t < 1e-6:
             break
-        u = u + t * step
-        f0 = f1
+        f0, u, s, d = f1, u1, s1, d1  # u + t * step
     out = v.copy()
     out[free] = u
     return out
