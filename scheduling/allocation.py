@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf, dpotrs
 from scipy.optimize import linprog
 
 FloatArray = npt.NDArray[np.float64]
@@ -336,6 +336,8 @@ try:  # scipy's own HiGHS binding, the object linprog(method="highs") drives
 except ImportError:  # pragma: no cover - another scipy layout: linprog only
     _highs_core = None
 _OPTIMAL = None if _highs_core is None else _highs_core.HighsModelStatus.kOptimal
+_COLWISE = 0 if _highs_core is None else int(_highs_core.MatrixFormat.kColwise)
+_MINIMIZE = 0 if _highs_core is None else int(_highs_core.ObjSense.kMinimize)
 
 
 def _status(model_status: object) -> int:
@@ -380,6 +382,7 @@ class LPSolver:
         self._b: FloatArray | None = None  # and its right-hand sides
         self._presolve = "choose"
         self._cols: dict[int, npt.NDArray[np.int32]] = {}  # column index lists by length
+        self._ints: dict[int, npt.NDArray[np.int32]] = {}  # integrality (all 0) by length
 
     def _core(self, m: LPModel, warm: bool) -> tuple[int, str, FloatArray | None]:
         assert _highs_core is not None
@@ -403,18 +406,31 @@ class LPSolver:
                 h.changeRowBounds(r, -np.inf, float(m.b[r]))
             self._b = m.b.copy()
             return self._run(h)
-        lp = _highs_core.HighsLp()
+        # the model as arrays (the binding's pointer form of passModel: the same HighsLp
+        # inside HiGHS, without building one attribute by attribute in Python, which copied
+        # every array twice); every column continuous
         n_row, n_col = m.shape
-        lp.num_col_, lp.num_row_ = n_col, n_row
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = m.c, m.lb, m.ub
-        lp.row_lower_, lp.row_upper_ = np.full(n_row, -np.inf), m.b
-        lp.a_matrix_.format_ = _highs_core.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = m.indptr
-        lp.a_matrix_.index_ = m.indices
-        lp.a_matrix_.value_ = m.data
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, n_row
+        zeros = self._ints.get(n_col)
+        if zeros is None:
+            zeros = self._ints[n_col] = np.zeros(n_col, dtype=np.int32)
         h.clearModel()
-        h.passModel(lp)
+        h.passModel(
+            n_col,
+            n_row,
+            len(m.data),
+            _COLWISE,
+            _MINIMIZE,
+            0.0,
+            m.c,
+            m.lb,
+            m.ub,
+            np.full(n_row, -np.inf),
+            m.b,
+            m.indptr.astype(np.int32),
+            m.indices.astype(np.int32),
+            m.data,
+            zeros,
+        )
         self._loaded = m.shape
         self._b = m.b.copy()
         return self._run(h)
@@ -594,7 +610,10 @@ def optimal_face_centre(
     Newton steps with dense linear algebra (the LPs are a few hundred variables). Returns
     ``None`` if the iteration fails (the caller keeps ``x_opt``).
     """
-    a = m.matrix().toarray()
+    # dense A from the compressed columns (what ``m.matrix().toarray()`` gives, duplicates
+    # summed in the same order, without building a scipy.sparse matrix)
+    a = np.zeros(m.shape)
+    np.add.at(a, (m.indices, np.repeat(np.arange(m.shape[1]), np.diff(m.indptr))), m.data)
     c, b, lb = m.c, m.b, m.lb
     free = m.ub > m.lb
     bar = free & np.isfinite(lb)  # variables with a barrier term
@@ -610,31 +629,40 @@ def optimal_face_centre(
     wr = np.append(np.ones(len(b)) if weight_rows is None else weight_rows, 1.0)
     wv = (np.ones(len(c)) if weight_vars is None else weight_vars)[free]
     barf = bar[free]
-    lbf = lb[free]
+    idx = np.flatnonzero(barf)
+    lbi = lb[free][idx]
+    wvi = wv[idx]
+    aat = aa.T
     u = v[free].copy()
 
-    def value(u: FloatArray) -> float:
-        s = bb - aa @ u
-        d = u[barf] - lbf[barf]
-        if s.min() <= 0 or (d.size and d.min() <= 0):
-            return math.inf
-        return float(-(wr * np.log(s)).sum() - (wv[barf] * np.log(d)).sum())
+    add, least, log = np.add.reduce, np.minimum.reduce, np.log
 
-    f0 = value(u)
+    def point(u: FloatArray) -> tuple[float, FloatArray, FloatArray, FloatArray]:
+        """The barrier's value at ``u`` (``inf`` outside) and its slacks, which the next
+        Newton step reuses when ``u`` is accepted (the same expressions, the same bits)."""
+        s = bb - aa @ u
+        d = u[idx] - lbi
+        if least(s) <= 0 or (d.size and least(d) <= 0):
+            return math.inf, u, s, d
+        return float(-add(wr * log(s)) - add(wvi * log(d))), u, s, d
+
+    f0, u, s, d = point(u)
     if not math.isfinite(f0):
         return None
-    idx = np.flatnonzero(barf)
     for _ in range(max_iter):
-        s = bb - aa @ u
-        d = u[idx] - lbf[idx]
-        grad = aa.T @ (wr / s)
-        grad[idx] -= wv[idx] / d
-        hess = (aa.T * (wr / s**2)) @ aa
-        hess[idx, idx] += wv[idx] / d**2
-        try:
-            step = -cho_solve(cho_factor(hess, check_finite=False), grad, check_finite=False)
-        except np.linalg.LinAlgError:
+        grad = aat @ (wr / s)
+        grad[idx] -= wvi / d
+        hess = (aat * (wr / s**2)) @ aa
+        hess[idx, idx] += wvi / d**2
+        # LAPACK's Cholesky directly: what scipy.linalg.cho_factor/cho_solve call (upper
+        # triangle, same routines, same bits) without their per-call checks
+        fac, info = dpotrf(hess, lower=False, overwrite_a=False, clean=False)
+        if info != 0:  # not positive definite (cho_factor's LinAlgError)
             return None
+        sol, info = dpotrs(fac, grad, lower=False, overwrite_b=False)
+        if info != 0:
+            return None
+        step = -sol
         dec = float(-grad @ step)
         if not math.isfinite(dec):
             return None
@@ -643,12 +671,12 @@ def optimal_face_centre(
         # start the line search inside the domain (ratio test), not by halving into it
         ds = aa @ step
         up = ds > 0
-        t = min(1.0, 0.99 * float(np.min(s[up] / ds[up], initial=np.inf)))
+        t = min(1.0, 0.99 * float(least(s[up] / ds[up], initial=np.inf)))
         sv = step[idx]
         dn = sv < 0
-        t = min(t, 0.99 * float(np.min(d[dn] / -sv[dn], initial=np.inf)))
+        t = min(t, 0.99 * float(least(d[dn] / -sv[dn], initial=np.inf)))
         while True:
-            f1 = value(u + t * step)
+            f1, u1, s1, d1 = point(u + t * step)
             if f1 <= f0 - 0.25 * t * dec:
                 break
             t *= 0.5
@@ -656,8 +684,7 @@ def optimal_face_centre(
                 break
         if t < 1e-6:
             break
-        u = u + t * step
-        f0 = f1
+        f0, u, s, d = f1, u1, s1, d1  # u + t * step
     out = v.copy()
     out[free] = u
     return out

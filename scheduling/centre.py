@@ -44,8 +44,33 @@ import math
 
 import numpy as np
 import numpy.typing as npt
+from numpy.linalg import _umath_linalg
 
 FloatArray = npt.NDArray[np.float64]
+
+#: numpy.linalg's ``inv`` and ``solve`` (vector right-hand side) without their per-call
+#: argument checks: the same gufuncs under the same error state (a singular matrix raises
+#: ``LinAlgError``), so the same bits; the Newton loop calls them on tiny matrices, where the
+#: checks cost more than the arithmetic.
+
+
+def _raise_singular(err: object, flag: object) -> None:
+    raise np.linalg.LinAlgError("Singular matrix")
+
+
+def _inv(a: FloatArray) -> FloatArray:
+    with np.errstate(
+        call=_raise_singular, invalid="call", over="ignore", divide="ignore", under="ignore"
+    ):
+        return _umath_linalg.inv(a, signature="d->d")
+
+
+def _solve1(a: FloatArray, b: FloatArray) -> FloatArray:
+    with np.errstate(
+        call=_raise_singular, invalid="call", over="ignore", divide="ignore", under="ignore"
+    ):
+        return _umath_linalg.solve1(a, b, signature="dd->d")
+
 
 #: Weight of each cone's ``log(u_j y_j − 1)`` relative to a linear slack's log (see above).
 CONE_WEIGHT = 0.5
@@ -98,31 +123,39 @@ def ftf_centre(
     x = np.array(start, dtype=np.float64)
     if k == 0:
         return x
+    sf_row = sf2.reshape(1, k)  # tensordot(sf2, ·, axes=1) is this dot on (k, n·n)
+    add, least, log = np.add.reduce, np.minimum.reduce, np.log
 
-    def value(x: FloatArray) -> float:
-        """``−Φ`` (``+inf`` outside the set)."""
-        y = (thr * x).sum(axis=1)
+    def point(x: FloatArray) -> tuple[float, tuple[FloatArray, ...]]:
+        """``−Φ`` (``+inf`` outside the set) and the slacks at ``x``, which the next Newton
+        step reuses when ``x`` is accepted (the same expressions, so the same bits)."""
+        # (ufunc reductions called directly: what ndarray.sum/min call, less overhead)
+        y = add(thr * x, axis=1)
         s_cap = cap - sf @ x
-        s_row = 1.0 - x.sum(axis=1)
+        s_row = 1.0 - add(x, axis=1)
         g = a * y - rem
-        if x.min() <= 0 or s_cap.min() <= 0 or s_row.min() <= 0 or y.min() <= 0 or g.min() <= 0:
-            return math.inf
+        at = (x, y, s_cap, s_row, g)
+        if (
+            least(x, axis=None) <= 0
+            or least(s_cap) <= 0
+            or least(s_row) <= 0
+            or least(y) <= 0
+            or least(g) <= 0
+        ):
+            return math.inf, at
         return -float(
-            np.log(x).sum()
-            + np.log(s_cap).sum()
-            + np.log(s_row).sum()
-            + w1 * np.log(g).sum()
-            - np.log(y).sum()
-        )
+            add(log(x), axis=None)
+            + add(log(s_cap))
+            + add(log(s_row))
+            + w1 * add(log(g))
+            - add(log(y))
+        ), at
 
-    f = value(x)
+    f, at = point(x)
     if not math.isfinite(f):
         return None
     for _ in range(max_iter):
-        y = (thr * x).sum(axis=1)
-        s_cap = cap - sf @ x
-        s_row = 1.0 - x.sum(axis=1)
-        g = a * y - rem
+        x, y, s_cap, s_row, g = at
         grad = np.outer(sf, 1.0 / s_cap) + (1.0 / s_row)[:, None] - 1.0 / x
         grad -= (w1 * a / g - 1.0 / y)[:, None] * thr
         # Hessian = per-job blocks B_j + Σ_t (1 / s_cap_t²) u_t u_tᵀ, u_t = sf on column t
@@ -130,10 +163,10 @@ def ftf_centre(
         blocks += (1.0 / s_row**2)[:, None, None]
         blocks[:, diag, diag] += 1.0 / x**2
         try:
-            binv = np.linalg.inv(blocks)
-            cmat = np.diag(s_cap**2) + np.tensordot(sf2, binv, axes=1)
+            binv = _inv(blocks)
+            cmat = np.diag(s_cap**2) + np.dot(sf_row, binv.reshape(k, n * n)).reshape(n, n)
             bg = np.matmul(binv, grad[:, :, None])[:, :, 0]
-            corr = np.linalg.solve(cmat, sf @ bg)
+            corr = _solve1(cmat, sf @ bg)
         except np.linalg.LinAlgError:
             return None
         step = sf[:, None] * np.matmul(binv, corr) - bg
@@ -151,10 +184,10 @@ def ftf_centre(
         for cur, d in ((x, step), (s_cap, -(sf @ step)), (s_row, -step.sum(axis=1))):
             neg = d < 0
             if neg.any():
-                t_max = min(t_max, 0.99 * float(np.min(cur[neg] / -d[neg])))
+                t_max = min(t_max, 0.99 * float(np.minimum.reduce(cur[neg] / -d[neg])))
         t = min(1.0, t_max)
         while True:
-            f1 = value(x + t * step)
+            f1, at1 = point(x + t * step)
             if f1 <= f - 0.25 * t * dec:
                 break
             t *= 0.5
@@ -163,10 +196,10 @@ def ftf_centre(
         if t < 1e-10:
             break  # rounding: no further progress
         while t >= 1.0 and 2.0 * t <= t_max:
-            f2 = value(x + 2.0 * t * step)
+            f2, at2 = point(x + 2.0 * t * step)
             if not f2 < f1:
                 break
-            t, f1 = 2.0 * t, f2
-        x = x + t * step
+            t, f1, at1 = 2.0 * t, f2, at2
+        at = at1  # x + t * step and its slacks
         f = f1
-    return x
+    return at[0]
