@@ -28,7 +28,10 @@ host keeping its devices, continues without a restore stall; a guest that stops 
 (suspended, moved to another host, or run on devices of its own) counts one preemption, and
 a migration when it moves. Rates within a decision are fixed: when one job of a pair finishes
 the other goes on at its co-located rate until the next decision (Gavel's simulator does the
-same within a round). A host has at most one guest.
+same within a round). In whole-step rounds (``--compat gavel``) a job of a pair that completes
+within the round is recorded as completing when the pair's round ends (the later of the two
+did its share), as Gavel stamps both jobs of a pair with the end of their joint task; its stint
+rows keep the time it really stopped. A host has at most one guest.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from clustersim.kernels import (
     JF_ROUND_REM,
     JF_SHARE,
     JF_STALL,
+    JF_TT_SYNCED,
     JI_ALLOC_N,
     JI_ALLOC_TYPE,
     JI_EPOCH,
@@ -302,6 +306,8 @@ class CoLocator:
         running = eng.jb[JB_RUNNING]
         if len(guests):
             self._record(eng, guests, self._ends(eng, guests))
+            if eng.capped:
+                self._pair_ends(eng, guests, self._hosts)
             self._nodes = []
             live = guests[running[guests]]
             self.guest_s += float(np.sum(self._ends(eng, guests) - eng.jf[JF_BASE_T, guests]))
@@ -318,6 +324,24 @@ class CoLocator:
             _rerate(eng, hosts, eng.jf[JF_CRATE, hosts] / self._slow[hosts])
         self._slow[self._hosts] = 1.0
         self._hosts = _EMPTY_I
+
+    @staticmethod
+    def _pair_ends(eng: EngineView, guests: IntArray, hosts: IntArray) -> None:
+        """Whole-step rounds (Gavel's): a job of a pair that completed in the round is
+        recorded as completing when the pair's round ends, when the later of the two did its
+        share or completed (Gavel dispatches a pair as one task and stamps both jobs with the
+        task's end). Its stint rows keep the time it really stopped."""
+        fin, cap, run = eng.jf[JF_FINISH], eng.jf[JF_CAP], eng.jb[JB_RUNNING]
+        for g, h in zip(guests.tolist(), hosts.tolist(), strict=True):
+            done = [not run[j] and math.isfinite(fin[j]) for j in (g, h)]
+            if not any(done):
+                continue
+            end = max(
+                fin[j] if d else min(cap[j], eng.now) for j, d in zip((g, h), done, strict=True)
+            )
+            for j, d in zip((g, h), done, strict=True):
+                if d and fin[j] < end:
+                    fin[j] = end
 
     @staticmethod
     def _ends(eng: EngineView, guests: IntArray) -> FloatArray:
@@ -463,24 +487,33 @@ def _rerate(eng: EngineView, js: IntArray, rates: FloatArray) -> None:
     eng.sync_types()  # time on the type up to now (or the whole-step cap), before the cap goes
     sync_packed(js, len(js), _SYNC_ALL, eng.now, eng.capped, eng.jf, eng.ji)
     jf, ji = eng.jf, eng.ji
-    for j, r in zip(js.tolist(), np.asarray(rates, dtype=np.float64).tolist(), strict=True):
-        rem = jf[JF_REMAINING, j]
-        begin = max(eng.now, jf[JF_STALL, j])
-        jf[JF_ROUND_REM, j] = rem
-        jf[JF_STALL, j] = begin
-        jf[JF_BASE_T, j] = eng.now
-        jf[JF_EXE0, j] = jf[JF_EXECUTED, j]
-        jf[JF_ATT0, j] = jf[JF_ATTAINED, j]
-        jf[JF_CRATE, j] = r
-        jf[JF_CAP, j] = np.inf  # a whole-step round re-arms its caps after the decision
-        jf[JF_SHARE, j] = 0.0
-        fin = begin + rem / r
-        jf[JF_FIN, j] = fin
-        ji[JI_EPOCH, j] += 1
-        e = int(ji[JI_EPOCH, j])
-        heap_push(eng.heap_t, eng.heap_je, eng.ctr, HEAP_FINISH, fin, j, e)
-        nd = int(ji[JI_ALLOC_N, j])
-        if len(eng.marks) and nd > 0:
-            push_mark(
-                eng.marks, eng.heap_t, eng.heap_je, eng.ctr, j, eng.now, jf[JF_ATTAINED, j], nd, e
-            )
+    r = np.asarray(rates, dtype=np.float64)
+    now = eng.now
+    # the per-job fields at once (``js`` holds each job once), then one heap entry each
+    rem = jf[JF_REMAINING, js]
+    begin = np.maximum(now, jf[JF_STALL, js])
+    jf[JF_ROUND_REM, js] = rem
+    jf[JF_STALL, js] = begin
+    jf[JF_BASE_T, js] = now
+    jf[JF_EXE0, js] = jf[JF_EXECUTED, js]
+    jf[JF_ATT0, js] = jf[JF_ATTAINED, js]
+    jf[JF_CRATE, js] = r
+    jf[JF_CAP, js] = np.inf  # a whole-step round re-arms its caps after the decision
+    # time on the type is counted from now: a job that did its whole-step share before now
+    # was idle since (without this a host that keeps its devices across a round boundary
+    # would be credited that idle tail when the cap goes)
+    jf[JF_TT_SYNCED, js] = now
+    jf[JF_SHARE, js] = 0.0
+    fin = begin + rem / r
+    jf[JF_FIN, js] = fin
+    ji[JI_EPOCH, js] += 1
+    epochs = ji[JI_EPOCH, js].tolist()
+    for j, f, e in zip(js.tolist(), fin.tolist(), epochs, strict=True):
+        heap_push(eng.heap_t, eng.heap_je, eng.ctr, HEAP_FINISH, f, j, e)
+    if len(eng.marks):
+        nds = ji[JI_ALLOC_N, js].tolist()
+        for j, nd, e in zip(js.tolist(), nds, epochs, strict=True):
+            if nd > 0:
+                push_mark(
+                    eng.marks, eng.heap_t, eng.heap_je, eng.ctr, j, now, jf[JF_ATTAINED, j], nd, e
+                )

@@ -296,7 +296,7 @@ class _Run:
         jf[JF_FINISH] = np.nan
         jf[JF_FIN] = np.inf
         jf[JF_CAP] = np.inf  # no progress after this time (whole-step rounds)
-        jf[JF_RESTORE] = rates.restore_s
+        jf[JF_RESTORE] = rates.restore_s if policy.resume_s is None else policy.resume_s
         ji[JI_ALLOC_TYPE] = -1
         ji[JI_GANG] = jobs.num_gpus
         ji[JI_RC_HEAD] = -1
@@ -476,6 +476,8 @@ class _Run:
             source=self,
             colocation=None if self.coloc is None else self.coloc.factors,
             host_of=None if self.coloc is None else self.coloc.host_of,
+            node_free=self.nodes_i[NODE_FREE],
+            nodes_used=self.ji[JI_PLACED],
         )
         return st
 
@@ -793,6 +795,8 @@ class _Run:
         if d.fractions is not None:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)
+        if d.migrate is not None and len(d.migrate) and self.preemptive:
+            self._migrate(np.asarray(d.migrate, dtype=np.int64), run)
         m = len(run)
         if d.types is None and d.ndev is None:  # the usual decision: jobs, in order
             if self.preemptive:
@@ -820,6 +824,16 @@ class _Run:
             self._apply_preemptive(run, types, ndev)
         elif m:
             self._apply_greedy(run, types, ndev)
+
+    def _migrate(self, js: IntArray, run: IntArray) -> None:
+        """Suspend the running jobs of ``js`` that hold devices and are in ``run`` (one
+        preemption each), so that the decision re-places them (``Decision.migrate``); the
+        start counts a migration when the nodes differ."""
+        js = np.unique(js[(js >= 0) & (js < len(self.running))])
+        js = js[self.running[js] & (self.alloc_n[js] > 0) & np.isin(js, run)]
+        if len(js):
+            self.preemptions[js] += 1
+            self._stop(js, completed=False)
 
     def _check_active(self, run: IntArray) -> None:
         ok = self.is_active[run]

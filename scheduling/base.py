@@ -123,6 +123,11 @@ class State:
     host_of : (n,) int64 or None
         With ``colocation``: each running guest's host, -1 for other jobs. A guest is
         ``running`` with ``alloc_n`` 0 (it holds no device of its own).
+    node_free : (n_nodes,) int64 or None
+        Free devices on each node now (``None`` in a view built without an engine).
+    nodes_used : (n,) int64 or None
+        Nodes of each job's latest placement (0: never placed; for a running job, the nodes
+        its gang spans now). ``None`` in a view built without an engine.
     snapshot : int
         Which snapshot of the run this view shows: the engine reuses one view per run,
         :meth:`renew` ing it for each decision, so ``(view, snapshot)`` names a snapshot.
@@ -155,8 +160,12 @@ class State:
         source: StateSource | None = None,
         colocation: PairFactors | None = None,
         host_of: IntArray | None = None,
+        node_free: IntArray | None = None,
+        nodes_used: IntArray | None = None,
     ) -> None:
         self.now = now
+        self.node_free = node_free
+        self.nodes_used = nodes_used
         self.colocation = colocation
         self.host_of = host_of
         self.jobs = jobs
@@ -330,6 +339,12 @@ class Decision:
         their co-located rates (:mod:`clustersim.colocation`; ask
         ``State.colocation.factors`` which pairs can share). Guests of earlier decisions not
         listed again stop being guests.
+    migrate : (k,) int64 or None
+        Preemptive policies only: running jobs of ``run`` to re-place now (suspended and
+        started again in this decision, in their ``run`` order, wherever the placement
+        strategy puts them): one preemption each, and a migration when the new placement
+        differs from the old; the restore delay is paid as on any resume. Jobs not
+        running, guests and jobs not in ``run`` are ignored.
     """
 
     run: IntArray
@@ -339,6 +354,7 @@ class Decision:
     wake_at: float | None = None
     drop: IntArray | None = None
     colocate: IntArray | None = None
+    migrate: IntArray | None = None
 
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -407,6 +423,11 @@ class Policy:
         decisions do not depend on the run's seed, and an experiment runs it once whatever
         seeds it lists (:func:`clustersim.engine.seed_matters`). The conformance battery
         checks the claim both ways.
+    resume_s : float or None
+        Delay paid on every resume of a preempted job, replacing the performance model's
+        checkpoint/restore delay for this policy's runs (``None``, the default: the model's).
+        For mechanisms that suspend in place, e.g. Gandiva's suspend-resume at a mini-batch
+        boundary, far cheaper than a checkpoint restore.
     """
 
     name: ClassVar[str] = ""
@@ -419,6 +440,7 @@ class Policy:
     compat: ClassVar[Mapping[str, CompatSpec]] = {}
     uses_seed: ClassVar[bool] = False
     colocates: ClassVar[bool] = False
+    resume_s: float | None = None
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""

@@ -18,25 +18,45 @@ that share devices. What the policy does:
   and their normalised packed throughput (the sum over types and both jobs of packed rate /
   isolated rate) is at least 1. Every combination (pair or lone job) then gets the same share
   ``(N_t / M) / sf``, ``M`` combinations.
-* **Rounds**: each combination has a priority per type, its allocation over the fraction of the
-  type's time it received since the last recomputation (a combination never run has priority
-  ``allocation × 1e9``); types are visited in Gavel's fixed order (V100, P100, K80, then the
-  others), combinations inside a type by decreasing (priority, deficit, allocation), and placed
-  greedily when no member runs yet this round and the type has room for the gang. A pair runs
-  with its lower job index as the host and the other as the guest.
+* **Priority entries** (Gavel's per-type priority lists with packing on): one entry per active
+  job and one per pair of active jobs with the same scale factor (both of a measured job
+  type), made when the later job arrives, whether or not the policy chose the pair; an entry
+  goes when one of its jobs leaves. Each entry has a time per type since the last
+  recomputation (a job's starts at half a round; a pair's at 0 until the first recomputation
+  after it was made, then half a round), a deficit and an allocation. A recomputation adds to
+  each entry's deficit its share times the elapsed time (nothing for an entry the previous
+  allocation did not cover) less the time it received (its time less half a round, so a pair
+  never reset before gains half a round), puts every time back to half a round, and makes
+  the new allocation cover every live entry: the chosen combinations' shares, 0 for the rest.
+* **Rounds**: each entry has a priority per type, its allocation over the fraction of the
+  type's time it received since the last recomputation (never run: ``allocation × 1e9``; 0
+  where its allocation is 0, where it cannot run, or when the allocation does not cover it);
+  types are visited in Gavel's fixed order (V100, P100, K80, then the others), entries inside
+  a type by decreasing (priority, deficit, allocation), ties in the order Gavel made them (by
+  the later job's arrival, a job before its pairs, its pairs by the earlier job), and placed
+  greedily when no member is placed yet this round and the type has room for the gang. So an
+  entry of priority 0 (a job whose chosen pair is its combination, a pair the policy did not
+  choose) may take devices the chosen combinations leave, the one with the larger deficit
+  first. An entry the allocation does not cover (it arrived since the last recomputation)
+  that is placed **holds its devices and blocks its jobs but does not run** (Gavel dispatches
+  only entries of its allocation). A pair runs with its lower job index as the host and the
+  other as the guest; it is credited the time its longer member ran. When a pass runs
+  nothing, nothing runs and no job is left to arrive, the recomputation is forced and the
+  pass made again at once (Gavel's end-of-trace reset).
 
-Departures from Gavel's simulator (measured against its runs in ``docs/gavel-fidelity.md``):
+Departures from Gavel's simulator (measured against its runs in ``docs/gavel-fidelity.md``,
+section 18: every ``gandiva`` run of the fixture reproduced, 9 of 10 to the printed digit):
 
-* Gavel keeps a priority entry for **every** pair of active jobs with the same scale factor
-  (``O(m²)``), so pairs the policy did not choose may take devices left over after the chosen
-  combinations (the allocation is a priority order there, not a cap); here only the chosen
-  pairs and the lone jobs have entries. A job whose pair partner finished waits as a lone job
-  of allocation 0 until the next recomputation, as in Gavel.
-* Jobs without a measured job type (traces other than Gavel's) are never drawn into pairs:
-  they stand alone (Gavel's code needs a measurement for every pair it creates).
-* The time a combination is credited after an idle gap, and the five-failure rule for gangs
-  whose last round has fewer steps than devices, are not reproduced (see
+* Jobs without a measured job type (traces other than Gavel's) get no pair entries: they
+  stand alone (Gavel's code needs a measurement for every pair it creates).
+* The time an entry is credited after an idle gap, and the five-failure rule for gangs whose
+  last round has fewer steps than devices, are not reproduced (see
   :class:`scheduling.gavel.GavelRounds` for the other policies).
+* Times and deficits are compared to 0.1 µs (Gavel compares the floats as they are): ours
+  are summed by the engine over stints and a co-located rate is a factor times the isolated
+  rate, so they can differ from Gavel's in the last bits, and Gavel's exact ties must stay
+  ties. Near-ties that Gavel breaks by float noise alone go by entry order here.
+* Entries are ``O(m²)`` as in Gavel; a round costs a sort of them per type.
 """
 
 from __future__ import annotations
@@ -86,13 +106,23 @@ class GavelGandiva(GavelRounds):
         super().reset(rng)
         self._rng = random.Random(self.seed)
         self._partner: dict[int, int] = {}  # job -> partner of its chosen pair
-        self._lone: set[int] = set()  # jobs standing alone in the current combinations
-        self._alloc: dict[Key, FloatArray] = {}
-        self._time: dict[Key, FloatArray] = {}  # time run on each type since the reset
-        self._cdeficit: dict[Key, FloatArray] = {}
-        self._can: dict[Key, npt.NDArray[np.bool_]] = {}
-        self._work: FloatArray | None = None  # all combinations' time per type
-        self._ran: list[tuple[Key, int, IntArray, FloatArray]] = []
+        # Priority entries (module doc): one per active job and one per pair of active jobs
+        # that could share devices, each with its time per type since the last reset, its
+        # deficit, its allocation and whether the last reset's allocation holds it.
+        self._entry: dict[Key, int] = {}
+        self._n_entries = 0  # entries ever made (an entry's index is never reused)
+        self._cap = 0
+        self._ea: IntArray = np.zeros(0, dtype=np.int64)
+        self._eb: IntArray = np.zeros(0, dtype=np.int64)
+        self._etime: FloatArray = np.zeros((0, 0))
+        self._edef: FloatArray = np.zeros((0, 0))
+        self._ealloc: FloatArray = np.zeros((0, 0))
+        self._ein: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._eok: npt.NDArray[np.bool_] = np.zeros((0, 0), dtype=bool)
+        self._live: IntArray = np.zeros(0, dtype=np.int64)  # live entries, Gavel's order
+        self._live_dirty = False
+        self._work: FloatArray | None = None  # every entry's time per type (Gavel's total)
+        self._ran: list[tuple[int, int, IntArray, FloatArray]] = []
         self._known: IntArray = np.zeros(0, dtype=np.int64)
         self._gavel_types: IntArray | None = None
 
@@ -118,30 +148,60 @@ class GavelGandiva(GavelRounds):
             return 0.0
         return float(fa.sum() + fb.sum())
 
-    def _runnable(self, state: State, key: Key) -> npt.NDArray[np.bool_]:
-        """Types where the combination can run (every member's rate, and for a pair the
-        co-located rates, above 0); cached per combination."""
-        ok = self._can.get(key)
-        if ok is None:
-            a, b = key
-            ok = state.rate[a] > 0
-            if b >= 0:
-                nt = len(ok)
-                ts = np.arange(nt, dtype=np.int64)
-                fa, _ = self._factors(state, np.full(nt, a), np.full(nt, b), ts)
-                ok = ok & (state.rate[b] > 0) & (fa > 0)
-            self._can[key] = ok
-        return ok
+    def _grow(self, need: int, nt: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, 2 * self._cap, 64)
 
-    def _add(self, key: Key, nt: int, time0: float, deficit0: float = 0.0) -> None:
-        self._alloc.setdefault(key, np.zeros(nt))
-        self._time.setdefault(key, np.full(nt, time0))
-        self._cdeficit.setdefault(key, np.full(nt, deficit0))
+        def more(x: np.ndarray, fill: object) -> np.ndarray:
+            out = np.full((cap, *x.shape[1:]) if x.ndim > 1 else cap, fill, dtype=x.dtype)
+            out[: len(x)] = x
+            return out
 
-    def _forget(self, key: Key) -> None:
-        for d in (self._alloc, self._time, self._cdeficit, self._can):
-            d.pop(key, None)
+        if self._cap == 0:
+            self._etime = np.zeros((0, nt))
+            self._edef = np.zeros((0, nt))
+            self._ealloc = np.zeros((0, nt))
+            self._eok = np.zeros((0, nt), dtype=bool)
+        self._ea = more(self._ea, -1)
+        self._eb = more(self._eb, -1)
+        self._etime = more(self._etime, 0.0)
+        self._edef = more(self._edef, 0.0)
+        self._ealloc = more(self._ealloc, 0.0)
+        self._ein = more(self._ein, False)
+        self._eok = more(self._eok, False)
+        self._cap = cap
 
+    def _new_entries(self, state: State, keys: list[Key], time0: list[float]) -> None:
+        """Create entries (time ``time0``, no deficit, outside the allocation)."""
+        if not keys:
+            return
+        nt = state.cluster.n_types
+        first = self._n_entries
+        self._n_entries += len(keys)
+        self._grow(first + len(keys), nt)
+        idx = np.arange(first, first + len(keys))
+        a = np.array([k[0] for k in keys], dtype=np.int64)
+        b = np.array([k[1] for k in keys], dtype=np.int64)
+        self._ea[idx], self._eb[idx] = a, b
+        self._etime[idx] = np.asarray(time0)[:, None]
+        self._edef[idx] = 0.0
+        self._ealloc[idx] = 0.0
+        self._ein[idx] = False
+        ok = state.rate[a] > 0
+        pair = b >= 0
+        if pair.any():
+            pa, pb = np.repeat(a[pair], nt), np.repeat(b[pair], nt)
+            ts = np.tile(np.arange(nt, dtype=np.int64), int(pair.sum()))
+            fa, fb = self._factors(state, pa, pb, ts)
+            both = ((fa > 0) & (fb > 0)).reshape(-1, nt)
+            ok[pair] &= (state.rate[b[pair]] > 0) & both
+        self._eok[idx] = ok
+        for key, e in zip(keys, idx.tolist(), strict=True):
+            self._entry[key] = e
+        self._live_dirty = True
+
+    # ------------------------------------------------------------------ allocation
     # ------------------------------------------------------------------ allocation
     def _combinations(self, state: State, active: IntArray) -> list[Key]:
         """Gandiva's choice of combinations (module doc); updates the remembered pairs."""
@@ -190,74 +250,144 @@ class GavelGandiva(GavelRounds):
         return out
 
     def _recompute(self, state: State, active: IntArray) -> None:
-        nt = state.cluster.n_types
+        """Gavel's reset: every entry's deficit gains its due share of the elapsed time less
+        the time it received (an entry outside the old allocation is due nothing; a pair
+        entry never reset yet starts from 0 and so gains half a round), its time goes back
+        to half a round; then the new allocation covers every live entry."""
         half = float(self.round_s or 0.0) / 2.0
         elapsed = state.now - self._last_reset
-        for key, t_run in self._time.items():
-            received = t_run - half
-            self._cdeficit[key] += self._alloc[key] * elapsed - received
-            t_run[:] = half
+        live = self._live
+        should = np.where(self._ein[live, None], self._ealloc[live] * elapsed, 0.0)
+        self._edef[live] += should - (self._etime[live] - half)
+        self._etime[live] = half
+        self._work = np.full(state.cluster.n_types, half * len(live))
         shares = self._shares(state, active)
-        for key in self._alloc:
-            self._alloc[key][:] = 0.0
+        self._ealloc[live] = 0.0
+        self._ein[live] = True
         for key, x in shares.items():
-            # a pair chosen now has been, in Gavel, a pair entry since its later job arrived:
-            # never run, credited half a round at the last reset, deficit half a round
-            self._add(key, nt, half, half if key[1] >= 0 else 0.0)
-            self._alloc[key][:] = x
-        self._work = half * np.ones(nt) * len(self._time)
+            self._ealloc[self._entry[key]] = x
         self._last_reset = state.now
         self._need = False
 
     # ------------------------------------------------------------------ rounds
     def _credit(self, state: State) -> None:
-        """Credit the combinations of the last round with the time their longest member ran."""
+        """Credit each entry of the last round with the time its longest member ran."""
         if self._work is None:
+            self._ran = []
             return
         tt = state.type_time
-        for key, t, members, before in self._ran:
+        for e, t, members, before in self._ran:
             ran = float(np.max(tt[members, t] - before))
-            if key in self._time:
-                self._time[key][t] += ran
+            if self._ea[e] >= 0:  # still live
+                self._etime[e, t] += ran
             self._work[t] += ran
         self._ran = []
 
     def _update_jobs(self, state: State, active: IntArray) -> None:
-        nt = state.cluster.n_types
+        """Entries for arrivals (a job, then its pairs with the jobs already there, in
+        Gavel's order) and none for departed jobs."""
         half = float(self.round_s or 0.0) / 2.0
         gone = np.setdiff1d(self._known, active, assume_unique=True)
         new = np.setdiff1d(active, self._known, assume_unique=True)
         if len(gone):
             dead = set(gone.tolist())
-            for key in [k for k in self._alloc if k[0] in dead or k[1] in dead]:
-                self._forget(key)
-        for j in new.tolist():
-            self._add((j, -1), nt, half)
+            for key in [k for k in self._entry if k[0] in dead or k[1] in dead]:
+                e = self._entry.pop(key)
+                self._ea[e] = -1
+            self._live_dirty = True
+        if len(new):
+            sf = state.jobs.num_gpus
+            measured = (
+                np.zeros(len(sf), dtype=bool)
+                if state.colocation is None
+                else state.colocation.job_type >= 0
+            )
+            there = [int(j) for j in self._known if int(j) not in set(gone.tolist())]
+            keys: list[Key] = []
+            time0: list[float] = []
+            for j in new.tolist():
+                keys.append((j, -1))
+                time0.append(half)
+                if measured[j]:
+                    for o in there:
+                        if measured[o] and sf[o] == sf[j]:
+                            keys.append((min(o, j), max(o, j)))
+                            time0.append(0.0)
+                there.append(j)
+            self._new_entries(state, keys, time0)
         if len(gone) or len(new):
             self._need = True
         self._known = active.copy()
+        if self._live_dirty:
+            # Gavel's dict order: by arrival of the later member, the job before its pairs,
+            # its pairs by the earlier member
+            es = np.array(list(self._entry.values()), dtype=np.int64)
+            hi = np.maximum(self._ea[es], self._eb[es])
+            lo = np.where(self._eb[es] >= 0, np.minimum(self._ea[es], self._eb[es]), -1)
+            self._live = es[np.lexsort((lo, hi))]
+            self._live_dirty = False
 
-    def _priorities(
-        self, state: State, keys: list[Key]
-    ) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Gavel's priority of every combination on every type (allocation over the fraction
-        of the type's time it received; ``allocation × 1e9`` when it has received none; 0
-        where its allocation is 0 or it cannot run), with deficits and allocations,
-        (entries, n_types) each."""
-        nt = state.cluster.n_types
-        if not keys:
-            z = np.zeros((0, nt))
-            return z, z, z
-        alloc = np.stack([self._alloc[k] for k in keys])
-        ran = np.stack([self._time[k] for k in keys])
-        deficit = np.stack([self._cdeficit[k] for k in keys])
-        ok = np.stack([self._runnable(state, k) for k in keys])
+    def _priorities(self, live: IntArray) -> FloatArray:
+        """Gavel's priority of every live entry on every type: allocation over the fraction
+        of the type's time it received (``allocation × 1e9`` when it received none); 0 where
+        the allocation is 0, the entry cannot run, or it is outside the allocation."""
+        alloc = self._ealloc[live]
+        # to 0.1 µs: a pair's time here and in Gavel may differ in the last bits (the engine
+        # sums it over stints, its co-located rate is a factor times the isolated rate), and
+        # entries whose times Gavel finds equal must tie here too (their deficits decide)
+        ran = np.round(self._etime[live], 7)
         assert self._work is not None
         work = np.broadcast_to(self._work, alloc.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
-            prio = np.where((work == 0.0) | (ran == 0.0), alloc * 1e9, alloc * work / ran)
-        prio[(alloc == 0.0) | ~ok] = 0.0
-        return prio, deficit, alloc
+            frac = np.where(work == 0.0, 0.0, ran / work)
+            prio = np.where(frac > 0.0, alloc / frac, alloc * 1e9)
+        prio[(alloc == 0.0) | ~self._eok[live] | ~self._ein[live, None]] = 0.0
+        return prio
+
+    def _place(self, state: State) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        sf = state.jobs.num_gpus
+        left = state.capacity.copy()
+        taken = np.zeros(len(sf), dtype=bool)
+        run: list[int] = []
+        kinds: list[int] = []
+        pairs: list[tuple[int, int]] = []
+        tt = state.type_time
+        live = self._live
+        if self._work is None or not len(live):
+            return run, kinds, pairs
+        prio = self._priorities(live)
+        deficit = np.round(self._edef[live], 7)  # as the times in _priorities
+        alloc = self._ealloc[live]
+        pos = np.arange(len(live))
+        ea, eb = self._ea[live], self._eb[live]
+        gang = sf[ea]
+        for t in self._fixed_order(state).tolist():
+            # decreasing (priority, deficit, allocation); ties in Gavel's dict order
+            order = np.lexsort((pos, -alloc[:, t], -deficit[:, t], -prio[:, t]))
+            cand = order[self._eok[live[order], t]]
+            while left[t] > 0 and len(cand):
+                a, b = ea[cand], eb[cand]
+                free = ~taken[a] & ((b < 0) | ~taken[np.maximum(b, 0)]) & (gang[cand] <= left[t])
+                i = int(np.argmax(free))
+                if not free[i]:
+                    break
+                e = int(cand[i])
+                cand = cand[i + 1 :]
+                ja, jb = int(ea[e]), int(eb[e])
+                left[t] -= int(gang[e])
+                taken[ja] = True
+                if jb >= 0:
+                    taken[jb] = True
+                g = int(live[e])
+                if not self._ein[g]:
+                    continue  # outside the allocation: holds the devices, does not run
+                run.append(ja)
+                kinds.append(t)
+                members = np.array([ja] if jb < 0 else [ja, jb], dtype=np.int64)
+                if jb >= 0:
+                    pairs.append((jb, ja))
+                self._ran.append((g, t, members, tt[members, t].copy()))
+        return run, kinds, pairs
 
     def schedule(self, state: State) -> Decision:
         active = state.active
@@ -266,44 +396,19 @@ class GavelGandiva(GavelRounds):
             return self._memo[1]
         self._credit(state)
         self._update_jobs(state, active)
-        if self._need and (
-            state.now - self._last_reset >= self.reset_interval_s or self._last_reset == 0
-        ):
-            self._recompute(state, active)
-        sf = state.jobs.num_gpus
-        left = state.capacity.copy()
-        taken: set[int] = set()
         run: list[int] = []
         kinds: list[int] = []
         pairs: list[tuple[int, int]] = []
-        tt = state.type_time
-        keys = list(self._alloc)
-        prio, deficit, alloc = self._priorities(state, keys)
-        index = np.arange(len(keys))
-        for t in self._fixed_order(state).tolist():
-            # decreasing (priority, deficit, allocation); ties in entry order (Gavel's
-            # stable sort over its dict of priorities)
-            order = np.lexsort((index, -alloc[:, t], -deficit[:, t], -prio[:, t]))
-            for e in order.tolist():
-                if left[t] == 0:
-                    break
-                k = keys[e]
-                a, b = k
-                if a in taken or (b >= 0 and b in taken):
-                    continue
-                if not self._runnable(state, k)[t]:
-                    continue
-                if sf[a] > left[t]:
-                    continue
-                left[t] -= sf[a]
-                taken.add(a)
-                run.append(a)
-                kinds.append(t)
-                members = np.array([a] if b < 0 else [a, b], dtype=np.int64)
-                if b >= 0:
-                    taken.add(b)
-                    pairs.append((b, a))
-                self._ran.append((k, t, members, tt[members, t].copy()))
+        for _ in range(2):
+            if self._need and (
+                state.now - self._last_reset >= self.reset_interval_s or self._last_reset == 0
+            ):
+                self._recompute(state, active)
+            run, kinds, pairs = self._place(state)
+            # nothing runs and nothing is left to arrive: Gavel forces a reset at once
+            if run or state.n_running or state.pending or not len(active):
+                break
+            self._last_reset = 0.0
         d = Decision(
             run=np.array(run, dtype=np.int64),
             types=np.array(kinds, dtype=np.int64),

@@ -12,6 +12,7 @@ from scheduling.allox import AlloX
 from scheduling.base import Placement, Policy
 from scheduling.edf import EDF
 from scheduling.fifo import FIFO
+from scheduling.gandiva import Gandiva
 from scheduling.gandiva_fair import GandivaFair
 from scheduling.gavel import GavelFIFO, GavelLAS
 from scheduling.gavel_lp import (
@@ -63,6 +64,7 @@ POLICIES: dict[str, type[Policy]] = {
         GavelHierarchical,
         GavelGandiva,
         GavelMMFPacked,
+        Gandiva,
         AlloX,
         GandivaFair,
         Themis,

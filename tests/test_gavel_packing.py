@@ -124,3 +124,58 @@ def test_packing_policies_share_devices_and_finish_every_job(name: str) -> None:
     # same inputs, same results
     r2 = simulate(table, cl, make_policy(name, round_s=60.0), rates=rates)
     np.testing.assert_array_equal(r.finish, r2.finish)
+
+
+def _gavel_run(types: list[str], rows: list[tuple[float, int, float]], devices: int) -> Any:
+    """``gavel-gandiva`` in Gavel's whole-step rounds of 360 s on V100s (work in steps)."""
+    from clustersim.engine import EngineOptions
+
+    iso = {LM: LM_ISO, TF: TF_ISO, R50: R50_ISO}
+    table = jobs(rows, job_type=types)
+    rates = FixedRates(rate=np.array([[iso[t]] for t in types]), restore_s=np.zeros(len(rows)))
+    opts = EngineOptions(whole_steps_per_round=True)
+    return simulate(
+        table, cluster([("V100", devices)]), make_policy("gavel-gandiva"), rates=rates, options=opts
+    )
+
+
+def test_gandiva_pair_job_is_stamped_with_the_pair_end_and_its_partner_takes_the_leftover() -> None:
+    # One V100, LM (1,000 steps) and a Transformer (10,000 steps) at 0: 2 GPUs asked for, 1
+    # there, so the one draw pairs them and the pair gets the whole V100 (share 1, priority
+    # 1 / (180 / 540) = 3; the two lone jobs have share 0). Round 1, co-located: LM does its
+    # 1,000 steps at r_A = 64.91 steps/s (15.4 s), the Transformer floor(360 r_B) = 2,516
+    # steps at r_B = 6.99 steps/s (359.87 s). Gavel stamps both jobs of the pair task with its
+    # end, so LM completes at 2,516 / r_B, not at 15.4 s.
+    st = state_of([LM, TF])
+    fa, fb = st.colocation.factors(np.array([0]), np.array([1]), np.array([0]))
+    r_a, r_b = float(fa[0]) * LM_ISO, float(fb[0]) * TF_ISO
+    first = np.floor(360 * r_b)
+    assert first == 2516 and 1000 / r_a < 16
+    r = _gavel_run([LM, TF], [(0.0, 1, 1000.0), (0.0, 1, 10000.0)], devices=1)
+    assert r.finish[0] == pytest.approx(first / r_b, rel=1e-12)
+    # The pair entry goes with LM; no reset before 1,920 s, so the Transformer keeps its lone
+    # entry of share 0 (priority 0) and takes the free V100 alone: 3,102 steps a round at
+    # 8.62 steps/s (floor(360 × 8.6178) = 3,102), twice, then the last 10,000 - 2,516 - 6,204
+    # = 1,280 steps: 2,516 / r_B + 2 × 3,102 / 8.6178 + 1,280 / 8.6178 = 1,228.3 s.
+    assert np.floor(360 * TF_ISO) == 3102
+    expected = first / r_b + 2 * 3102 / TF_ISO + 1280 / TF_ISO
+    assert r.finish[1] == pytest.approx(expected, rel=1e-9)
+    assert r.finish[1] == pytest.approx(1228.3, abs=0.1)
+
+
+def test_gandiva_job_outside_the_allocation_holds_a_device_without_running() -> None:
+    # Two V100s. A (Transformer, 30,000 steps: 3,481 s alone) arrives at 10 s: the first
+    # reset there gives it the isolated share; it runs whole-step rounds of 3,102 / 8.6178 =
+    # 359.95 s. B (Transformer,
+    # 1,000 steps) arrives at 100 s: the next reset must wait until 1,920 s after the last
+    # (10 s), so B's entry is outside the allocation. At each round end A (priority 1) takes
+    # one V100 and B (priority 0, deficit 0, ahead of the pair (A, B) whose A is taken) the
+    # other -- which it holds without running. The first round end at or after 1,930 s is
+    # 10 + 6 × 359.95 = 2,169.7 s (5 rounds end at 1,809.8 s); the reset there gives B its
+    # share and B runs its 1,000 steps alone in 116.04 s: it completes at 2,285.8 s, not at
+    # 369.95 + 116.04 = 486.0 s as it would if it ran at once.
+    r = _gavel_run([TF, TF], [(10.0, 1, 30000.0), (100.0, 1, 1000.0)], devices=2)
+    round_s = 3102 / TF_ISO
+    expected = 10.0 + 6 * round_s + 1000 / TF_ISO
+    assert r.finish[1] == pytest.approx(expected, rel=1e-9)
+    assert r.finish[1] == pytest.approx(2285.8, abs=0.1)
