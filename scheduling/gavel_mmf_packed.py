@@ -26,16 +26,26 @@ evenly over the concrete jobs and pairs of each class, as an interior-point solv
 
 Departures from Gavel's code: the LP is solved by HiGHS (a vertex), not ECOS (an interior
 point): where the optimum is not unique (spare capacity, ties between pair classes) the chosen
-optimal allocation may differ, so JCTs may differ even though the fairness level is the same;
-no centre tie-break is applied here. Pairs whose co-located rate is 0 on a type (not measured,
-or Gavel's measured 0) get no time there (Gavel leaves such entries to the solver, which gains
-nothing from them). Gavel's other packing rules (priority entries, deficits) are those of
-:class:`scheduling.gavel_packing.GavelGandiva`, with its departures.
+optimal allocation may differ, so JCTs may differ even though the fairness level is the same.
+``centre=True`` (the ``--compat gavel`` default) returns instead the analytic centre of the
+optimal face of the per-job problem (rows and variables weighted by the jobs and concrete pairs
+they stand for), near ECOS's point: every pair then has a small positive share, as in Gavel,
+which matters because Gavel's rounds give a never-run entry priority ``allocation × 1e9``.
+Pairs whose co-located rate is 0 on a type (not measured, or Gavel's measured 0) get no time
+there (Gavel leaves such entries to the solver, which gains nothing from them). Gavel's other
+packing rules (priority entries, deficits) are those of
+:class:`scheduling.gavel_packing.GavelGandiva` (an entry for every pair of active jobs with the
+same scale factor), with its departures. Gavel's code stops with a CVXPY reshape error as soon
+as the active jobs mix scale factors (its objective assumes every job is in as many
+combinations); here pairs are simply formed inside each scale-factor group. Against Gavel's
+runs (single-GPU inputs only, for that reason): −2.6 % to +2.2 % average JCT under ``--compat
+gavel`` (docs/gavel-fidelity.md, section 23).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, ClassVar
 
 import numpy as np
 
@@ -45,9 +55,10 @@ from scheduling.allocation import (
     csc_arrays,
     fallback_allocation,
     job_classes,
+    optimal_face_centre,
     proportional_throughput,
 )
-from scheduling.base import State
+from scheduling.base import CompatSpec, State
 from scheduling.gavel import FloatArray, IntArray
 from scheduling.gavel_packing import GavelGandiva, Key
 from scheduling.params import NON_NEGATIVE, POSITIVE
@@ -65,20 +76,26 @@ class GavelMMFPacked(GavelGandiva):
         As :class:`scheduling.gavel.GavelRounds`.
     seed
         Accepted for symmetry with the other Gavel policies; nothing here is random.
+    centre
+        Return the analytic centre of the LP's optimal face (near where ECOS stops) instead of
+        HiGHS's vertex; the ``--compat gavel`` default (docs/gavel-fidelity.md, section 23).
     """
 
     name = "gavel-mmf-packed"
     citation = "Narayanan et al., Gavel, OSDI'20 (space sharing, max-min fairness)"
     colocates = True
     shuffle_types = False
+    compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec(params={"centre": True})}
 
     def __init__(
         self,
         round_s: Annotated[float, POSITIVE] = 360.0,
         reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
         seed: int = 0,
+        centre: bool = False,
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
+        self.centre = centre
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
@@ -223,10 +240,36 @@ class GavelMMFPacked(GavelGandiva):
         indptr, indices, data = csc_arrays(
             np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), nv
         )
-        res = self._lp.solve(
-            LPModel(c=c, indptr=indptr, indices=indices, data=data, b=b, lb=lb, ub=ub)
-        )
+        m = LPModel(c=c, indptr=indptr, indices=indices, data=data, b=b, lb=lb, ub=ub)
+        res = self._lp.solve(m)
         if res.x is None:
             self._lp.fallbacks += 1
             return None
+        if self.centre:
+            # the centre of the per-job problem Gavel gives ECOS: a class row or variable
+            # stands for `count` job rows / variables, a class pair's y for its concrete pairs
+            npairs = np.where(ia == ib, count[ia] * (count[ia] - 1) / 2, count[ia] * count[ib])
+            wr = np.concatenate([np.ones(nt), count, count[lv]])
+            wv = np.concatenate([np.repeat(count, nt), np.repeat(npairs, nt), [1.0]])
+            v = optimal_face_centre(m, res.x, self._interior(m, res.x, nt + g), wr, wv)
+            if v is not None:
+                return np.clip(v, 0.0, None)
         return np.clip(res.x, 0.0, None)
+
+    @staticmethod
+    def _interior(m: LPModel, x_opt: FloatArray, nb: int) -> FloatArray:
+        """A point strictly inside the LP's rows (every free share equal, the capacity and
+        job rows — the first ``nb`` — at most half full, ``z`` half the smallest live class's
+        value). A type without capacity has no interior: the centre then fails and the caller
+        keeps the vertex."""
+        a = m.matrix()
+        nv = len(m.c)
+        free = m.ub > m.lb
+        v = np.where(free, 1.0, 0.0)
+        v[-1] = 0.0
+        act, bound = a[:nb] @ v, m.b[:nb]
+        pos = bound > 0
+        v *= 0.5 / max(float(np.max(act[pos] / bound[pos], initial=0.0)), 1e-300)
+        gain = -(a[nb:] @ v)  # Σ coef·v per max-min row
+        v[nv - 1] = 0.5 * float(np.min(gain)) if gain.size else 0.0
+        return np.where(free, v, x_opt)

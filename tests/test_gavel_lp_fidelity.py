@@ -401,6 +401,57 @@ def test_ftf_on_its_one_known_miss_stays_within_10_percent(shared_data) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# gavel-mmf-packed (--compat gavel) against Gavel's max_min_fairness_packed
+# (docs/gavel-fidelity.md, section 23). Gavel's packed LP cannot run a trace with jobs of
+# different scale factors (its objective reshape assumes every job is in as many combinations),
+# so its inputs are single-GPU: the 500-job generated trace, and shockwave_120jobs_100 with
+# every scale factor set to 1 (fixture names ``shockwave_120jobs_100_sf1`` and likewise 220).
+# ---------------------------------------------------------------------------------------------
+
+
+def packed_trace(shared_data: Path, trace: str, tmp_path: Path) -> Path:
+    if not trace.endswith("_sf1"):
+        return shared_data / "traces" / "gavel" / "generated" / f"{trace}.trace"
+    src = shared_data / "traces" / "shockwave" / f"{trace.removesuffix('_sf1')}.trace"
+    lines = []
+    for line in src.read_text().splitlines():
+        fields = line.split("\t")
+        fields[6] = "1"  # field 7, the scale factor
+        lines.append("\t".join(fields))
+    out = tmp_path / f"{trace}.trace"
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("trace", "cluster", "seed"),
+    [
+        # measured (centre, the --compat gavel default, on gavel-gandiva's rounds): +0.22 %,
+        # -1.03 %; +0.04 %, +2.16 %, +0.35 %, +0.04 % (seed 1: Gavel never shuffles the types for
+        # a 'Packing' policy and prints the same number); -2.57 %. The 500-job trace at 8:4:12
+        # (+0.23 %) and seed 1 (+0.22 %) are left out for time (about a minute each).
+        ("gavel_synth_single_lam600_n500", "8:8:8", 0),
+        ("gavel_synth_single_lam600_n500", "4:4:4", 0),
+        ("shockwave_120jobs_100_sf1", "8:8:8", 0),
+        ("shockwave_120jobs_100_sf1", "8:4:12", 0),
+        ("shockwave_120jobs_100_sf1", "4:4:4", 0),
+        ("shockwave_120jobs_100_sf1", "8:8:8", 1),
+        ("shockwave_220jobs_100_sf1", "8:8:8", 0),
+    ],
+)
+def test_mmf_packed_is_within_5_percent_of_gavels_printed_jct(
+    shared_data: Path, tmp_path: Path, trace: str, cluster: str, seed: int
+) -> None:
+    from tests.test_gavel_fidelity import ours
+
+    v100, p100, k80 = cluster.split(":")
+    path = packed_trace(shared_data, trace, tmp_path)
+    mine = ours(path, "gavel-mmf-packed", f"v100:{v100},p100:{p100},k80:{k80}", seed)
+    theirs = gavel_run(trace, "max_min_fairness_packed", cluster, seed)["average_jct_s"]
+    assert abs(mine / theirs - 1) < 0.05, (mine, theirs)
+
+
+# ---------------------------------------------------------------------------------------------
 # gavel-gandiva (packing: random pairs time-sliced by Gavel's rounds) against every `gandiva`
 # run of the fixture, seeds included (docs/gavel-fidelity.md, section 18)
 # ---------------------------------------------------------------------------------------------
