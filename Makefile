@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format typecheck bench clean schema django-checks
+.PHONY: install run test fidelity lint format typecheck bench clean schema django-checks
 
 install: $(STAMP)
 
@@ -83,7 +83,12 @@ format: install
 	$(BIN)/ruff format .
 
 test: lint typecheck django-checks
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not long"
+
+# The fidelity runs too long for `make test` (a minute or more each), e.g. gavel-mmf-packed's
+# centre on Gavel's 500-job trace against Gavel's printed numbers.
+fidelity: install
+	$(BIN)/pytest -q -m long
 
 bench: install
 	$(BIN)/python -m bench
