@@ -16,7 +16,7 @@ placement cannot matter) and rates that do not depend on placement:
   does not fit when the policy is blocking); preemptive decisions choose, in order, the jobs
   that fit by device count (a running job keeps its type), suspend the other running jobs,
   and start the chosen ones;
-* a resumed job makes no progress for its restore delay;
+* a resumed job makes no progress for its restore delay (the policy's ``resume_s`` when set);
 * jobs a policy drops are stopped and never finish.
 """
 
@@ -105,7 +105,8 @@ def reference_simulate(
         free[t] -= nd
         resumed = not math.isnan(j["first"])
         j.update(type=t, n=nd, last=now, rate=float(rates.rate[i, t]))
-        j["stall"] = now + (float(rates.restore_s[i]) if resumed else 0.0)
+        restore = float(rates.restore_s[i]) if policy.resume_s is None else policy.resume_s
+        j["stall"] = now + (restore if resumed else 0.0)
         if not resumed:
             j["first"] = now
 
