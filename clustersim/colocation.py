@@ -404,6 +404,8 @@ class CoLocator:
         p = _EMPTY_I.reshape(0, 2) if pairs is None else np.asarray(pairs, dtype=np.int64)
         if p.ndim != 2 or p.shape[1] != 2:
             raise SimulationError(f"colocate has shape {p.shape}, want (g, 2)")
+        if not len(p) and not len(self._detached):
+            return  # no pair before the decision nor after it: nothing to do
         running, active = eng.jb[JB_RUNNING], eng.jb[JB_ACTIVE]
         p = p[running[p[:, 1]]] if len(p) else p  # hosts that did not get devices: no pair
         g, h = p[:, 0], p[:, 1]

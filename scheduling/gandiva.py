@@ -151,6 +151,7 @@ class Gandiva(Policy):
         self._cls: IntArray = EMPTY  # pair-table class of each job, -1: never packed
         self._gain: FloatArray | None = None  # (classes, classes) min over types of fa + fb
         self._node_cum: list[IntArray] = []  # per type: cumulative node sizes, largest first
+        self._least: IntArray = EMPTY.reshape(0, 0)
         self._pool_key: tuple[int, int] = (-1, -1)
         self._migrations = 0
         self._formed = 0
@@ -176,6 +177,13 @@ class Gandiva(Policy):
         for t in range(cl.n_types):
             sizes = np.sort(cl.node_devices[cl.node_type == t])[::-1]
             self._node_cum.append(np.cumsum(sizes).astype(np.int64))
+        # fewest nodes of type t that hold a gang of g devices: _least[t, g] (g within the
+        # largest gang of the trace; more than a type holds counts all its nodes, plus one)
+        top = int(state.jobs.num_gpus.max(initial=1))
+        self._least = np.array(
+            [np.searchsorted(c, np.arange(top + 1)) + 1 for c in self._node_cum],
+            dtype=np.int64,
+        ).reshape(cl.n_types, top + 1)
         cf = state.colocation
         if cf is not None and self.packing:
             table = cf.pairs.table
@@ -379,13 +387,7 @@ class Gandiva(Policy):
             return EMPTY
         used = state.nodes_used[cand]
         t_c = state.alloc_type[cand]
-        least = np.array(
-            [
-                int(np.searchsorted(self._node_cum[t], g)) + 1
-                for t, g in zip(t_c.tolist(), gang[cand].tolist(), strict=True)
-            ],
-            dtype=np.int64,
-        )
+        least = self._least[t_c, gang[cand]]
         spread = used > least
         if not spread.any():
             return EMPTY
