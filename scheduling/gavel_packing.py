@@ -62,14 +62,12 @@ section 18: every ``gandiva`` run of the fixture reproduced, 9 of 10 to the prin
 from __future__ import annotations
 
 import random
-from typing import Annotated
 
 import numpy as np
 import numpy.typing as npt
 
 from scheduling.base import Decision, State
 from scheduling.gavel import FloatArray, GavelRounds, IntArray
-from scheduling.params import NON_NEGATIVE, POSITIVE
 
 Key = tuple[int, int]  # (job, -1) or (host, guest) with host < guest
 
@@ -93,14 +91,6 @@ class GavelGandiva(GavelRounds):
     )
     colocates = True
     shuffle_types = False
-
-    def __init__(
-        self,
-        round_s: Annotated[float, POSITIVE] = 360.0,
-        reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
