@@ -1319,7 +1319,8 @@ def simulate(
     Notes
     -----
     A run of at least :data:`clustersim.kernels.COMPILE_FROM_JOBS` jobs switches the process
-    to numba's compiled kernels (:func:`clustersim.kernels.choose`), a smaller one once it
+    to numba's compiled kernels (:func:`clustersim.kernels.choose`), as does a run of a
+    policy with ``compiled_kernels``; a smaller one once it
     has processed :data:`clustersim.kernels.COMPILE_AFTER_EVENTS` event batches; until then
     (unless the process has switched already) the kernels run as plain Python. The results
     are the same either way.
@@ -1332,7 +1333,7 @@ def simulate(
     placement = placement or Consolidate()
     if rates is None:
         rates = (perf or PerformanceModel()).prepare(jobs, cluster)
-    choose(len(jobs))
+    choose(len(jobs), force=policy.compiled_kernels)
     policy_ss, place_ss = np.random.SeedSequence(opt.seed).spawn(2)
     policy.reset(np.random.default_rng(policy_ss))
     placement.reset(np.random.default_rng(place_ss))

@@ -11,9 +11,14 @@ each is a handful of small operations whose fixed cost dominates, once per job s
 stopped; compiled by numba, a whole decision is one call, so a run costs in proportion to
 the jobs it moves, not to Python per start, stop or event. Tiresias's queues
 (:func:`tiresias_order`, which keeps them as linked lists in the order its simulator does)
-a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy placement)
-and a quantum's selection of Gandiva-Fair's stride scheduling (:func:`stride_select`) are the
-policy-side loops here.
+a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy placement),
+a quantum's selection of Gandiva-Fair's stride scheduling (:func:`stride_select`) and the
+Newton iterations of the centre tie-breaks of Gavel's LP policies in compatibility mode
+(:func:`face_centre`, :func:`ftf_centre_newton`: a few dozen variables, a few hundred
+recomputations a run, where numpy's per-call costs were most of a run's time) are the
+policy-side loops here. Those two are slow as plain Python at any run size, so the policies
+that call them ask for the compiled kernels from the start
+(:attr:`scheduling.base.Policy.compiled_kernels`).
 
 The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
 decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source
@@ -33,6 +38,7 @@ of its own source, and whole simulations with and without compilation.
 
 from __future__ import annotations
 
+import math
 import threading
 import types
 from collections.abc import Callable
@@ -138,17 +144,18 @@ def use_compiled(on: bool = True) -> bool:
         return _in_use
 
 
-def choose(n_jobs: int, events: int = 0) -> bool:
+def choose(n_jobs: int, events: int = 0, force: bool = False) -> bool:
     """Use the compiled kernels from now on if a run of ``n_jobs`` jobs that has processed
     ``events`` event batches is worth it: at least :data:`COMPILE_FROM_JOBS` jobs or
-    :data:`COMPILE_AFTER_EVENTS` event batches. A process that has switched keeps them.
+    :data:`COMPILE_AFTER_EVENTS` event batches, or ``force`` (a policy whose kernels are slow
+    as plain Python at any size). A process that has switched keeps them.
 
     Returns
     -------
     bool
         Whether the compiled kernels are in use.
     """
-    if not _in_use and (n_jobs >= COMPILE_FROM_JOBS or events >= COMPILE_AFTER_EVENTS):
+    if not _in_use and (force or n_jobs >= COMPILE_FROM_JOBS or events >= COMPILE_AFTER_EVENTS):
         return use_compiled()
     return _in_use
 
@@ -2507,3 +2514,620 @@ def stride_select(
                 n += 1
         left[t] = free
     return n
+
+
+#: The Newton iteration of :func:`face_centre` stops when half the Newton decrement (the
+#: squared length of the Newton step in the Hessian's norm) is this small, or when it stops
+#: falling: converged to rounding (the last steps are quadratic), so that the centre is a
+#: point of the problem, not of the path to it. (At ``1e-7`` a point could be ~1e-4 from the
+#: centre along a flat direction, and a LAPACK and a loop version of the same iteration
+#: stopped ~1e-6 apart, which changed an 8,000-job run's schedule.)
+FACE_CENTRE_DEC = 1e-24
+#: Below this Newton decrement (λ², λ < 0.32) :func:`face_centre` takes full Newton steps
+#: (Boyd & Vandenberghe, §9.6.4: quadratic convergence of self-concordant functions from
+#: λ < (3 − √5) / 2).
+FACE_CENTRE_PURE = 0.1
+
+
+@_compiled
+def face_centre(
+    shape_rows: int,
+    indptr: IntArray,
+    indices: IntArray,
+    data: FloatArray,
+    c: FloatArray,
+    b: FloatArray,
+    lb: FloatArray,
+    ub: FloatArray,
+    x_opt: FloatArray,
+    x_int: FloatArray,
+    w_rows: FloatArray,
+    w_vars: FloatArray,
+    rel_tol: float,
+    max_iter: int,
+    out: FloatArray,
+) -> bool:
+    """The Newton iteration of :func:`scheduling.allocation.optimal_face_centre` (which
+    documents the problem): the analytic centre of ``{v : A v <= b, v >= lb (finite),
+    c·v <= c·x_opt + tol}`` over the variables with ``ub > lb`` (the others stay at ``x_opt``),
+    from ``x_opt + θ (x_int - x_opt)``. ``A`` comes as compressed columns (``indptr``,
+    ``indices``, ``data``; ``shape_rows`` rows). Writes the centre to ``out`` and returns
+    ``True``, or returns ``False`` when the start is not strictly inside or a Newton system
+    is not positive definite (the caller keeps ``x_opt``).
+
+    The LPs are a few dozen variables: the Hessian ``Aᵀ diag(w/s²) A`` is summed row by row
+    over each row's nonzeros and factored by a dense Cholesky, every sum in a fixed order."""
+    n = len(c)
+    nr = shape_rows + 1  # the rows of A, then the objective row
+    # the free variables and their positions
+    pos = np.full(n, -1, dtype=np.int64)
+    nf = 0
+    for j in range(n):
+        if ub[j] > lb[j]:
+            pos[j] = nf
+            nf += 1
+    fval = 0.0
+    gap = 0.0
+    for j in range(n):
+        fval += c[j] * x_opt[j]
+        gap += c[j] * x_int[j]
+    tol = rel_tol * max(1.0, abs(fval))
+    gap -= fval
+    theta = 0.5 if gap <= 0 else min(0.5, 0.5 * tol / gap)
+    v = np.empty(n)
+    for j in range(n):
+        v[j] = x_opt[j] + theta * (x_int[j] - x_opt[j]) if pos[j] >= 0 else x_opt[j]
+    # dense rows over the free variables (duplicates summed in column order), and the
+    # right-hand sides with the fixed variables moved over
+    aa = np.zeros((nr, nf))
+    bb = np.empty(nr)
+    for r in range(shape_rows):
+        bb[r] = b[r]
+    bb[shape_rows] = fval + tol
+    for j in range(n):
+        f = pos[j]
+        for p in range(indptr[j], indptr[j + 1]):
+            if f >= 0:
+                aa[indices[p], f] += data[p]
+            else:
+                bb[indices[p]] -= data[p] * v[j]
+        if f >= 0:
+            aa[shape_rows, f] = c[j]
+        else:
+            bb[shape_rows] -= c[j] * v[j]
+    wr = np.empty(nr)
+    for r in range(shape_rows):
+        wr[r] = w_rows[r]
+    wr[shape_rows] = 1.0
+    # each row's nonzero columns
+    nzc = np.empty(nr * nf, dtype=np.int64)
+    nzp = np.zeros(nr + 1, dtype=np.int64)
+    for r in range(nr):
+        k = nzp[r]
+        for f in range(nf):
+            if aa[r, f] != 0.0:
+                nzc[k] = f
+                k += 1
+        nzp[r + 1] = k
+    # the variables with a barrier term (finite lower bound)
+    bar = np.empty(nf, dtype=np.int64)
+    lbi = np.empty(nf)
+    wvi = np.empty(nf)
+    nb = 0
+    u = np.empty(nf)
+    for j in range(n):
+        f = pos[j]
+        if f >= 0:
+            u[f] = v[j]
+            if np.isfinite(lb[j]):
+                bar[nb] = f
+                lbi[nb] = lb[j]
+                wvi[nb] = w_vars[j]
+                nb += 1
+    s = np.empty(nr)
+    d = np.empty(nb)
+    s1 = np.empty(nr)
+    d1 = np.empty(nb)
+    u1 = np.empty(nf)
+    grad = np.empty(nf)
+    hess = np.empty((nf, nf))
+    step = np.empty(nf)
+    ds = np.empty(nr)
+
+    # the barrier at u: slacks into s, d; value (inf outside)
+    inside = True
+    f0 = 0.0
+    for r in range(nr):
+        acc = 0.0
+        for k in range(nzp[r], nzp[r + 1]):
+            acc += aa[r, nzc[k]] * u[nzc[k]]
+        s[r] = bb[r] - acc
+        if s[r] <= 0:
+            inside = False
+    for i in range(nb):
+        d[i] = u[bar[i]] - lbi[i]
+        if d[i] <= 0:
+            inside = False
+    if not inside:
+        return False
+    for r in range(nr):
+        f0 -= wr[r] * math.log(s[r])
+    for i in range(nb):
+        f0 -= wvi[i] * math.log(d[i])
+
+    last_dec = np.inf
+    for _ in range(max_iter):
+        for f in range(nf):
+            grad[f] = 0.0
+            for g in range(nf):
+                hess[f, g] = 0.0
+        for r in range(nr):
+            g1 = wr[r] / s[r]
+            h1 = g1 / s[r]
+            for k in range(nzp[r], nzp[r + 1]):
+                p = nzc[k]
+                ap = aa[r, p]
+                grad[p] += ap * g1
+                hp = ap * h1
+                for q in range(k, nzp[r + 1]):
+                    hess[p, nzc[q]] += hp * aa[r, nzc[q]]
+        for i in range(nb):
+            f = bar[i]
+            grad[f] -= wvi[i] / d[i]
+            hess[f, f] += wvi[i] / (d[i] * d[i])
+        # Cholesky, upper triangle: hess = Rᵀ R with R in the upper triangle of hess
+        for f in range(nf):
+            acc = hess[f, f]
+            for k in range(f):
+                acc -= hess[k, f] * hess[k, f]
+            if not acc > 0.0:
+                return False
+            rff = math.sqrt(acc)
+            hess[f, f] = rff
+            for g in range(f + 1, nf):
+                acc = hess[f, g]
+                for k in range(f):
+                    acc -= hess[k, f] * hess[k, g]
+                hess[f, g] = acc / rff
+        # step = -hess⁻¹ grad: Rᵀ y = grad, R x = y
+        for f in range(nf):
+            acc = grad[f]
+            for k in range(f):
+                acc -= hess[k, f] * step[k]
+            step[f] = acc / hess[f, f]
+        for f in range(nf - 1, -1, -1):
+            acc = step[f]
+            for k in range(f + 1, nf):
+                acc -= hess[f, k] * step[k]
+            step[f] = acc / hess[f, f]
+        dec = 0.0
+        for f in range(nf):
+            step[f] = -step[f]
+            dec -= grad[f] * step[f]
+        if not np.isfinite(dec):
+            return False
+        if dec / 2.0 <= FACE_CENTRE_DEC or (last_dec < FACE_CENTRE_PURE and dec >= last_dec):
+            break  # converged, or (in the pure phase) rounding stops the progress
+        last_dec = dec
+        # the line search starts inside the domain (ratio test), not by halving into it
+        t = 1.0
+        for r in range(nr):
+            acc = 0.0
+            for k in range(nzp[r], nzp[r + 1]):
+                acc += aa[r, nzc[k]] * step[nzc[k]]
+            ds[r] = acc
+            if acc > 0 and 0.99 * (s[r] / acc) < t:
+                t = 0.99 * (s[r] / acc)
+        for i in range(nb):
+            sv = step[bar[i]]
+            if sv < 0 and 0.99 * (d[i] / -sv) < t:
+                t = 0.99 * (d[i] / -sv)
+        # near the centre (Newton decrement λ² below FACE_CENTRE_PURE, inside the region of
+        # quadratic convergence of a self-concordant barrier) the full step is taken without
+        # the value test: values stop resolving progress long before gradients do (a change
+        # of 1e-13 in a value of 40), which would stop the iteration ~1e-7 from the centre
+        pure = dec < FACE_CENTRE_PURE and t == 1.0
+        f1 = 0.0
+        while True:
+            for f in range(nf):
+                u1[f] = u[f] + t * step[f]
+            inside = True
+            for r in range(nr):
+                acc = 0.0
+                for k in range(nzp[r], nzp[r + 1]):
+                    acc += aa[r, nzc[k]] * u1[nzc[k]]
+                s1[r] = bb[r] - acc
+                if s1[r] <= 0:
+                    inside = False
+            for i in range(nb):
+                d1[i] = u1[bar[i]] - lbi[i]
+                if d1[i] <= 0:
+                    inside = False
+            if inside:
+                f1 = 0.0
+                for r in range(nr):
+                    f1 -= wr[r] * math.log(s1[r])
+                for i in range(nb):
+                    f1 -= wvi[i] * math.log(d1[i])
+                if pure or f1 <= f0 - 0.25 * t * dec:
+                    break
+            t *= 0.5
+            if t < 1e-6:
+                break
+        if t < 1e-6:
+            break
+        f0 = f1
+        for f in range(nf):
+            u[f] = u1[f]
+        for r in range(nr):
+            s[r] = s1[r]
+        for i in range(nb):
+            d[i] = d1[i]
+    for j in range(n):
+        out[j] = u[pos[j]] if pos[j] >= 0 else v[j]
+    return True
+
+
+@_compiled
+def _ftf_value(
+    thr: FloatArray,
+    sf: FloatArray,
+    cap: FloatArray,
+    rem: FloatArray,
+    a: FloatArray,
+    w1: float,
+    x: FloatArray,
+    y: FloatArray,
+    s_cap: FloatArray,
+    s_row: FloatArray,
+    g: FloatArray,
+) -> float:
+    """``−Φ`` of :func:`ftf_centre` at ``x`` (``inf`` outside the set), its slacks written
+    to ``y``, ``s_cap``, ``s_row``, ``g``."""
+    k, n = x.shape
+    inside = True
+    for t in range(n):
+        s_cap[t] = cap[t]
+    for j in range(k):
+        yj = 0.0
+        rj = 1.0
+        for t in range(n):
+            v = x[j, t]
+            if v <= 0:
+                inside = False
+            yj += thr[j, t] * v
+            rj -= v
+            s_cap[t] -= sf[j] * v
+        y[j] = yj
+        s_row[j] = rj
+        g[j] = a[j] * yj - rem[j]
+        if yj <= 0 or rj <= 0 or g[j] <= 0:
+            inside = False
+    for t in range(n):
+        if s_cap[t] <= 0:
+            inside = False
+    if not inside:
+        return np.inf
+    acc = 0.0
+    for j in range(k):
+        for t in range(n):
+            acc += math.log(x[j, t])
+    for t in range(n):
+        acc += math.log(s_cap[t])
+    for j in range(k):
+        acc += math.log(s_row[j]) + w1 * math.log(g[j]) - math.log(y[j])
+    return -acc
+
+
+@_compiled
+def _small_solve(m: FloatArray, b: FloatArray, out: FloatArray, work: FloatArray) -> bool:
+    """``out = m⁻¹ b`` by Gaussian elimination with partial pivoting (``m`` is a few rows;
+    ``work`` is scratch of shape ``(n, n + 1)`` or larger; ``out`` may be ``b``). ``False``
+    if ``m`` is singular."""
+    n = m.shape[0]
+    for r in range(n):
+        for c in range(n):
+            work[r, c] = m[r, c]
+        work[r, n] = b[r]
+    for c in range(n):
+        p = c
+        best = abs(work[c, c])
+        for r in range(c + 1, n):
+            if abs(work[r, c]) > best:
+                best = abs(work[r, c])
+                p = r
+        if not best > 0.0:
+            return False
+        if p != c:
+            for q in range(c, n + 1):
+                work[c, q], work[p, q] = work[p, q], work[c, q]
+        for r in range(c + 1, n):
+            f = work[r, c] / work[c, c]
+            if f != 0.0:
+                for q in range(c, n + 1):
+                    work[r, q] -= f * work[c, q]
+    for r in range(n - 1, -1, -1):
+        acc = work[r, n]
+        for q in range(r + 1, n):
+            acc -= work[r, q] * out[q]
+        out[r] = acc / work[r, r]
+    return True
+
+
+@_compiled
+def _small_inverse(m: FloatArray, inv: FloatArray, work: FloatArray) -> bool:
+    """``inv = m⁻¹`` by Gauss-Jordan elimination with partial pivoting (``m`` is a few rows;
+    ``work`` is scratch of its shape). ``False`` if ``m`` is singular."""
+    n = m.shape[0]
+    for r in range(n):
+        for c in range(n):
+            work[r, c] = m[r, c]
+            inv[r, c] = 1.0 if r == c else 0.0
+    for c in range(n):
+        p = c
+        best = abs(work[c, c])
+        for r in range(c + 1, n):
+            if abs(work[r, c]) > best:
+                best = abs(work[r, c])
+                p = r
+        if not best > 0.0:
+            return False
+        if p != c:
+            for q in range(n):
+                work[c, q], work[p, q] = work[p, q], work[c, q]
+                inv[c, q], inv[p, q] = inv[p, q], inv[c, q]
+        piv = work[c, c]
+        for q in range(n):
+            work[c, q] /= piv
+            inv[c, q] /= piv
+        for r in range(n):
+            if r != c and work[r, c] != 0.0:
+                f = work[r, c]
+                for q in range(n):
+                    work[r, q] -= f * work[c, q]
+                    inv[r, q] -= f * inv[c, q]
+    return True
+
+
+#: Passes of iterative refinement of each Newton step of :func:`ftf_centre_newton`.
+REFINE_STEPS = 2
+
+
+@_compiled
+def _woodbury_apply(
+    binv: FloatArray,
+    cmat: FloatArray,
+    sf: FloatArray,
+    r: FloatArray,
+    out: FloatArray,
+    bg: FloatArray,
+    rhs: FloatArray,
+    corr: FloatArray,
+    work: FloatArray,
+) -> bool:
+    """``out = H⁻¹ r`` for ``H = blockdiag(B_j) + Σ_t (1 / s_cap_t²) u_t u_tᵀ`` (``u_t``: ``sf``
+    on column ``t``) by the Woodbury identity, from the blocks' inverses ``binv`` and
+    ``cmat = diag(s_cap²) + Σ_j sf_j² B_j⁻¹`` (solved, not inverted: it is ill-conditioned
+    next to a full type); ``bg``, ``rhs``, ``corr``, ``work`` are scratch. ``False`` if
+    ``cmat`` is singular."""
+    k, n = r.shape
+    for j in range(k):
+        for t in range(n):
+            acc = 0.0
+            for q in range(n):
+                acc += binv[j, t, q] * r[j, q]
+            bg[j, t] = acc
+    for t in range(n):
+        acc = 0.0
+        for j in range(k):
+            acc += sf[j] * bg[j, t]
+        rhs[t] = acc
+    if not _small_solve(cmat, rhs, corr, work):
+        return False
+    for j in range(k):
+        for t in range(n):
+            acc = 0.0
+            for q in range(n):
+                acc += binv[j, t, q] * corr[q]
+            out[j, t] = bg[j, t] - sf[j] * acc
+    return True
+
+
+@_compiled
+def _ftf_hess_apply(
+    thr: FloatArray,
+    sf: FloatArray,
+    x: FloatArray,
+    c1s: FloatArray,
+    c2s: FloatArray,
+    s_cap: FloatArray,
+    v: FloatArray,
+    out: FloatArray,
+    col: FloatArray,
+) -> None:
+    """``out = H v`` for the Hessian of :func:`ftf_centre_newton` at ``x``: per job
+    ``c1 (thr·v) thr + c2 (Σ v) + v / x²``, plus ``sf_j (Σ_i sf_i v_it) / s_cap_t²``;
+    ``col`` is scratch."""
+    k, n = v.shape
+    for t in range(n):
+        acc = 0.0
+        for j in range(k):
+            acc += sf[j] * v[j, t]
+        col[t] = acc / (s_cap[t] * s_cap[t])
+    for j in range(k):
+        tv = 0.0
+        sv = 0.0
+        for t in range(n):
+            tv += thr[j, t] * v[j, t]
+            sv += v[j, t]
+        for t in range(n):
+            out[j, t] = (
+                c1s[j] * tv * thr[j, t]
+                + c2s[j] * sv
+                + v[j, t] / (x[j, t] * x[j, t])
+                + sf[j] * col[t]
+            )
+
+
+@_compiled
+def ftf_centre_newton(
+    thr: FloatArray,
+    sf: FloatArray,
+    cap: FloatArray,
+    rem: FloatArray,
+    a: FloatArray,
+    w1: float,
+    start: FloatArray,
+    max_iter: int,
+    out: FloatArray,
+) -> bool:
+    """The damped Newton iteration of :func:`scheduling.centre.ftf_centre` (which documents
+    the barrier, the Woodbury solve and the line search), from ``start``; ``a = τ E − s``,
+    ``w1 = 1 + cone weight``. Writes the centre to ``out`` (``(k, n)``) and returns ``True``,
+    or ``False`` when ``start`` is not strictly inside or a Newton system is singular."""
+    k, n = start.shape
+    x = start.copy()
+    y = np.empty(k)
+    s_cap = np.empty(n)
+    s_row = np.empty(k)
+    g = np.empty(k)
+    y1 = np.empty(k)
+    s_cap1 = np.empty(n)
+    s_row1 = np.empty(k)
+    g1 = np.empty(k)
+    x1 = np.empty((k, n))
+    x2 = np.empty((k, n))
+    y2 = np.empty(k)
+    s_cap2 = np.empty(n)
+    s_row2 = np.empty(k)
+    g2 = np.empty(k)
+    grad = np.empty((k, n))
+    block = np.empty((n, n))
+    binv = np.empty((k, n, n))
+    work = np.empty((n, n + 1))
+    cmat = np.empty((n, n))
+    bg = np.empty((k, n))
+    rhs = np.empty(n)
+    corr = np.empty(n)
+    step = np.empty((k, n))
+    rhs2 = np.empty((k, n))
+    fix = np.empty((k, n))
+    hv = np.empty((k, n))
+    c1s = np.empty(k)
+    c2s = np.empty(k)
+    f = _ftf_value(thr, sf, cap, rem, a, w1, x, y, s_cap, s_row, g)
+    if not f < np.inf:
+        return False
+    for _ in range(max_iter):
+        # gradient, and the Hessian: per-job blocks plus Σ_t (1 / s_cap_t²) u_t u_tᵀ
+        for r in range(n):
+            for c in range(n):
+                cmat[r, c] = 0.0
+            cmat[r, r] = s_cap[r] * s_cap[r]
+        for j in range(k):
+            lev = w1 * a[j] / g[j] - 1.0 / y[j]
+            ag = a[j] / g[j]
+            c1 = w1 * (ag * ag) - 1.0 / (y[j] * y[j])  # (no ** 2: numba's x * x, Python's pow)
+            c2 = 1.0 / (s_row[j] * s_row[j])
+            c1s[j] = c1
+            c2s[j] = c2
+            # the block scaled by D = diag(x_j) on both sides, D B D = I + c1 (x∘thr)(x∘thr)ᵀ
+            # + c2 x xᵀ, is inverted instead of B (whose 1/x² diagonal spans many orders of
+            # magnitude next to the boundary): B⁻¹ = D (D B D)⁻¹ D
+            for t in range(n):
+                grad[j, t] = sf[j] / s_cap[t] + 1.0 / s_row[j] - 1.0 / x[j, t] - lev * thr[j, t]
+                for q in range(n):
+                    block[t, q] = (
+                        c1 * (x[j, t] * thr[j, t]) * (x[j, q] * thr[j, q]) + c2 * x[j, t] * x[j, q]
+                    )
+                block[t, t] += 1.0
+            if not _small_inverse(block, binv[j], work):
+                return False
+            for t in range(n):
+                for q in range(n):
+                    binv[j, t, q] *= x[j, t] * x[j, q]
+            s2 = sf[j] * sf[j]
+            for t in range(n):
+                for q in range(n):
+                    cmat[t, q] += s2 * binv[j, t, q]
+        # Woodbury: one n × n solve besides the blocks
+        for j in range(k):
+            for t in range(n):
+                rhs2[j, t] = -grad[j, t]
+        if not _woodbury_apply(binv, cmat, sf, rhs2, step, bg, rhs, corr, work):
+            return False
+        # the blocks of a job whose level row is nearly tight are nearly singular (c1 is
+        # huge), so the Woodbury solve loses digits the Hessian itself (well conditioned)
+        # does not: iterative refinement with the exact Hessian gets them back
+        for _r in range(REFINE_STEPS):
+            _ftf_hess_apply(thr, sf, x, c1s, c2s, s_cap, step, hv, rhs)
+            for j in range(k):
+                for t in range(n):
+                    rhs2[j, t] = -grad[j, t] - hv[j, t]
+            if not _woodbury_apply(binv, cmat, sf, rhs2, fix, bg, rhs, corr, work):
+                return False
+            for j in range(k):
+                for t in range(n):
+                    step[j, t] += fix[j, t]
+        dec = 0.0
+        for j in range(k):
+            for t in range(n):
+                dec -= grad[j, t] * step[j, t]
+        if not np.isfinite(dec):
+            return False
+        if dec / 2.0 <= 1e-9:
+            break
+        # longest step keeping the linear slacks positive, then backtracking from the full
+        # step, then doubling an accepted full step while the value keeps falling
+        t_max = np.inf
+        for j in range(k):
+            rs = 0.0
+            for t in range(n):
+                d = step[j, t]
+                rs += d
+                if d < 0 and 0.99 * (x[j, t] / -d) < t_max:
+                    t_max = 0.99 * (x[j, t] / -d)
+            if rs > 0 and 0.99 * (s_row[j] / rs) < t_max:
+                t_max = 0.99 * (s_row[j] / rs)
+        for t in range(n):
+            d = 0.0
+            for j in range(k):
+                d += sf[j] * step[j, t]
+            if d > 0 and 0.99 * (s_cap[t] / d) < t_max:
+                t_max = 0.99 * (s_cap[t] / d)
+        st = min(1.0, t_max)
+        f1 = np.inf
+        while True:
+            for j in range(k):
+                for t in range(n):
+                    x1[j, t] = x[j, t] + st * step[j, t]
+            f1 = _ftf_value(thr, sf, cap, rem, a, w1, x1, y1, s_cap1, s_row1, g1)
+            if f1 <= f - 0.25 * st * dec:
+                break
+            st *= 0.5
+            if st < 1e-10:
+                break
+        if st < 1e-10:
+            break  # rounding: no further progress
+        while st >= 1.0 and 2.0 * st <= t_max:
+            for j in range(k):
+                for t in range(n):
+                    x2[j, t] = x[j, t] + 2.0 * st * step[j, t]
+            f2 = _ftf_value(thr, sf, cap, rem, a, w1, x2, y2, s_cap2, s_row2, g2)
+            if not f2 < f1:
+                break
+            st = 2.0 * st
+            f1 = f2
+            x1[:, :] = x2
+            y1[:] = y2
+            s_cap1[:] = s_cap2
+            s_row1[:] = s_row2
+            g1[:] = g2
+        f = f1
+        x[:, :] = x1
+        y[:] = y1
+        s_cap[:] = s_cap1
+        s_row[:] = s_row1
+        g[:] = g1
+    out[:, :] = x
+    return True

@@ -41,7 +41,6 @@ identical inputs are solved as one row (:func:`job_classes`) where the LP is sym
 from __future__ import annotations
 
 import functools
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +48,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from scipy.linalg.lapack import dpotrf, dpotrs
 from scipy.optimize import linprog
+
+from clustersim.kernels import face_centre
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -607,87 +607,32 @@ def optimal_face_centre(
     the start is ``x_opt + θ (x_int - x_opt)`` with θ keeping the objective row strict.
     ``weight_rows``/``weight_vars`` weight the log terms (a class row standing for ``count``
     identical jobs weighs ``count``, so the centre is that of the per-job problem). Damped
-    Newton steps with dense linear algebra (the LPs are a few hundred variables). Returns
+    Newton steps (a ratio test, then backtracking), to a half Newton decrement of
+    :data:`clustersim.kernels.FACE_CENTRE_DEC` (converged to rounding, so the answer does
+    not depend on the path to it), in the compiled kernel :func:`clustersim.kernels.face_centre`
+    (the LPs are a few dozen variables, where numpy's per-call costs dominated). Returns
     ``None`` if the iteration fails (the caller keeps ``x_opt``).
     """
-    # dense A from the compressed columns (what ``m.matrix().toarray()`` gives, duplicates
-    # summed in the same order, without building a scipy.sparse matrix)
-    a = np.zeros(m.shape)
-    np.add.at(a, (m.indices, np.repeat(np.arange(m.shape[1]), np.diff(m.indptr))), m.data)
-    c, b, lb = m.c, m.b, m.lb
-    free = m.ub > m.lb
-    bar = free & np.isfinite(lb)  # variables with a barrier term
-    fval = float(c @ x_opt)
-    tol = rel_tol * max(1.0, abs(fval))
-    gap = float(c @ x_int) - fval
-    theta = 0.5 if gap <= 0 else min(0.5, 0.5 * tol / gap)
-    v = x_opt + theta * (x_int - x_opt)
-    v[~free] = x_opt[~free]
-    # rows: A v <= b and c v <= fval + tol, over the free variables
-    aa = np.vstack([a[:, free], c[free][None, :]])
-    bb = np.append(b - a[:, ~free] @ v[~free], fval + tol - c[~free] @ v[~free])
-    wr = np.append(np.ones(len(b)) if weight_rows is None else weight_rows, 1.0)
-    wv = (np.ones(len(c)) if weight_vars is None else weight_vars)[free]
-    barf = bar[free]
-    idx = np.flatnonzero(barf)
-    lbi = lb[free][idx]
-    wvi = wv[idx]
-    aat = aa.T
-    u = v[free].copy()
-
-    add, least, log = np.add.reduce, np.minimum.reduce, np.log
-
-    def point(u: FloatArray) -> tuple[float, FloatArray, FloatArray, FloatArray]:
-        """The barrier's value at ``u`` (``inf`` outside) and its slacks, which the next
-        Newton step reuses when ``u`` is accepted (the same expressions, the same bits)."""
-        s = bb - aa @ u
-        d = u[idx] - lbi
-        if least(s) <= 0 or (d.size and least(d) <= 0):
-            return math.inf, u, s, d
-        return float(-add(wr * log(s)) - add(wvi * log(d))), u, s, d
-
-    f0, u, s, d = point(u)
-    if not math.isfinite(f0):
-        return None
-    for _ in range(max_iter):
-        grad = aat @ (wr / s)
-        grad[idx] -= wvi / d
-        hess = (aat * (wr / s**2)) @ aa
-        hess[idx, idx] += wvi / d**2
-        # LAPACK's Cholesky directly: what scipy.linalg.cho_factor/cho_solve call (upper
-        # triangle, same routines, same bits) without their per-call checks
-        fac, info = dpotrf(hess, lower=False, overwrite_a=False, clean=False)
-        if info != 0:  # not positive definite (cho_factor's LinAlgError)
-            return None
-        sol, info = dpotrs(fac, grad, lower=False, overwrite_b=False)
-        if info != 0:
-            return None
-        step = -sol
-        dec = float(-grad @ step)
-        if not math.isfinite(dec):
-            return None
-        if dec / 2.0 <= 1e-7:
-            break
-        # start the line search inside the domain (ratio test), not by halving into it
-        ds = aa @ step
-        up = ds > 0
-        t = min(1.0, 0.99 * float(least(s[up] / ds[up], initial=np.inf)))
-        sv = step[idx]
-        dn = sv < 0
-        t = min(t, 0.99 * float(least(d[dn] / -sv[dn], initial=np.inf)))
-        while True:
-            f1, u1, s1, d1 = point(u + t * step)
-            if f1 <= f0 - 0.25 * t * dec:
-                break
-            t *= 0.5
-            if t < 1e-6:
-                break
-        if t < 1e-6:
-            break
-        f0, u, s, d = f1, u1, s1, d1  # u + t * step
-    out = v.copy()
-    out[free] = u
-    return out
+    n = len(m.c)
+    out = np.empty(n)
+    ok = face_centre(
+        m.shape[0],
+        np.asarray(m.indptr, dtype=np.int64),
+        np.asarray(m.indices, dtype=np.int64),
+        np.asarray(m.data, dtype=np.float64),
+        np.asarray(m.c, dtype=np.float64),
+        np.asarray(m.b, dtype=np.float64),
+        np.asarray(m.lb, dtype=np.float64),
+        np.asarray(m.ub, dtype=np.float64),
+        np.asarray(x_opt, dtype=np.float64),
+        np.asarray(x_int, dtype=np.float64),
+        np.ones(m.shape[0]) if weight_rows is None else np.asarray(weight_rows, dtype=np.float64),
+        np.ones(n) if weight_vars is None else np.asarray(weight_vars, dtype=np.float64),
+        float(rel_tol),
+        int(max_iter),
+        out,
+    )
+    return out if ok else None
 
 
 def interior_allocation(

@@ -428,6 +428,12 @@ class Policy:
         checkpoint/restore delay for this policy's runs (``None``, the default: the model's).
         For mechanisms that suspend in place, e.g. Gandiva's suspend-resume at a mini-batch
         boundary, far cheaper than a checkpoint restore.
+    compiled_kernels : bool
+        The policy calls a kernel of :mod:`clustersim.kernels` that is slow as plain Python
+        at any run size (e.g. the Newton iteration of the centre tie-break), so the engine
+        switches to the compiled kernels from the start of its runs (same results, see
+        :func:`clustersim.kernels.choose`). ``False`` (the default): the engine decides by
+        the run's size.
     """
 
     name: ClassVar[str] = ""
@@ -441,6 +447,7 @@ class Policy:
     uses_seed: ClassVar[bool] = False
     colocates: ClassVar[bool] = False
     resume_s: float | None = None
+    compiled_kernels: bool = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""

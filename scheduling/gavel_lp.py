@@ -194,6 +194,7 @@ class GavelMMF(GavelLP):
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
         self.spread = spread
         self.centre = centre
+        self.compiled_kernels = centre  # the centre's Newton kernel
 
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
         thr, sf, cap = self._inputs(state, jobs)
@@ -245,6 +246,7 @@ class GavelMaxThroughput(GavelLP):
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
         self.centre = centre
+        self.compiled_kernels = centre  # the centre's Newton kernel
 
     def _cost(self, state: State) -> FloatArray:
         return np.ones(state.cluster.n_types)
@@ -425,6 +427,7 @@ class GavelFTF(GavelLP):
             raise ValueError(f"rel_tol: must be above 0 and below 1; got {rel_tol!r}")
         self.rel_tol = rel_tol
         self.centre = centre
+        self.compiled_kernels = centre  # the centre's Newton kernel
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)

@@ -96,6 +96,7 @@ class GavelMMFPacked(GavelGandiva):
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
         self.centre = centre
+        self.compiled_kernels = centre  # the centre's Newton kernel
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
