@@ -111,6 +111,7 @@ from clustersim.kernels import (
     heap_push,
     next_times,
     pop_marks,
+    push_mark,
     queued_head,
     rearm_marks,
     rearm_whole_steps,
@@ -1191,6 +1192,10 @@ def warm_up() -> None:
     # Gavel's whole-step rounds (--compat gavel)
     whole = EngineOptions(whole_steps_per_round=True)
     simulate(jobs, cluster, make_policy("gavel-las"), rates=rates, options=whole)
+    # the centre tie-breaks of Gavel's LP policies (their --compat gavel default): the face
+    # centre's and the FTF centre's Newton kernels
+    for name in ("gavel-mmf", "gavel-ftf"):
+        simulate(jobs, cluster, make_policy(name, centre=True), rates=rates, options=whole)
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)
@@ -1219,6 +1224,9 @@ def warm_up() -> None:
         run.ctr,
     )
     heap_push(run.heap_t, run.heap_je, run.ctr, HEAP_FINISH, 0.0, 0, -1)
+    run._compact(HEAP_FINISH)
+    # a service mark pushed from Python (the co-location module re-arms a pair's marks)
+    push_mark(np.ones(1), run.heap_t, run.heap_je, run.ctr, 0, 0.0, 0.0, 1, -1)
     run._compact(HEAP_FINISH)
     # starts rated by the performance model during the run (the rates of most are in the
     # cache before it starts): none here, the call compiles the kernel

@@ -595,16 +595,18 @@ def test_warm_up_compiles_every_kernel() -> None:
         pytest.fail("numba is a pinned dependency: the compiled kernels must be in use")
     code = (
         "from clustersim import engine, kernels\n"
-        "from scheduling import gavel, las, placement, tiresias\n"
+        "from clustersim import colocation\n"
+        "from scheduling import allocation, centre, gandiva_fair, gavel, las, placement, tiresias\n"
         "engine.warm_up()\n"
-        "mods = (engine, placement, tiresias, gavel, las)\n"
+        "mods = (engine, colocation, placement, tiresias, gavel, las, allocation, centre,\n"
+        "        gandiva_fair)\n"
         "ks = {k for m in mods for k in dir(m) if hasattr(getattr(m, k), 'py_func')}\n"
         "print(len(ks), sorted(k for k in ks if not getattr(kernels, k).signatures))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
     ).stdout.split(maxsplit=1)
-    assert int(out[0]) >= 9
+    assert int(out[0]) >= 12
     assert out[1].strip() == "[]"
 
 
