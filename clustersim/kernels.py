@@ -2669,36 +2669,37 @@ def face_centre(
                 ap = aa[r, p]
                 grad[p] += ap * g1
                 hp = ap * h1
-                for q in range(k, nzp[r + 1]):
-                    hess[p, nzc[q]] += hp * aa[r, nzc[q]]
+                for q in range(k, nzp[r + 1]):  # (the lower triangle: nzc ascends in a row)
+                    hess[nzc[q], p] += hp * aa[r, nzc[q]]
         for i in range(nb):
             f = bar[i]
             grad[f] -= wvi[i] / d[i]
             hess[f, f] += wvi[i] / (d[i] * d[i])
-        # Cholesky, upper triangle: hess = Rᵀ R with R in the upper triangle of hess
+        # Cholesky hess = L Lᵀ, L in the lower triangle (so that the inner sums run along
+        # rows, contiguous in memory)
         for f in range(nf):
             acc = hess[f, f]
             for k in range(f):
-                acc -= hess[k, f] * hess[k, f]
+                acc -= hess[f, k] * hess[f, k]
             if not acc > 0.0:
                 return False
             rff = math.sqrt(acc)
             hess[f, f] = rff
             for g in range(f + 1, nf):
-                acc = hess[f, g]
+                acc = hess[g, f]
                 for k in range(f):
-                    acc -= hess[k, f] * hess[k, g]
-                hess[f, g] = acc / rff
-        # step = -hess⁻¹ grad: Rᵀ y = grad, R x = y
+                    acc -= hess[f, k] * hess[g, k]
+                hess[g, f] = acc / rff
+        # step = -hess⁻¹ grad: L y = grad, Lᵀ x = y
         for f in range(nf):
             acc = grad[f]
             for k in range(f):
-                acc -= hess[k, f] * step[k]
+                acc -= hess[f, k] * step[k]
             step[f] = acc / hess[f, f]
         for f in range(nf - 1, -1, -1):
             acc = step[f]
             for k in range(f + 1, nf):
-                acc -= hess[f, k] * step[k]
+                acc -= hess[k, f] * step[k]
             step[f] = acc / hess[f, f]
         dec = 0.0
         for f in range(nf):
@@ -2706,8 +2707,8 @@ def face_centre(
             dec -= grad[f] * step[f]
         if not np.isfinite(dec):
             return False
-        if dec / 2.0 <= FACE_CENTRE_DEC or (last_dec < FACE_CENTRE_PURE and dec >= last_dec):
-            break  # converged, or (in the pure phase) rounding stops the progress
+        if dec / 2.0 <= FACE_CENTRE_DEC or (last_dec < 1e-3 and dec > 0.5 * last_dec):
+            break  # converged, or rounding stops the (otherwise quadratic) progress
         last_dec = dec
         # the line search starts inside the domain (ratio test), not by halving into it
         t = 1.0
