@@ -1196,6 +1196,8 @@ def warm_up() -> None:
     # centre's and the FTF centre's Newton kernels
     for name in ("gavel-mmf", "gavel-ftf"):
         simulate(jobs, cluster, make_policy(name, centre=True), rates=rates, options=whole)
+    # gavel-gandiva's placement (and the co-location module's paths)
+    simulate(jobs, cluster, make_policy("gavel-gandiva"), rates=rates, options=whole)
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)

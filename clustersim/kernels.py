@@ -3132,3 +3132,44 @@ def ftf_centre_newton(
         g[:] = g1
     out[:, :] = x
     return True
+
+
+@_compiled
+def gandiva_place(
+    types: IntArray,
+    orders: IntArray,
+    ok: BoolArray,
+    ea: IntArray,
+    eb: IntArray,
+    gang: IntArray,
+    left: IntArray,
+    taken: BoolArray,
+    out_e: IntArray,
+    out_t: IntArray,
+) -> int:
+    """A round's greedy placement of ``gavel-gandiva`` (:meth:`scheduling.gavel_packing.
+    GavelGandiva._place`): types in the order ``types``; on type ``t`` the entries in the
+    order ``orders[t]`` (positions into ``ea``/``eb``/``gang``), skipping those that cannot
+    run there (``ok[e, t]``), one of whose jobs is ``taken`` already or whose gang exceeds
+    the devices ``left``, until none are left. Writes each placed entry and its type to
+    ``out_e``/``out_t`` in placement order and returns how many; updates ``left`` and
+    ``taken`` (the caller decides which placed entries run)."""
+    n = 0
+    for t in types:
+        for e in orders[t]:
+            if left[t] <= 0:
+                break
+            if not ok[e, t]:
+                continue
+            a = ea[e]
+            b = eb[e]
+            if taken[a] or (b >= 0 and taken[b]) or gang[e] > left[t]:
+                continue
+            left[t] -= gang[e]
+            taken[a] = True
+            if b >= 0:
+                taken[b] = True
+            out_e[n] = e
+            out_t[n] = t
+            n += 1
+    return n

@@ -66,6 +66,7 @@ import random
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import gandiva_place
 from scheduling.base import Decision, State
 from scheduling.gavel import FloatArray, GavelRounds, IntArray
 
@@ -112,7 +113,11 @@ class GavelGandiva(GavelRounds):
         self._live: IntArray = np.zeros(0, dtype=np.int64)  # live entries, Gavel's order
         self._live_dirty = False
         self._work: FloatArray | None = None  # every entry's time per type (Gavel's total)
-        self._ran: list[tuple[int, int, IntArray, FloatArray]] = []
+        # the last round's running entries: entry, type, host, guest (-1: none), and the
+        # host's and the guest's time on that type before the round
+        self._ran: tuple[IntArray, IntArray, IntArray, IntArray, FloatArray, FloatArray] | None = (
+            None
+        )
         self._known: IntArray = np.zeros(0, dtype=np.int64)
         self._gavel_types: IntArray | None = None
 
@@ -128,15 +133,6 @@ class GavelGandiva(GavelRounds):
         if state.colocation is None:
             return np.zeros(len(a)), np.zeros(len(a))
         return state.colocation.factors(a, b, t)
-
-    def _normalised(self, state: State, a: int, b: int) -> float:
-        """Gavel's normalised packed throughput of a pair: 0 if it cannot share on any type."""
-        nt = state.cluster.n_types
-        ts = np.arange(nt, dtype=np.int64)
-        fa, fb = self._factors(state, np.full(nt, a), np.full(nt, b), ts)
-        if np.any(fa <= 0) or np.any(fb <= 0):
-            return 0.0
-        return float(fa.sum() + fb.sum())
 
     def _grow(self, need: int, nt: int) -> None:
         if need <= self._cap:
@@ -197,8 +193,19 @@ class GavelGandiva(GavelRounds):
         """Gandiva's choice of combinations (module doc); updates the remembered pairs."""
         sf = state.jobs.num_gpus
         alive = set(active.tolist())
+        kept = [(j, p) for j, p in self._partner.items() if j in alive and p in alive]
+        if kept:  # Gavel's normalised packed throughput of each pair, all at once
+            nt = state.cluster.n_types
+            ja = np.repeat(np.array([j for j, _ in kept], dtype=np.int64), nt)
+            jp = np.repeat(np.array([p for _, p in kept], dtype=np.int64), nt)
+            fa, fb = self._factors(state, ja, jp, np.tile(np.arange(nt, dtype=np.int64), len(kept)))
+            fa, fb = fa.reshape(-1, nt), fb.reshape(-1, nt)
+            ok = (fa > 0).all(axis=1) & (fb > 0).all(axis=1) & (fa.sum(1) + fb.sum(1) >= 1.0)
+            keep = {j for (j, _), good in zip(kept, ok.tolist(), strict=True) if good}
+        else:
+            keep = set()
         for j, p in list(self._partner.items()):
-            if j not in alive or p not in alive or self._normalised(state, j, p) < 1.0:
+            if j not in keep:
                 self._partner.pop(j, None)
                 self._partner.pop(p, None)
         demand = int(sf[active].sum())
@@ -262,20 +269,24 @@ class GavelGandiva(GavelRounds):
     # ------------------------------------------------------------------ rounds
     def _credit(self, state: State) -> None:
         """Credit each entry of the last round with the time its longest member ran."""
-        if self._work is None:
-            self._ran = []
+        ran_entries, self._ran = self._ran, None
+        if self._work is None or ran_entries is None:
             return
+        e, t, a, b, before_a, before_b = ran_entries
         tt = state.type_time
-        for e, t, members, before in self._ran:
-            ran = float(np.max(tt[members, t] - before))
-            if self._ea[e] >= 0:  # still live
-                self._etime[e, t] += ran
-            self._work[t] += ran
-        self._ran = []
+        ran = tt[a, t] - before_a
+        pair = b >= 0
+        ran[pair] = np.maximum(ran[pair], tt[b[pair], t[pair]] - before_b[pair])
+        still = self._ea[e] >= 0  # still live
+        self._etime[e[still], t[still]] += ran[still]  # (an entry runs once a round)
+        for k in range(len(e)):  # in order, as Gavel sums them
+            self._work[t[k]] += ran[k]
 
     def _update_jobs(self, state: State, active: IntArray) -> None:
         """Entries for arrivals (a job, then its pairs with the jobs already there, in
         Gavel's order) and none for departed jobs."""
+        if not self._live_dirty and np.array_equal(active, self._known):
+            return  # no job arrived or left since the last call
         half = float(self.round_s or 0.0) / 2.0
         gone = np.setdiff1d(self._known, active, assume_unique=True)
         new = np.setdiff1d(active, self._known, assume_unique=True)
@@ -350,33 +361,37 @@ class GavelGandiva(GavelRounds):
         alloc = self._ealloc[live]
         pos = np.arange(len(live))
         ea, eb = self._ea[live], self._eb[live]
-        gang = sf[ea]
-        for t in self._fixed_order(state).tolist():
-            # decreasing (priority, deficit, allocation); ties in Gavel's dict order
-            order = np.lexsort((pos, -alloc[:, t], -deficit[:, t], -prio[:, t]))
-            cand = order[self._eok[live[order], t]]
-            while left[t] > 0 and len(cand):
-                a, b = ea[cand], eb[cand]
-                free = ~taken[a] & ((b < 0) | ~taken[np.maximum(b, 0)]) & (gang[cand] <= left[t])
-                i = int(np.argmax(free))
-                if not free[i]:
-                    break
-                e = int(cand[i])
-                cand = cand[i + 1 :]
-                ja, jb = int(ea[e]), int(eb[e])
-                left[t] -= int(gang[e])
-                taken[ja] = True
-                if jb >= 0:
-                    taken[jb] = True
-                g = int(live[e])
-                if not self._ein[g]:
-                    continue  # outside the allocation: holds the devices, does not run
-                run.append(ja)
-                kinds.append(t)
-                members = np.array([ja] if jb < 0 else [ja, jb], dtype=np.int64)
-                if jb >= 0:
-                    pairs.append((jb, ja))
-                self._ran.append((g, t, members, tt[members, t].copy()))
+        gang = sf[ea].astype(np.int64)
+        nt = state.cluster.n_types
+        types = self._fixed_order(state)
+        # per type: decreasing (priority, deficit, allocation); ties in Gavel's dict order
+        orders = np.empty((nt, len(live)), dtype=np.int64)
+        for t in types.tolist():
+            orders[t] = np.lexsort((pos, -alloc[:, t], -deficit[:, t], -prio[:, t]))
+        out_e = np.empty(len(live), dtype=np.int64)
+        out_t = np.empty(len(live), dtype=np.int64)
+        n = gandiva_place(
+            types,
+            orders,
+            self._eok[live],
+            ea,
+            eb,
+            gang,
+            left.astype(np.int64),
+            taken,
+            out_e,
+            out_t,
+        )
+        placed, on = out_e[:n], out_t[:n]
+        runs = self._ein[live[placed]]  # outside the allocation: holds devices, does not run
+        placed, on = placed[runs], on[runs]
+        a, b = ea[placed], eb[placed]
+        pair = b >= 0
+        before_b = np.where(pair, tt[np.maximum(b, 0), on], 0.0)
+        self._ran = (live[placed], on, a, b, tt[a, on], before_b)
+        run = a.tolist()
+        kinds = on.tolist()
+        pairs = list(zip(b[pair].tolist(), a[pair].tolist(), strict=True))
         return run, kinds, pairs
 
     def schedule(self, state: State) -> Decision:

@@ -596,17 +596,18 @@ def test_warm_up_compiles_every_kernel() -> None:
     code = (
         "from clustersim import engine, kernels\n"
         "from clustersim import colocation\n"
-        "from scheduling import allocation, centre, gandiva_fair, gavel, las, placement, tiresias\n"
+        "from scheduling import allocation, centre, gandiva_fair, gavel, gavel_packing, las\n"
+        "from scheduling import placement, tiresias\n"
         "engine.warm_up()\n"
         "mods = (engine, colocation, placement, tiresias, gavel, las, allocation, centre,\n"
-        "        gandiva_fair)\n"
+        "        gandiva_fair, gavel_packing)\n"
         "ks = {k for m in mods for k in dir(m) if hasattr(getattr(m, k), 'py_func')}\n"
         "print(len(ks), sorted(k for k in ks if not getattr(kernels, k).signatures))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
     ).stdout.split(maxsplit=1)
-    assert int(out[0]) >= 12
+    assert int(out[0]) >= 13
     assert out[1].strip() == "[]"
 
 
@@ -952,3 +953,58 @@ def test_least_first_is_the_stable_sort_whatever_the_previous_order(
     key[active[: len(active) // 2]] += rng.random(len(active) // 2) * 3
     k = fn(active, key, order, k, mark)
     assert order[:k].tolist() == active[np.argsort(key[active], kind="stable")].tolist()
+
+
+def _gandiva_place_reference(
+    types: list[int], orders: np.ndarray, ok: np.ndarray, ea: np.ndarray, eb: np.ndarray,
+    gang: np.ndarray, left: list[int], n_jobs: int,
+) -> list[tuple[int, int]]:  # fmt: skip
+    """gavel-gandiva's placement as its numpy version did it: per type, the entries that can
+    run there in the type's order; repeatedly the first whose jobs are free and whose gang
+    fits, the search going on after it, until the type is full or none fits."""
+    taken = np.zeros(n_jobs, dtype=bool)
+    placed = []
+    for t in types:
+        cand = orders[t][ok[orders[t], t]]
+        while left[t] > 0 and len(cand):
+            a, b = ea[cand], eb[cand]
+            free = ~taken[a] & ((b < 0) | ~taken[np.maximum(b, 0)]) & (gang[cand] <= left[t])
+            i = int(np.argmax(free))
+            if not free[i]:
+                break
+            e = int(cand[i])
+            cand = cand[i + 1 :]
+            left[t] -= int(gang[e])
+            taken[ea[e]] = True
+            if eb[e] >= 0:
+                taken[eb[e]] = True
+            placed.append((e, t))
+    return placed
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), compiled=st.booleans())
+def test_gandiva_place_is_the_greedy_pass(seed: int, compiled: bool) -> None:
+    """Random entries (jobs and pairs of jobs, shared members, gangs that do not fit): the
+    kernel places what the numpy pass placed, in its order, and leaves the same room."""
+    rng = np.random.default_rng(seed)
+    n_jobs, nt = int(rng.integers(1, 12)), int(rng.integers(1, 4))
+    k = int(rng.integers(0, 30))
+    ea = rng.integers(0, n_jobs, k).astype(np.int64)
+    eb = np.where(rng.random(k) < 0.5, rng.integers(0, n_jobs, k), -1).astype(np.int64)
+    eb[eb == ea] = -1
+    gang = rng.choice([1, 1, 2, 4], k).astype(np.int64)
+    ok = rng.random((k, nt)) < 0.8
+    orders = np.stack([rng.permutation(k) for _ in range(nt)]).astype(np.int64).reshape(nt, k)
+    types = rng.permutation(nt).astype(np.int64)
+    left = rng.integers(0, 9, nt).astype(np.int64)
+    want = _gandiva_place_reference(types.tolist(), orders, ok, ea, eb, gang, left.tolist(), n_jobs)
+    fn = kernels.gandiva_place if compiled else kernels.gandiva_place.py_func
+    out_e, out_t = np.full(k, -1, dtype=np.int64), np.full(k, -1, dtype=np.int64)
+    room, taken = left.copy(), np.zeros(n_jobs, dtype=bool)
+    n = fn(types, orders, ok, ea, eb, gang, room, taken, out_e, out_t)
+    assert list(zip(out_e[:n].tolist(), out_t[:n].tolist(), strict=True)) == want
+    used = np.zeros(nt, dtype=np.int64)
+    for e, t in want:
+        used[t] += gang[e]
+    assert (room == left - used).all()
