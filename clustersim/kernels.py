@@ -2530,6 +2530,45 @@ FACE_CENTRE_PURE = 0.1
 
 
 @_compiled
+def _face_value(
+    aa: FloatArray,
+    nzp: IntArray,
+    nzc: IntArray,
+    bb: FloatArray,
+    bar: IntArray,
+    lbi: FloatArray,
+    wr: FloatArray,
+    wvi: FloatArray,
+    u: FloatArray,
+    s: FloatArray,
+    d: FloatArray,
+) -> float:
+    """The barrier of :func:`face_centre` at ``u`` (``inf`` outside its domain), the slacks of
+    the rows written to ``s`` and of the bounds (of the ``len(d)`` first variables of ``bar``)
+    to ``d``."""
+    inside = True
+    for r in range(len(s)):
+        acc = 0.0
+        for k in range(nzp[r], nzp[r + 1]):
+            acc += aa[r, nzc[k]] * u[nzc[k]]
+        s[r] = bb[r] - acc
+        if s[r] <= 0:
+            inside = False
+    for i in range(len(d)):
+        d[i] = u[bar[i]] - lbi[i]
+        if d[i] <= 0:
+            inside = False
+    if not inside:
+        return np.inf
+    f = 0.0
+    for r in range(len(s)):
+        f -= wr[r] * math.log(s[r])
+    for i in range(len(d)):
+        f -= wvi[i] * math.log(d[i])
+    return f
+
+
+@_compiled
 def face_centre(
     shape_rows: int,
     indptr: IntArray,
@@ -2634,26 +2673,9 @@ def face_centre(
     step = np.empty(nf)
     ds = np.empty(nr)
 
-    # the barrier at u: slacks into s, d; value (inf outside)
-    inside = True
-    f0 = 0.0
-    for r in range(nr):
-        acc = 0.0
-        for k in range(nzp[r], nzp[r + 1]):
-            acc += aa[r, nzc[k]] * u[nzc[k]]
-        s[r] = bb[r] - acc
-        if s[r] <= 0:
-            inside = False
-    for i in range(nb):
-        d[i] = u[bar[i]] - lbi[i]
-        if d[i] <= 0:
-            inside = False
-    if not inside:
+    f0 = _face_value(aa, nzp, nzc, bb, bar, lbi, wr, wvi, u, s, d)
+    if not f0 < np.inf:
         return False
-    for r in range(nr):
-        f0 -= wr[r] * math.log(s[r])
-    for i in range(nb):
-        f0 -= wvi[i] * math.log(d[i])
 
     last_dec = np.inf
     for _ in range(max_iter):
@@ -2732,26 +2754,9 @@ def face_centre(
         while True:
             for f in range(nf):
                 u1[f] = u[f] + t * step[f]
-            inside = True
-            for r in range(nr):
-                acc = 0.0
-                for k in range(nzp[r], nzp[r + 1]):
-                    acc += aa[r, nzc[k]] * u1[nzc[k]]
-                s1[r] = bb[r] - acc
-                if s1[r] <= 0:
-                    inside = False
-            for i in range(nb):
-                d1[i] = u1[bar[i]] - lbi[i]
-                if d1[i] <= 0:
-                    inside = False
-            if inside:
-                f1 = 0.0
-                for r in range(nr):
-                    f1 -= wr[r] * math.log(s1[r])
-                for i in range(nb):
-                    f1 -= wvi[i] * math.log(d1[i])
-                if pure or f1 <= f0 - 0.25 * t * dec:
-                    break
+            f1 = _face_value(aa, nzp, nzc, bb, bar, lbi, wr, wvi, u1, s1, d1)
+            if f1 < np.inf and (pure or f1 <= f0 - 0.25 * t * dec):
+                break
             t *= 0.5
             if t < 1e-6:
                 break
