@@ -739,6 +739,99 @@ def attach_grid_ids(experiments: list[Experiment]) -> None:
         e.workload_ids.sort(reverse=True)
 
 
+class FailureSettingsSerializer(StrictInput, serializers.Serializer):
+    """Node failures and restarts from checkpoints for every run of an experiment
+    (``docs/failures.md``); each pool's ``mtbf_hours``/``repair_hours`` come from the
+    cluster's spec unless overridden here."""
+
+    checkpoint_interval_s = PositiveFloatField(
+        required=False,
+        default=3600.0,
+        help_text="Seconds of a job's computing between two checkpoints (> 0).",
+    )
+    checkpoint_overhead_s = serializers.FloatField(
+        required=False,
+        default=60.0,
+        min_value=0.0,
+        help_text="Seconds one checkpoint costs a job, with no progress (>= 0).",
+    )
+    mtbf_hours = PositiveFloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Every node's mean time between failures, hours (> 0); null: each pool's "
+        "`mtbf_hours`, else the documented default.",
+    )
+    repair_hours = PositiveFloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Every node's mean repair time, hours (> 0); null: each pool's "
+        "`repair_hours`, else the documented default.",
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {k: [f"unknown setting; known: {', '.join(self.fields)}"] for k in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+class NetworkSettingsSerializer(StrictInput, serializers.Serializer):
+    """Network contention for every run of an experiment (``docs/network.md``): multi-node
+    jobs share NICs and rack uplinks, max-min fair."""
+
+    share_nics = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Jobs on a common node also share its NIC; false: only rack uplinks are shared.",
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value(_known_settings(self, data))
+
+
+class StragglerSettingsSerializer(StrictInput, serializers.Serializer):
+    """Slow nodes for every run of an experiment (``docs/failures.md``, "Stragglers"): a
+    share of the nodes, drawn from the seed, runs slower, and a gang touching one runs at
+    its pace."""
+
+    share = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        help_text="Share of the nodes that are slow, 0..1 (round(share × nodes), drawn from"
+        " the seed).",
+    )
+    speed = PositiveFloatField(
+        required=False,
+        default=0.5,
+        max_value=1.0,
+        help_text="Pace of a slow node relative to its normal one, 0 < speed <= 1.",
+    )
+    avoid = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Mitigation: place gangs on fast nodes when they can hold them.",
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value(_known_settings(self, data))
+
+
+def _known_settings(serializer: serializers.Serializer, data: Any) -> Any:
+    """``data``, or a 400 naming each key that is not one of ``serializer``'s fields."""
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - set(serializer.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {k: [f"unknown setting; known: {', '.join(serializer.fields)}"] for k in unknown}
+            )
+    return data
+
+
 class ExperimentListSerializer(serializers.ListSerializer):
     """Looks up the clusters and workloads of all the listed experiments at once."""
 
@@ -766,6 +859,15 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
     compat = serializers.ChoiceField(
         choices=[name for name, _ in COMPAT_CHOICES], allow_blank=True, read_only=True
     )
+    failures = FailureSettingsSerializer(
+        read_only=True, allow_null=True, help_text="Node failures; null: off."
+    )
+    network = NetworkSettingsSerializer(
+        read_only=True, allow_null=True, help_text="Network contention; null: off."
+    )
+    stragglers = StragglerSettingsSerializer(
+        read_only=True, allow_null=True, help_text="Slow nodes; null: off."
+    )
 
     class Meta:
         model = Experiment
@@ -782,6 +884,9 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
             "seeds",
             "until_s",
             "cost_horizon_hours",
+            "failures",
+            "network",
+            "stragglers",
             "state",
             "runs_total",
             "progress",
@@ -852,6 +957,35 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         " Null: each workload's arrival span at its load factor, at least 1 h"
         " (docs/metrics.md).",
     )
+    failures = FailureSettingsSerializer(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Turn node failures on for every run: nodes fail and are repaired, the jobs"
+        " on a failed node restart from their last checkpoint, and the summaries gain goodput,"
+        " lost work, restarts and the effective training time ratio (docs/failures.md)."
+        " Drawn failures depend on the seed: every run is repeated per seed. Null: off.",
+    )
+    network = NetworkSettingsSerializer(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Turn network contention on for every run: multi-node jobs share NICs and"
+        " rack uplinks (max-min fair) and run at their share; the summaries gain the time lost"
+        " to contention and the uplinks' utilisation (docs/network.md). Refused with a"
+        " co-locating policy, one with the power model, or compat gavel. Null: off.",
+    )
+    stragglers = StragglerSettingsSerializer(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Turn slow nodes on for every run: a share of the nodes runs at `speed`, and"
+        " a gang touching one runs at its pace; the summaries gain the slow nodes, the jobs"
+        " slowed and the device-hours lost (docs/failures.md, Stragglers). Slow nodes drawn"
+        " from a share between 0 and 1 depend on the seed: every run is repeated per seed."
+        " Refused with a co-locating policy, one with the power model, or compat gavel."
+        " Null: off.",
+    )
 
     def get_fields(self) -> dict[str, Any]:
         from scheduling.registry import PLACEMENTS
@@ -890,7 +1024,20 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         except services.QueuedRunsLimit as exc:
             raise queued_runs_limit(exc) from None
         except DjangoValidationError as exc:
-            raise _django_error(exc) from None
+            raise _experiment_error(exc) from None
+
+
+def _experiment_error(exc: DjangoValidationError) -> serializers.ValidationError:
+    """The service's refusal, under the field it names when every message names one of the
+    physical models (``network: ...``, ``stragglers.share: ...``), else as a list."""
+    fields = ("failures", "network", "stragglers")
+    named: dict[str, list[str]] = {}
+    for message in exc.messages:
+        field = message.split(":", 1)[0].split(".", 1)[0]
+        if field not in fields:
+            return _django_error(exc)
+        named.setdefault(field, []).append(message)
+    return serializers.ValidationError(named)
 
 
 class RunSerializer(FastRepresentationMixin, serializers.ModelSerializer):

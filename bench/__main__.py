@@ -17,7 +17,10 @@ Gavel (≥ 50× on its 8,000-job trace, ≥ 10× on Shockwave's 460 jobs).
 Section ``hetero`` (:mod:`bench.hetero`): the heterogeneity-aware and fair policies of issue 13
 on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero-560`` preset.
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero ...]`` runs some
+Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
+network contention on full Philly under Tiresias, a year-long carbon-shifting run).
+
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models ...]`` runs some
 sections only.
 """
 
@@ -286,6 +289,15 @@ def bench_hetero() -> None:
 
 
 SECTIONS["hetero"] = bench_hetero
+
+
+def bench_models() -> None:
+    from bench.models import bench_models as run
+
+    run(_in_process)
+
+
+SECTIONS["models"] = bench_models
 
 
 def main(argv: list[str]) -> int:

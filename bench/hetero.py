@@ -128,6 +128,7 @@ GAVEL_MEASURED_S: dict[tuple[str, str], float] = {
     ("gavel-8000", "max_sum_throughput_normalized_by_cost_perf"): 28.90,
     ("gavel-8000", "fifo_perf"): 20.14,
     ("gavel-8000", "gandiva"): 63.89,
+    ("gavel-8000", "max_min_fairness_water_filling_perf"): 138.4,
 }
 
 

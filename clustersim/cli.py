@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,12 +88,91 @@ COLOCATION_ROWS = (
     ("colocations", "pairs formed on shared devices"),
     ("colocated_job_hours", "job-hours run as a guest [h]"),
 )
+FAILURE_ROWS = (
+    ("node_failures", "node failures"),
+    ("device_hours_down", "device-hours down [h]"),
+    ("restarts", "job restarts after a failure"),
+    ("lost_work_device_hours", "lost work [device-h]"),
+    ("checkpoint_device_hours", "checkpoint writing [device-h]"),
+    ("goodput", "goodput (useful / held)"),
+    ("effective_training_time_ratio", "effective training time ratio"),
+)
+NETWORK_ROWS = (
+    ("network_lost_job_hours", "time lost to contention [job-h]"),
+    ("uplink_utilisation_mean", "rack uplink utilisation (mean)"),
+    ("uplink_utilisation_max", "rack uplink utilisation (max)"),
+)
+#: The failure flags of `run` (clustersim.failures): flag, attribute, least value, open bound.
+FAILURE_FLAGS = (
+    ("--mtbf-hours", "mtbf_hours", 0.0, True),
+    ("--repair-hours", "repair_hours", 0.0, True),
+    ("--checkpoint-interval-s", "checkpoint_interval_s", 0.0, True),
+    ("--checkpoint-overhead-s", "checkpoint_overhead_s", 0.0, False),
+)
+
+
+def _failure_options(args: argparse.Namespace, cluster: Any) -> tuple[Any, Any]:
+    """The run's :class:`~clustersim.failures.FailureOptions` (``None`` without
+    ``--failures``) and its cluster, with ``--mtbf-hours``/``--repair-hours`` applied to every
+    node. Every value is checked here, so an error names the flag."""
+    import numpy as np
+
+    from clustersim.failures import FailureOptions
+
+    given = {attr: getattr(args, attr) for _, attr, _, _ in FAILURE_FLAGS}
+    for flag, attr, low, open_ in FAILURE_FLAGS:
+        v = given[attr]
+        if v is None:
+            continue
+        if not args.failures:
+            raise ClustersimError(f"{flag} needs --failures (failures are off without it)")
+        if not math.isfinite(v) or (v <= low if open_ else v < low):
+            raise ClustersimError(f"{flag}: must be a finite number {'>' if open_ else '>='} 0")
+    if not args.failures:
+        return None, cluster
+    n = cluster.n_nodes
+    if given["mtbf_hours"] is not None:
+        cluster = dataclasses.replace(cluster, node_mtbf_h=np.full(n, given["mtbf_hours"]))
+    if given["repair_hours"] is not None:
+        cluster = dataclasses.replace(cluster, node_repair_h=np.full(n, given["repair_hours"]))
+    keys = ("checkpoint_interval_s", "checkpoint_overhead_s")
+    kw = {k: given[k] for k in keys if given[k] is not None}
+    return FailureOptions(**kw), cluster
+
+
+STRAGGLER_ROWS = (
+    ("slow_nodes", "slow nodes"),
+    ("jobs_slowed", "jobs slowed by a slow node"),
+    ("straggler_device_hours", "lost to slow pace [device-h]"),
+)
+
+
+def _straggler_options(args: argparse.Namespace) -> Any:
+    """The run's :class:`~clustersim.stragglers.StragglerOptions` (``None`` without
+    ``--slow-share``), checked here so that an error names the flag."""
+    from clustersim.stragglers import StragglerOptions
+
+    if args.slow_share is None:
+        for flag, given in (("--slow-speed", args.slow_speed), ("--avoid-slow", args.avoid_slow)):
+            if given not in (None, False):
+                raise ClustersimError(f"{flag} needs --slow-share (stragglers are off without it)")
+        return None
+    speed = 0.5 if args.slow_speed is None else args.slow_speed
+    try:
+        return StragglerOptions(share=args.slow_share, speed=speed, avoid=args.avoid_slow).checked()
+    except ClustersimError as exc:
+        names = {"share": "--slow-share", "speed": "--slow-speed"}
+        text = str(exc)
+        for key, name in names.items():
+            text = text.replace(f"stragglers.{key}", name)
+        raise ClustersimError(text) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from clustersim.compat import prepare
     from clustersim.engine import EngineOptions, simulate
     from clustersim.metrics import per_job_frame, summary
+    from clustersim.network import NetworkOptions
     from clustersim.presets import preset
     from clustersim.spec import load_cluster
     from clustersim.traces import read_trace
@@ -107,6 +187,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         compat = "gavel"
     cluster = preset(args.preset) if args.preset else load_cluster(args.cluster)
+    from scheduling.params import cluster_errors
+
+    try:
+        problems = cluster_errors(args.policy, _parse_params(args.param), cluster, "--param")
+    except (KeyError, ValueError):
+        problems = []  # unknown or ill-typed parameters: `prepare` says what is wrong
+    if problems:  # e.g. a power budget below one node's idle draw
+        raise ClustersimError("; ".join(p.replace("--param.", "--param ") for p in problems))
+    failures, cluster = _failure_options(args, cluster)
+    stragglers = _straggler_options(args)
     jobs, report = read_trace(args.trace, args.format, limits=_limits())
     run = prepare(
         jobs,
@@ -124,7 +214,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         policy,
         placement,
         rates=rates,
-        options=EngineOptions(seed=args.seed, until=args.until, **run.engine),
+        options=EngineOptions(
+            seed=args.seed,
+            until=args.until,
+            failures=failures,
+            carbon_start=args.start,
+            stragglers=stragglers,
+            network=NetworkOptions() if args.network else None,
+            **run.engine,
+        ),
     )
     horizon_s = None if args.horizon_hours is None else args.horizon_hours * 3600.0
     out: dict[str, Any] = dict(summary(result, carbon_start=args.start, horizon_s=horizon_s))
@@ -162,6 +260,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  {label:<32} {_fmt(out.get(key))}")
     if out.get("colocations"):  # co-location (clustersim/colocation.py)
         for key, label in COLOCATION_ROWS:
+            print(f"  {label:<32} {_fmt(out.get(key))}")
+    if result.failures is not None:  # node failures (clustersim/failures.py)
+        for key, label in FAILURE_ROWS:
+            print(f"  {label:<32} {_fmt(out.get(key))}")
+    if result.stragglers is not None:  # slow nodes (clustersim/stragglers.py)
+        for key, label in STRAGGLER_ROWS:
+            print(f"  {label:<32} {_fmt(out.get(key))}")
+    if result.network is not None:  # network contention (clustersim/network.py)
+        for key, label in NETWORK_ROWS:
             print(f"  {label:<32} {_fmt(out.get(key))}")
     notes = list(getattr(rates, "notes", []) or [])
     for note in notes[:5]:
@@ -364,6 +471,58 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="H",
         help="cost horizon for the owned-cluster cost [h] (default: the trace's arrival span,"
         " at least 1 h); give the same value to every run you compare (docs/metrics.md)",
+    )
+    r.add_argument(
+        "--failures",
+        action="store_true",
+        help="nodes fail and are repaired (per-pool mtbf_hours/repair_hours of the spec, else"
+        " documented defaults); killed jobs restart from their last checkpoint"
+        " (docs/failures.md)",
+    )
+    r.add_argument(
+        "--mtbf-hours", type=float, default=None, help="with --failures: every node's MTBF [h]"
+    )
+    r.add_argument(
+        "--repair-hours",
+        type=float,
+        default=None,
+        help="with --failures: every node's mean repair time [h]",
+    )
+    r.add_argument(
+        "--checkpoint-interval-s",
+        type=float,
+        default=None,
+        help="with --failures: computing between two checkpoints of a job [s] (default 3600)",
+    )
+    r.add_argument(
+        "--checkpoint-overhead-s",
+        type=float,
+        default=None,
+        help="with --failures: time one checkpoint costs a job [s] (default 60)",
+    )
+    r.add_argument(
+        "--slow-share",
+        type=float,
+        default=None,
+        help="stragglers: this share of the nodes (0..1, drawn from --seed) runs at"
+        " --slow-speed, and a gang touching one runs at its pace (docs/failures.md)",
+    )
+    r.add_argument(
+        "--slow-speed",
+        type=float,
+        default=None,
+        help="with --slow-share: pace of a slow node, 0 < speed <= 1 (default 0.5)",
+    )
+    r.add_argument(
+        "--avoid-slow",
+        action="store_true",
+        help="with --slow-share: place gangs on fast nodes when they can hold them",
+    )
+    r.add_argument(
+        "--network",
+        action="store_true",
+        help="multi-node jobs share NICs and rack uplinks (max-min fair); their rates follow"
+        " their shares (docs/network.md)",
     )
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--out", help="write per-job results (.csv or .parquet)")

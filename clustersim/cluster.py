@@ -149,6 +149,11 @@ class Cluster:
         Region index ``r`` refers to ``regions[r]``.
     node_availability : (n_nodes,) float64
         Probability a node is online (1.0 for data-centre nodes; edge devices less).
+    node_mtbf_h, node_repair_h, node_failure_shape : (n_nodes,) float64
+        Failure model of each node (:mod:`clustersim.failures`, used only when a run turns
+        failures on): mean time between failures (h), mean repair time (h) and Weibull shape
+        of the time to failure (1 = exponential); ``nan`` (or empty arrays) for the
+        documented defaults of :func:`clustersim.failures.node_parameters`.
     """
 
     name: str
@@ -163,6 +168,15 @@ class Cluster:
     rack_oversub: npt.NDArray[np.float64]
     regions: tuple[Region, ...]
     node_availability: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    node_mtbf_h: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    node_repair_h: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    node_failure_shape: npt.NDArray[np.float64] = field(
         default_factory=lambda: np.zeros(0, dtype=np.float64)
     )
 

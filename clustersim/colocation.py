@@ -51,28 +51,16 @@ from clustersim.errors import ClustersimError, SimulationError
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
     CTR_STINTS,
-    HEAP_FINISH,
     JB_ACTIVE,
     JB_RUNNING,
-    JF_ATT0,
-    JF_ATTAINED,
     JF_BASE_T,
     JF_CAP,
     JF_CRATE,
-    JF_EXE0,
-    JF_EXECUTED,
-    JF_FIN,
     JF_FINISH,
     JF_LAST_START,
-    JF_REMAINING,
     JF_RESTORE,
-    JF_ROUND_REM,
-    JF_SHARE,
-    JF_STALL,
-    JF_TT_SYNCED,
     JI_ALLOC_N,
     JI_ALLOC_TYPE,
-    JI_EPOCH,
     JI_GANG,
     JI_MIGRATIONS,
     JI_PLACED,
@@ -81,9 +69,9 @@ from clustersim.kernels import (
     SYNC_ATTAINED,
     SYNC_EXECUTED,
     SYNC_REMAINING,
-    heap_push,
-    push_mark,
+    pair_factors,
     record_start,
+    rerate_jobs,
     start_jobs,
     sync_packed,
 )
@@ -221,25 +209,21 @@ class PairFactors:
     def factors(self, a: IntArray, b: IntArray, t: IntArray) -> tuple[FloatArray, FloatArray]:
         """Fractions of their isolated rates jobs ``a`` and ``b`` keep when they share devices
         of types ``t`` (arrays of one length); 0 where they cannot share."""
-        a, b, t = (np.asarray(x, dtype=np.int64) for x in (a, b, t))
-        fa, fb = np.zeros(len(a)), np.zeros(len(a))
-        if not len(a):
-            return fa, fb
-        ja, jb, sa, sb = self.job_type[a], self.job_type[b], self.scale[a], self.scale[b]
-        ok = (ja >= 0) & (jb >= 0) & (sa >= 0) & (sa == sb) & (a != b)
-        if not ok.any():
-            return fa, fb
-        w = self.worker[t[ok]]
-        ja, jb, s = ja[ok], jb[ok], sa[ok]
-        packed = self.pairs.rates[w, ja, jb, s]  # (k, 2)
-        iso = self.pairs.table.consolidated
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ra = packed[:, 0] / iso[w, ja, s]
-            rb = packed[:, 1] / iso[w, jb, s]
-        fa[ok] = np.where(np.isfinite(ra) & (ra > 0), ra, 0.0)
-        fb[ok] = np.where(np.isfinite(rb) & (rb > 0), rb, 0.0)
-        both = (fa > 0) & (fb > 0)
-        return np.where(both, fa, 0.0), np.where(both, fb, 0.0)
+        a, b, t = (np.ascontiguousarray(x, dtype=np.int64) for x in (a, b, t))
+        fa, fb = np.empty(len(a)), np.empty(len(a))
+        pair_factors(
+            self.job_type,
+            self.scale,
+            self.worker,
+            self.pairs.rates,
+            self.pairs.table.consolidated,
+            a,
+            b,
+            t,
+            fa,
+            fb,
+        )
+        return fa, fb
 
 
 class EngineView(Protocol):
@@ -321,7 +305,7 @@ class CoLocator:
             self._detached, self._was_host, self._host_start = _EMPTY_I, _EMPTY_I, _EMPTY_F
         hosts = self._hosts[running[self._hosts]]
         if len(hosts):
-            _rerate(eng, hosts, eng.jf[JF_CRATE, hosts] / self._slow[hosts])
+            rerate(eng, hosts, eng.jf[JF_CRATE, hosts] / self._slow[hosts])
         self._slow[self._hosts] = 1.0
         self._hosts = _EMPTY_I
 
@@ -475,47 +459,19 @@ class CoLocator:
         self._guests = g.copy()
         slot, placed = eng.ji[JI_SLOT, h].tolist(), eng.ji[JI_PLACED, h].tolist()
         self._nodes = [eng.slots[0, o : o + k].copy() for o, k in zip(slot, placed, strict=True)]
-        _rerate(eng, h, eng.jf[JF_CRATE, h] * fh)
+        rerate(eng, h, eng.jf[JF_CRATE, h] * fh)
         self._slow[h] = fh
         self._hosts = h.copy()
 
 
-def _rerate(eng: EngineView, js: IntArray, rates: FloatArray) -> None:
+def rerate(eng: EngineView, js: IntArray, rates: FloatArray) -> None:
     """Running jobs ``js`` go on at ``rates`` from now (their devices unchanged): progress so
     far is brought up to now, a new stint of the same placement begins (a restore stall in
-    progress goes on), and their completions are predicted anew."""
+    progress goes on), and their completions are predicted anew. (Also used by the power
+    model, :mod:`clustersim.power`, to slow a job started under a power cap.)"""
     js = np.ascontiguousarray(js, dtype=np.int64)
     eng._make_room()
     eng.sync_types()  # time on the type up to now (or the whole-step cap), before the cap goes
     sync_packed(js, len(js), _SYNC_ALL, eng.now, eng.capped, eng.jf, eng.ji)
-    jf, ji = eng.jf, eng.ji
-    r = np.asarray(rates, dtype=np.float64)
-    now = eng.now
-    # the per-job fields at once (``js`` holds each job once), then one heap entry each
-    rem = jf[JF_REMAINING, js]
-    begin = np.maximum(now, jf[JF_STALL, js])
-    jf[JF_ROUND_REM, js] = rem
-    jf[JF_STALL, js] = begin
-    jf[JF_BASE_T, js] = now
-    jf[JF_EXE0, js] = jf[JF_EXECUTED, js]
-    jf[JF_ATT0, js] = jf[JF_ATTAINED, js]
-    jf[JF_CRATE, js] = r
-    jf[JF_CAP, js] = np.inf  # a whole-step round re-arms its caps after the decision
-    # time on the type is counted from now: a job that did its whole-step share before now
-    # was idle since (without this a host that keeps its devices across a round boundary
-    # would be credited that idle tail when the cap goes)
-    jf[JF_TT_SYNCED, js] = now
-    jf[JF_SHARE, js] = 0.0
-    fin = begin + rem / r
-    jf[JF_FIN, js] = fin
-    ji[JI_EPOCH, js] += 1
-    epochs = ji[JI_EPOCH, js].tolist()
-    for j, f, e in zip(js.tolist(), fin.tolist(), epochs, strict=True):
-        heap_push(eng.heap_t, eng.heap_je, eng.ctr, HEAP_FINISH, f, j, e)
-    if len(eng.marks):
-        nds = ji[JI_ALLOC_N, js].tolist()
-        for j, nd, e in zip(js.tolist(), nds, epochs, strict=True):
-            if nd > 0:
-                push_mark(
-                    eng.marks, eng.heap_t, eng.heap_je, eng.ctr, j, now, jf[JF_ATTAINED, j], nd, e
-                )
+    r = np.ascontiguousarray(rates, dtype=np.float64)
+    rerate_jobs(js, r, float(eng.now), eng.jf, eng.ji, eng.heap_t, eng.heap_je, eng.ctr, eng.marks)

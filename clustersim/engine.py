@@ -35,9 +35,12 @@ import numpy as np
 import numpy.typing as npt
 
 from clustersim import kernels
+from clustersim.carbon import DEFAULT_START
 from clustersim.cluster import Cluster
 from clustersim.colocation import CoLocator, PairFactors
 from clustersim.errors import SimulationError
+from clustersim.failures import FailureOptions, NodeFailures
+from clustersim.failures import check_engine as check_failures
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
     BAD_TWICE,
@@ -116,6 +119,7 @@ from clustersim.kernels import (
     rearm_marks,
     rearm_whole_steps,
     record_start,
+    rerate_jobs,
     reserve_and_start,
     start_jobs,
     stop_jobs,
@@ -124,7 +128,10 @@ from clustersim.kernels import (
     take_nodes,
     use_compiled,
 )
+from clustersim.network import NetworkContention, NetworkOptions
+from clustersim.network import check_engine as check_network
 from clustersim.perf import JobRates, PerformanceModel
+from clustersim.power import PowerModel
 from clustersim.result import (
     DROP_ABANDONED,
     DROP_NO_FIT,
@@ -136,6 +143,7 @@ from clustersim.result import (
     Stints,
 )
 from clustersim.rounds import realise_fractions
+from clustersim.stragglers import SlowNodes, StragglerOptions, check_engine
 from scheduling.base import Decision, Placement, Policy, State
 
 FloatArray = npt.NDArray[np.float64]
@@ -185,6 +193,20 @@ class EngineOptions:
         sees copies of counters only, so it cannot change the results.
     progress_every
         Event batches between two ``progress`` calls.
+    failures
+        Node failures and restarts from checkpoints (:mod:`clustersim.failures`); ``None``
+        (the default): nodes never fail and the run is exactly as without the module.
+    carbon_start
+        Calendar instant (ISO 8601, UTC) of simulation time 0 for the hourly carbon
+        intensity, shown to policies as ``State.carbon_start`` (carbon-aware policies
+        forecast from it); pass the same value to :func:`clustersim.metrics.summary`.
+    stragglers
+        Slow nodes that drag gangs to their pace, and the option to avoid them
+        (:mod:`clustersim.stragglers`); ``None`` (the default): every node at full pace.
+    network
+        Network contention: multi-node jobs share NICs and rack uplinks
+        (:mod:`clustersim.network`); ``None`` (the default): each placement keeps the static
+        link of the performance model and the run is exactly as without the module.
     """
 
     seed: int = 0
@@ -193,6 +215,10 @@ class EngineOptions:
     whole_steps_per_round: bool = False
     progress: Callable[[Progress], None] | None = None
     progress_every: int = 2000
+    failures: FailureOptions | None = None
+    carbon_start: str = DEFAULT_START
+    stragglers: StragglerOptions | None = None
+    network: NetworkOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -232,6 +258,8 @@ class _Run:
         placement: Placement,
         rates: JobRates,
         options: EngineOptions,
+        failures: NodeFailures | None = None,
+        stragglers: SlowNodes | None = None,
     ) -> None:
         self.jobs = jobs
         self.cluster = cluster
@@ -282,6 +310,12 @@ class _Run:
             if placement.largest_first_across_nodes
             else PLACE_BEST_FIT
         )
+        # regions a policy asks for (Decision.region; e.g. carbon-region): each start goes
+        # through the strategy, over the candidates of the job's region only (see _finish)
+        self.want_region: IntArray | None = None
+        if policy.steers_regions:
+            self.want_region = np.full(n, -1, dtype=np.int64)
+            self.placing = PLACE_STRATEGY
         self.blocking = bool(policy.blocking)
         self.preemptive = bool(policy.preemptive)
         self.total_devices = int(self.capacity.sum())
@@ -386,6 +420,37 @@ class _Run:
                 )
             self.coloc = CoLocator(PairFactors.build(jobs, cluster), n)
             self._room = 2 * self.total_devices + 1
+        # power states and caps (clustersim.power): only for a policy that asks for them
+        self.power: PowerModel | None = None
+        if policy.power is not None:
+            if self.coloc is not None:
+                raise SimulationError(
+                    f"policy {policy.name!r}: the power model does not support co-location"
+                )
+            self.power = PowerModel(policy.power, cluster, n)
+        # node failures (clustersim.failures): events of their own, jobs killed on a failure
+        if failures is not None:
+            try:
+                check_failures(
+                    self.coloc is not None, self.power is not None, options.whole_steps_per_round
+                )
+            except SimulationError as exc:
+                raise SimulationError(f"policy {policy.name!r}: {exc}") from None
+        self.failures = failures
+        # slow nodes (clustersim.stragglers): jobs started on one are re-rated to its pace
+        if stragglers is not None:
+            check_engine(
+                self.coloc is not None, self.power is not None, options.whole_steps_per_round
+            )
+        self.stragglers = stragglers
+        # network contention (clustersim.network): re-rates multi-node jobs after each batch
+        self.network: NetworkContention | None = None
+        if options.network is not None:
+            check_network(
+                self.coloc is not None, self.power is not None, options.whole_steps_per_round
+            )
+            self.network = NetworkContention(cluster, rates, n, options.network)
+        placement.bind_network(None if self.network is None else self.network.view)
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -479,6 +544,8 @@ class _Run:
             host_of=None if self.coloc is None else self.coloc.host_of,
             node_free=self.nodes_i[NODE_FREE],
             nodes_used=self.ji[JI_PLACED],
+            power=None if self.power is None else self.power.view(self),
+            carbon_start=self.opt.carbon_start,
         )
         return st
 
@@ -607,6 +674,12 @@ class _Run:
         self._make_room()
         stop_jobs(_contiguous(js), completed, self.now, *self._stop_args)
 
+    def _before_kill(self) -> None:
+        """Before a failure kills jobs (:mod:`clustersim.failures`): co-located guests stop
+        (and their hosts go back to their isolated rates) until the next decision."""
+        if self.coloc is not None:
+            self.coloc.detach(self)
+
     def _complete_due(self, t: float) -> int:
         """Complete the running jobs whose predicted finish is due by ``t``."""
         self._make_room()
@@ -636,9 +709,10 @@ class _Run:
         while code == STATUS_PLACE:
             j, nd, t = int(cand[0, a]), int(cand[2, a]), b
             nodes_t = self.type_nodes[t]
-            got = self.placement.place(
-                self.cluster, self.node_free, nodes_t[self.node_free[nodes_t] > 0], nd
-            )
+            cands = nodes_t[self.node_free[nodes_t] > 0]
+            if self.want_region is not None and self.want_region[j] >= 0:
+                cands = cands[self.cluster.node_region[cands] == self.want_region[j]]
+            got = self.placement.place(self.cluster, self.node_free, cands, nd)
             if got is not None:
                 nodes, counts = _contiguous(got[0]), _contiguous(got[1])
                 # more nodes than devices (a node listed twice, or with none taken) would
@@ -785,6 +859,10 @@ class _Run:
                     f"policy {self.policy.name!r} pairs jobs but does not declare colocates"
                 )
             self._apply_decision(d)
+            if self.power is not None:
+                self.power.after_decision(self, d)
+            if self.stragglers is not None:
+                self.stragglers.after_decision(self, d)
             return
         coloc.detach(self)
         self._apply_decision(d)
@@ -796,6 +874,8 @@ class _Run:
         if d.fractions is not None:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)
+        if self.want_region is not None:
+            self._want_regions(run, d.region)
         if d.migrate is not None and len(d.migrate) and self.preemptive:
             self._migrate(np.asarray(d.migrate, dtype=np.int64), run)
         m = len(run)
@@ -825,6 +905,18 @@ class _Run:
             self._apply_preemptive(run, types, ndev)
         elif m:
             self._apply_greedy(run, types, ndev)
+
+    def _want_regions(self, run: IntArray, region: IntArray | None) -> None:
+        """Record the region each job of ``run`` should start in (``Decision.region``; -1 or
+        ``None``: any region), for the placement of this decision."""
+        assert self.want_region is not None
+        if region is None:
+            self.want_region[run] = -1
+            return
+        region = np.asarray(region, dtype=np.int64)
+        if len(region) != len(run) or np.any(region >= self.n_regions):
+            raise SimulationError(f"policy {self.policy.name!r}: bad Decision.region")
+        self.want_region[run] = region
 
     def _migrate(self, js: IntArray, run: IntArray) -> None:
         """Suspend the running jobs of ``js`` that hold devices and are in ``run`` (one
@@ -1006,17 +1098,28 @@ class _Run:
         )
         seg_times, seg_running, seg_queued = self.seg_t, self.seg_running, self.seg_queued
         busy_rows = self.seg_busy
+        pw = self.power  # the power model's next event joins the others (clustersim.power)
+        if pw is not None:
+            pw.start(self)
         preemptive, schedule, apply = policy.preemptive, policy.schedule, self._apply
         inf = math.inf
         events = self.events
+        failures = self.failures
+        net = self.network  # network contention (clustersim.network), None when off
+        t_fail = inf  # next failure or repair (clustersim.failures); inf when failures are off
         while True:
             t_arr = sub[ai] if ai < n_ok else inf
             t_fin, t_mark = next_times(self.heap_t, self.heap_je, ctr, epoch)
             n_active = self.n_active
+            if failures is not None:
+                # an idle cluster with no arrival to come has no use for more failures
+                t_fail = failures.next_time if n_active or t_arr < inf else inf
             if n_active:
-                t_next = min(t_arr, t_fin, next_round, wake, t_mark)
+                t_next = min(t_arr, t_fin, next_round, wake, t_mark, t_fail)
             else:
-                t_next = min(t_arr, t_fin, next_round if t_arr <= next_round else inf)
+                t_next = min(t_arr, t_fin, next_round if t_arr <= next_round else inf, t_fail)
+            if pw is not None:
+                t_next = min(t_next, pw.next_time)
             if t_next == inf or t_next > until:
                 break
             self.now = t_next
@@ -1033,6 +1136,9 @@ class _Run:
                 n_active -= k_done
                 completed += k_done
                 changed = True
+            # node failures and repairs (jobs on a failed node go back to the queue)
+            if t_fail <= t_next and failures is not None:
+                changed = failures.apply(self, t_next) or changed
             # arrivals
             if t_arr <= t_next:
                 hi = bisect.bisect_right(sub, t_next, ai)
@@ -1069,10 +1175,13 @@ class _Run:
             due = self._pop_marks(t_next) if t_next >= t_mark else -1
             if due >= 0:
                 at_wake = True
+            if pw is not None and t_next >= pw.next_time and pw.advance(self):
+                at_wake = True  # woken nodes' devices are free
             if (at_round or at_wake or (changed and not relative)) and self.n_active:
                 if (
                     not preemptive
                     and not at_round
+                    and pw is None  # with the power model, a call may wake nodes
                     and (not any(free.tolist()) or ctr[CTR_RUN] == self.n_active)
                 ):
                     pass  # nothing can start: skip the policy call
@@ -1089,6 +1198,10 @@ class _Run:
                     next_round = self._rearm_whole_steps(round_len)
                 else:
                     next_round = t_next + round_len
+            if pw is not None:
+                pw.settle(self)
+            if net is not None:
+                net.settle(self)
             # record the segment that starts now
             seg_times.append(t_next)
             if events > len(busy_rows):
@@ -1158,6 +1271,10 @@ class _Run:
                 **policy.stats(),
                 **({} if self.coloc is None else self.coloc.stats()),
             },
+            power=None if pw is None else pw.trace(self),
+            failures=None if self.failures is None else self.failures.record(self, end),
+            stragglers=None if self.stragglers is None else self.stragglers.record(),
+            network=None if net is None else net.record(self, end),
         )
 
 
@@ -1189,6 +1306,9 @@ def warm_up() -> None:
         ("gandiva-fair", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
+    # network contention (clustersim.network): its share kernel
+    net = EngineOptions(network=NetworkOptions())
+    simulate(jobs, cluster, make_policy("fifo"), make_placement("spread"), rates=rates, options=net)
     # Gavel's whole-step rounds (--compat gavel)
     whole = EngineOptions(whole_steps_per_round=True)
     simulate(jobs, cluster, make_policy("gavel-las"), rates=rates, options=whole)
@@ -1230,6 +1350,19 @@ def warm_up() -> None:
     # a service mark pushed from Python (the co-location module re-arms a pair's marks)
     push_mark(np.ones(1), run.heap_t, run.heap_je, run.ctr, 0, 0.0, 0.0, 1, -1)
     run._compact(HEAP_FINISH)
+    # a re-rating of running jobs (the co-location module's, when a pair forms or parts;
+    # the runs above may form none): none here, the call compiles the kernel
+    rerate_jobs(
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0),
+        0.0,
+        run.jf,
+        run.ji,
+        run.heap_t,
+        run.heap_je,
+        run.ctr,
+        np.ones(1),
+    )
     # starts rated by the performance model during the run (the rates of most are in the
     # cache before it starts): none here, the call compiles the kernel
     start_jobs(
@@ -1269,7 +1402,10 @@ def _contiguous(a: IntArray) -> IntArray:
 
 
 def seed_matters(
-    policy: Policy | type[Policy], placement: Placement | type[Placement] | None = None
+    policy: Policy | type[Policy],
+    placement: Placement | type[Placement] | None = None,
+    failures: FailureOptions | None = None,
+    stragglers: StragglerOptions | None = None,
 ) -> bool:
     """Whether :func:`simulate` with this policy and placement can answer differently for
     another ``seed`` (all other inputs equal).
@@ -1278,8 +1414,9 @@ def seed_matters(
     policy and to the placement strategy (:func:`simulate`), and each declares whether it
     draws from its child (``uses_seed``; checked both ways by the policy conformance
     battery). When neither does, every seed gives byte-identical results: running such a
-    configuration once stands for every seed. (A stochastic model added to the engine later,
-    such as failure draws or arrival jitter, must be declared here too.)
+    configuration once stands for every seed. A stochastic model of the engine is declared
+    here too: node failures drawn at random (``failures`` with no scripted schedule) depend
+    on the seed. (Arrival jitter, if added, must be declared here as well.)
 
     Parameters
     ----------
@@ -1287,8 +1424,18 @@ def seed_matters(
         A policy, or its class (the registry's values).
     placement
         A placement strategy, or its class; ``None``: the default, ``consolidate``.
+    failures
+        The run's failure options (``EngineOptions.failures``); ``None``: failures off.
+    stragglers
+        The run's straggler options (``EngineOptions.stragglers``): slow nodes drawn from a
+        share depend on the seed.
     """
-    return bool(policy.uses_seed or (placement is not None and placement.uses_seed))
+    return bool(
+        policy.uses_seed
+        or (placement is not None and placement.uses_seed)
+        or (failures is not None and failures.draws)
+        or (stragglers is not None and stragglers.draws)
+    )
 
 
 def simulate(
@@ -1347,4 +1494,13 @@ def simulate(
     policy_ss, place_ss = np.random.SeedSequence(opt.seed).spawn(2)
     policy.reset(np.random.default_rng(policy_ss))
     placement.reset(np.random.default_rng(place_ss))
-    return _Run(jobs, cluster, policy, placement, rates, opt).run()
+    failures = None
+    if opt.failures is not None:  # its own streams: SeedSequence(seed, spawn_key=(2, r))
+        start = float(jobs.submit_time.min()) if len(jobs) else 0.0
+        failures = NodeFailures(cluster, len(jobs), opt.failures, opt.seed, start)
+        rates = failures.rates(rates)
+    stragglers = None
+    if opt.stragglers is not None:  # its own stream: SeedSequence(seed, spawn_key=(3,))
+        stragglers = SlowNodes(cluster, opt.stragglers, opt.seed)
+        placement = stragglers.placement(placement)
+    return _Run(jobs, cluster, policy, placement, rates, opt, failures, stragglers).run()

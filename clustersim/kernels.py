@@ -664,6 +664,45 @@ def _sift_down(ht: FloatArray, hje: IntArray, size: int, i: int) -> None:
 
 
 @_compiled
+def pair_factors(
+    job_type: IntArray,
+    scale: IntArray,
+    worker: IntArray,
+    rates: FloatArray,
+    iso: FloatArray,
+    a: IntArray,
+    b: IntArray,
+    t: IntArray,
+    fa: FloatArray,
+    fb: FloatArray,
+) -> None:
+    """:meth:`clustersim.colocation.PairFactors.factors`: writes to ``fa``, ``fb`` (zeroed
+    here) the fractions of their isolated rates jobs ``a[i]`` and ``b[i]`` keep when they
+    share devices of type ``t[i]``; 0 where either cannot (no measured type, different or
+    unmeasured scale factors, the same job, a rate that is not finite and positive).
+    ``rates`` is the pair table (worker, type a, type b, scale, 2) and ``iso`` the isolated
+    rates (worker, type, scale)."""
+    for i in range(len(a)):
+        fa[i] = 0.0
+        fb[i] = 0.0
+        ja = job_type[a[i]]
+        jb = job_type[b[i]]
+        sa = scale[a[i]]
+        if ja < 0 or jb < 0 or sa < 0 or sa != scale[b[i]] or a[i] == b[i]:
+            continue
+        w = worker[t[i]]
+        ia = iso[w, ja, sa]
+        ib = iso[w, jb, sa]
+        if ia == 0.0 or ib == 0.0:  # (x / 0 is not finite: no factor)
+            continue
+        ra = rates[w, ja, jb, sa, 0] / ia
+        rb = rates[w, ja, jb, sa, 1] / ib
+        if np.isfinite(ra) and ra > 0 and np.isfinite(rb) and rb > 0:
+            fa[i] = ra
+            fb[i] = rb
+
+
+@_compiled
 def heap_push(
     heap_t: FloatArray, heap_je: IntArray, ctr: IntArray, h: int, t: float, j: int, e: int
 ) -> None:
@@ -929,6 +968,266 @@ def push_mark(
     q = _next_mark(marks, att)
     if q < len(marks):
         heap_push(heap_t, heap_je, ctr, HEAP_MARK, t + (marks[q] - att) / nd, j, e)
+
+
+@_compiled
+def rerate_jobs(
+    js: IntArray,
+    rates: FloatArray,
+    now: float,
+    jf: FloatArray,
+    ji: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+    marks: FloatArray,
+) -> None:
+    """Running jobs ``js`` (each once, their progress synced to ``now``) go on at ``rates``
+    from now on the same devices: a new stint base at now (a restore stall in progress goes
+    on, a whole-step cap is lifted), their completions predicted anew (one finish-heap entry
+    each, in ``js`` order) and, with service ``marks``, their next marks
+    (:func:`clustersim.colocation.rerate`)."""
+    for i in range(len(js)):
+        j = js[i]
+        rem = jf[JF_REMAINING, j]
+        begin = max(now, jf[JF_STALL, j])
+        jf[JF_ROUND_REM, j] = rem
+        jf[JF_STALL, j] = begin
+        jf[JF_BASE_T, j] = now
+        jf[JF_EXE0, j] = jf[JF_EXECUTED, j]
+        jf[JF_ATT0, j] = jf[JF_ATTAINED, j]
+        r = rates[i]
+        jf[JF_CRATE, j] = r
+        jf[JF_CAP, j] = np.inf
+        # time on the type is counted from now: a job that did its whole-step share before
+        # now was idle since (without this a host that keeps its devices across a round
+        # boundary would be credited that idle tail when the cap goes)
+        jf[JF_TT_SYNCED, j] = now
+        jf[JF_SHARE, j] = 0.0
+        if r != 0.0:
+            jf[JF_FIN, j] = begin + rem / r
+        else:  # as numpy divides: a job that cannot progress never finishes
+            jf[JF_FIN, j] = begin + (np.inf if rem > 0 else (np.nan if rem == 0 else -np.inf))
+        ji[JI_EPOCH, j] += 1
+    for i in range(len(js)):
+        j = js[i]
+        heap_push(heap_t, heap_je, ctr, HEAP_FINISH, jf[JF_FIN, j], j, ji[JI_EPOCH, j])
+    if len(marks):
+        for i in range(len(js)):
+            j = js[i]
+            nd = ji[JI_ALLOC_N, j]
+            if nd > 0:
+                push_mark(
+                    marks, heap_t, heap_je, ctr, j, now, jf[JF_ATTAINED, j], nd, ji[JI_EPOCH, j]
+                )
+
+
+@_compiled
+def multi_node_jobs(
+    run: IntArray,
+    ji: IntArray,
+    jf: FloatArray,
+    prev_jobs: IntArray,
+    prev_starts: FloatArray,
+    out_jobs: IntArray,
+    out_starts: FloatArray,
+) -> int:
+    """The running jobs of ``run`` placed on more than one node, ascending, to ``out_jobs``
+    and their last starts to ``out_starts`` (both at least ``len(run)`` long); returns how
+    many, or -1 when they and their starts are those of ``prev_jobs``, ``prev_starts``
+    (:meth:`clustersim.network.NetworkContention.settle`: nothing to share anew)."""
+    m = 0
+    for i in range(len(run)):
+        j = run[i]
+        if ji[JI_PLACED, j] > 1:
+            out_jobs[m] = j
+            m += 1
+    out_jobs[:m].sort()
+    for i in range(m):
+        out_starts[i] = jf[JF_LAST_START, out_jobs[i]]
+    if m != len(prev_jobs):
+        return m
+    for i in range(m):
+        if out_jobs[i] != prev_jobs[i] or out_starts[i] != prev_starts[i]:
+            return m
+    return -1
+
+
+@_compiled
+def network_shares(
+    js: IntArray,
+    ji: IntArray,
+    slots: IntArray,
+    nic: FloatArray,
+    rack: IntArray,
+    oversub: FloatArray,
+    cap: FloatArray,
+    share_nics: bool,
+    b: FloatArray,
+    static: FloatArray,
+    demand: FloatArray,
+    up_j: IntArray,
+    up_r: IntArray,
+) -> int:
+    """Max-min fair shares of NICs and rack uplinks for running multi-node jobs ``js`` (m,)
+    (:mod:`clustersim.network`; ``clustersim.network.max_min_share`` is the plain numpy
+    reference of the filling). Links are the racks' uplinks (``0..n_racks-1``) then the
+    nodes' NICs; ``cap`` their capacities, ``nic`` each node's NIC, GB/s. Writes each job's
+    share ``b``, the engine's static link ``static`` (slowest NIC over the worst
+    oversubscription of the racks crossed, :func:`link_gbs`) and its slowest NIC
+    ``demand`` (m,), and the (job position, rack) pairs of the uplinks crossed to
+    ``up_j``/``up_r``; returns how many pairs."""
+    m = len(js)
+    n_racks = len(oversub)
+    n_links = len(cap)
+    total = 0
+    for i in range(m):
+        total += ji[JI_PLACED, js[i]]
+    fj = np.empty(2 * total, dtype=np.int64)  # flows: job position, link
+    fl = np.empty(2 * total, dtype=np.int64)
+    mark = np.zeros(n_racks, dtype=np.int64)
+    n_up = 0
+    nf = 0
+    for i in range(m):
+        j = js[i]
+        o = ji[JI_SLOT, j]
+        k = ji[JI_PLACED, j]
+        d = np.inf
+        r0 = rack[slots[0, o]]
+        one_rack = True
+        for q in range(o, o + k):
+            node = slots[0, q]
+            d = min(d, nic[node])
+            if rack[node] != r0:
+                one_rack = False
+        demand[i] = d
+        if one_rack:
+            static[i] = d
+        else:
+            worst = 0.0
+            for q in range(o, o + k):
+                r = rack[slots[0, q]]
+                if mark[r] != i + 1:
+                    mark[r] = i + 1
+                    up_j[n_up] = i
+                    up_r[n_up] = r
+                    n_up += 1
+                    fj[nf] = i
+                    fl[nf] = r
+                    nf += 1
+                    worst = max(worst, oversub[r])
+            static[i] = d / worst
+        if share_nics:
+            for q in range(o, o + k):
+                fj[nf] = i
+                fl[nf] = n_racks + slots[0, q]
+                nf += 1
+    # progressive filling: every unfrozen job's share grows at the same pace; a full link
+    # freezes the jobs on it, a job also stops at its demand
+    x = np.zeros(m)
+    frozen = np.zeros(m, dtype=np.bool_)
+    hit = np.zeros(m, dtype=np.bool_)
+    users = np.zeros(n_links, dtype=np.int64)
+    used = np.zeros(n_links)
+    fair = np.empty(n_links)
+    left = m
+    while left > 0:
+        users[:] = 0
+        used[:] = 0.0
+        for f in range(nf):
+            if frozen[fj[f]]:
+                used[fl[f]] += x[fj[f]]
+            else:
+                users[fl[f]] += 1
+        level = np.inf
+        for lk in range(n_links):
+            if users[lk] > 0:
+                fair[lk] = max(cap[lk] - used[lk], 0.0) / users[lk]
+                level = min(level, fair[lk])
+            else:
+                fair[lk] = np.inf
+        for i in range(m):
+            if not frozen[i]:
+                level = min(level, demand[i])
+        top = level * (1.0 + 1e-12)
+        hit[:] = False
+        for f in range(nf):
+            if not frozen[fj[f]] and fair[fl[f]] <= top:
+                hit[fj[f]] = True
+        for i in range(m):
+            if not frozen[i] and (hit[i] or demand[i] <= top):
+                x[i] = min(level, demand[i])
+                frozen[i] = True
+                left -= 1
+    for i in range(m):
+        b[i] = x[i]
+    return n_up
+
+
+@_compiled
+def network_factors(
+    js: IntArray,
+    kept: BoolArray,
+    b: FloatArray,
+    static: FloatArray,
+    demand: FloatArray,
+    a: FloatArray,
+    s: FloatArray,
+    factor: FloatArray,
+    fac: FloatArray,
+    loss: FloatArray,
+    ratio: FloatArray,
+) -> int:
+    """Network factors of jobs ``js`` (m,) from their shares (:mod:`clustersim.network`).
+
+    A job's ring model is ``1 / rate = a + s / L``; ``fac`` = rate(``b``) / rate(``static``),
+    ``loss`` = 1 − rate(``b``) / rate(``demand``) (0 where the job cannot run), ``ratio`` =
+    ``fac`` over the factor its rate carries now (``factor[j]`` where ``kept``, else 1: a job
+    (re)started since the last recomputation runs at the static rate); ``ratio`` is 0 where
+    it does not change. Returns how many change."""
+    n_change = 0
+    for i in range(len(js)):
+        j = js[i]
+        f = 1.0
+        lo = 0.0
+        if np.isfinite(a[j]) and b[i] > 0.0 and static[i] > 0.0 and demand[i] > 0.0:
+            inv_new = a[j] + s[j] / b[i]
+            if inv_new > 0.0:
+                f = (a[j] + s[j] / static[i]) / inv_new
+                lo = max(1.0 - (a[j] + s[j] / demand[i]) / inv_new, 0.0)
+        old = factor[j] if kept[i] else 1.0
+        fac[i] = f
+        loss[i] = lo
+        if f != old:
+            ratio[i] = f / old
+            n_change += 1
+        else:
+            ratio[i] = 0.0
+    return n_change
+
+
+@_compiled
+def network_integrate(
+    js: IntArray,
+    stall: FloatArray,
+    since: float,
+    now: float,
+    loss: FloatArray,
+    b: FloatArray,
+    up_j: IntArray,
+    up_r: IntArray,
+    lost_s: FloatArray,
+    uplink_gb: FloatArray,
+) -> None:
+    """Add the progress jobs ``js`` (m,) lost (``loss`` per second) and the traffic of their
+    uplink pairs (``b`` GB/s) from ``since`` to ``now``, each job from the end of its restore
+    stall (``stall``, per job of the run) (:mod:`clustersim.network`)."""
+    dt = np.empty(len(js))
+    for i in range(len(js)):
+        dt[i] = max(now - max(since, stall[js[i]]), 0.0)
+        lost_s[js[i]] += loss[i] * dt[i]
+    for p in range(len(up_j)):
+        uplink_gb[up_r[p]] += b[up_j[p]] * dt[up_j[p]]
 
 
 @_compiled
@@ -2594,8 +2893,9 @@ def face_centre(
     ``True``, or returns ``False`` when the start is not strictly inside or a Newton system
     is not positive definite (the caller keeps ``x_opt``).
 
-    The LPs are a few dozen variables: the Hessian ``Aᵀ diag(w/s²) A`` is summed row by row
-    over each row's nonzeros and factored by a dense Cholesky, every sum in a fixed order."""
+    The LPs are a few dozen to a few hundred variables: the Hessian ``Aᵀ diag(w/s²) A`` is
+    summed row by row over each row's nonzeros and factored by a dense Cholesky, every sum in
+    a fixed order."""
     n = len(c)
     nr = shape_rows + 1  # the rows of A, then the objective row
     # the free variables and their positions
@@ -2691,37 +2991,45 @@ def face_centre(
                 ap = aa[r, p]
                 grad[p] += ap * g1
                 hp = ap * h1
-                for q in range(k, nzp[r + 1]):  # (the lower triangle: nzc ascends in a row)
-                    hess[nzc[q], p] += hp * aa[r, nzc[q]]
+                for q in range(k, nzp[r + 1]):  # (the upper triangle: nzc ascends in a row)
+                    hess[p, nzc[q]] += hp * aa[r, nzc[q]]
         for i in range(nb):
             f = bar[i]
             grad[f] -= wvi[i] / d[i]
             hess[f, f] += wvi[i] / (d[i] * d[i])
-        # Cholesky hess = L Lᵀ, L in the lower triangle (so that the inner sums run along
-        # rows, contiguous in memory)
+        # Cholesky hess = Uᵀ U, U in the upper triangle, right-looking: row f of U, then
+        # the rows below it less its outer product. Every entry is the same sum in the same
+        # order as the dot-product form (A[f, g] less U[k, f] U[k, g] for k = 0, 1, ...), but
+        # the inner loops are contiguous updates without a reduction, which LLVM vectorises
         for f in range(nf):
-            acc = hess[f, f]
-            for k in range(f):
-                acc -= hess[f, k] * hess[f, k]
-            if not acc > 0.0:
+            rff = hess[f, f]
+            if not rff > 0.0:
                 return False
-            rff = math.sqrt(acc)
+            rff = math.sqrt(rff)
             hess[f, f] = rff
-            for g in range(f + 1, nf):
-                acc = hess[g, f]
-                for k in range(f):
-                    acc -= hess[f, k] * hess[g, k]
-                hess[g, f] = acc / rff
-        # step = -hess⁻¹ grad: L y = grad, Lᵀ x = y
+            rf = hess[f, f:]
+            for g in range(1, len(rf)):
+                rf[g] = rf[g] / rff
+            for h in range(1, len(rf)):
+                uh = rf[h]
+                rh = hess[f + h, f + h :]
+                tail = rf[h:]
+                for g in range(len(rh)):
+                    rh[g] -= uh * tail[g]
+        # step = -hess⁻¹ grad: Uᵀ y = grad (forward, column by column), U x = y
         for f in range(nf):
-            acc = grad[f]
-            for k in range(f):
-                acc -= hess[f, k] * step[k]
-            step[f] = acc / hess[f, f]
+            step[f] = grad[f]
+        for f in range(nf):
+            sf = step[f] / hess[f, f]
+            step[f] = sf
+            rf = hess[f, f + 1 :]
+            tail = step[f + 1 :]
+            for g in range(len(rf)):
+                tail[g] -= rf[g] * sf
         for f in range(nf - 1, -1, -1):
             acc = step[f]
             for k in range(f + 1, nf):
-                acc -= hess[k, f] * step[k]
+                acc -= hess[f, k] * step[k]
             step[f] = acc / hess[f, f]
         dec = 0.0
         for f in range(nf):
@@ -2826,6 +3134,19 @@ def _ftf_value(
 
 
 @_compiled
+def _pivot_row(work: FloatArray, c: int, n: int) -> int:
+    """Partial pivoting for column ``c`` of ``work``'s first ``n`` rows: the row from ``c`` on
+    with the largest magnitude there (the first among ties), or -1 when they are all 0."""
+    p = c
+    best = abs(work[c, c])
+    for r in range(c + 1, n):
+        if abs(work[r, c]) > best:
+            best = abs(work[r, c])
+            p = r
+    return p if best > 0.0 else -1
+
+
+@_compiled
 def _small_solve(m: FloatArray, b: FloatArray, out: FloatArray, work: FloatArray) -> bool:
     """``out = m⁻¹ b`` by Gaussian elimination with partial pivoting (``m`` is a few rows;
     ``work`` is scratch of shape ``(n, n + 1)`` or larger; ``out`` may be ``b``). ``False``
@@ -2836,13 +3157,8 @@ def _small_solve(m: FloatArray, b: FloatArray, out: FloatArray, work: FloatArray
             work[r, c] = m[r, c]
         work[r, n] = b[r]
     for c in range(n):
-        p = c
-        best = abs(work[c, c])
-        for r in range(c + 1, n):
-            if abs(work[r, c]) > best:
-                best = abs(work[r, c])
-                p = r
-        if not best > 0.0:
+        p = _pivot_row(work, c, n)
+        if p < 0:
             return False
         if p != c:
             for q in range(c, n + 1):
@@ -2870,13 +3186,8 @@ def _small_inverse(m: FloatArray, inv: FloatArray, work: FloatArray) -> bool:
             work[r, c] = m[r, c]
             inv[r, c] = 1.0 if r == c else 0.0
     for c in range(n):
-        p = c
-        best = abs(work[c, c])
-        for r in range(c + 1, n):
-            if abs(work[r, c]) > best:
-                best = abs(work[r, c])
-                p = r
-        if not best > 0.0:
+        p = _pivot_row(work, c, n)
+        if p < 0:
             return False
         if p != c:
             for q in range(n):

@@ -73,8 +73,20 @@ Deadlines
     than it (dropped and unfinished jobs miss).
 Energy
     Per region, facility power = (Σ over types of busy devices × ``busy_w`` + idle devices ×
-    ``idle_w`` + Σ node overhead) × PUE, integrated over the window; in kWh. Nodes never power
-    down, so every device is either busy or idle. ``avg_power_kw`` = energy / window hours.
+    ``idle_w`` + Σ node overhead) × PUE, integrated over the window; in kWh. Without the power
+    model nodes never power down, so every device is either busy or idle. With it
+    (:mod:`clustersim.power`, ``RunResult.power``) off nodes draw nothing, waking nodes their
+    idle draw, and a capped busy device ``cap × busy_w``. ``avg_power_kw`` = energy / window
+    hours.
+Energy by state
+    ``energy_busy_kwh``, ``energy_idle_kwh``, ``energy_wake_kwh``: the same energy split by
+    the state of what draws it (:func:`clustersim.power.state_power_w`; each device carries
+    an equal share of its node's overhead, in its own state; off nodes draw nothing), so they
+    add up to ``energy_kwh``. ``node_off_hours``: node-hours spent off (0 without the power
+    model). ``peak_power_kw``: the highest facility power (incl. PUE) of any segment of the
+    window. ``energy_per_ref_gpu_hour_kwh``: ``energy_kwh`` over
+    ``reference_gpu_hours_completed`` (energy per unit of completed work).
+    ``carbon_per_ref_gpu_hour_kg``: ``carbon_kg`` over the same (carbon per unit of work).
 Carbon
     ``∫ facility power × intensity(region, t) dt`` per region, in kg CO2e, with the zone's
     hourly life-cycle intensity (simulation time 0 = ``carbon_start``) or, for a region without
@@ -115,6 +127,20 @@ Cost-normalised throughput
     same horizon, so the same denominator up to energy, for every policy);
     ``work_per_dollar_cloud`` = ``reference_gpu_hours_completed / cost_cloud_usd``. Both in
     reference GPU-hours per dollar.
+Failures (runs with failures on only; ``docs/failures.md``)
+    ``node_failures``, ``device_hours_down`` (devices × downtime within the run),
+    ``restarts`` (jobs killed by a failure, counted per kill), ``jobs_restarted``,
+    ``lost_work_device_hours`` (device-hours of computing redone: done since the last
+    checkpoint of a killed job), ``checkpoint_device_hours`` (device-hours spent writing
+    checkpoints), ``goodput`` = useful / held device-seconds, useful being held minus restore
+    stalls, checkpoints and lost work, and ``effective_training_time_ratio`` = over completed
+    jobs, Σ useful wall seconds / Σ (finish − first start) (Kokolis et al., HPCA 2025). These
+    keys are absent from runs with failures off, whose summary is exactly as before.
+Network contention (runs with it on only; ``docs/network.md``)
+    ``network_lost_job_hours`` (Σ over jobs of ∫ (1 − rate / uncontended rate) dt: progress
+    time lost to sharing NICs and rack uplinks), ``network_recomputes``,
+    ``uplink_utilisation_mean`` and ``uplink_utilisation_max`` over racks (carried / (capacity
+    × run length)); per rack in ``RunResult.network``. Absent with the model off.
 Undefined values
     A mean, percentile, ratio or index over nothing (no completed job, a zero-length window,
     no deadline, zero cost) is ``None``; counts, sums, energy, carbon and cloud cost are then
@@ -125,8 +151,8 @@ Undefined values
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -134,7 +160,11 @@ import numpy.typing as npt
 from clustersim.carbon import DEFAULT_START, J_PER_KWH, CarbonSeries, load_zone
 from clustersim.cluster import Cluster
 from clustersim.errors import ClustersimError
+from clustersim.failures import summary as failure_metrics
+from clustersim.network import summary as network_metrics
+from clustersim.power import BUSY, IDLE, OFF, WAKE, state_power_w
 from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+from clustersim.stragglers import summary as straggler_metrics
 
 if TYPE_CHECKING:  # pandas only for the per-job tables, not on the simulation path
     import pandas as pd
@@ -237,9 +267,14 @@ def _devices(cluster: Cluster) -> FloatArray:
     return np.asarray(flat.reshape(nt, nr), dtype=np.float64)
 
 
-def _region_power_w(result: RunResult) -> FloatArray:
-    """(s, n_regions) facility power (incl. PUE) of each region in each segment, W."""
+def _region_power_w(result: RunResult, states: FloatArray | None = None) -> FloatArray:
+    """(s, n_regions) facility power (incl. PUE) of each region in each segment, W.
+    ``states``: :func:`clustersim.power.state_power_w` of the run when the caller has it."""
     cl = result.cluster
+    if result.power is not None:  # nodes off or waking, devices capped (clustersim.power)
+        pue_r = np.array([r.pue for r in cl.regions], dtype=np.float64)
+        by_state = state_power_w(result) if states is None else states
+        return np.asarray(by_state.sum(axis=2) * pue_r, dtype=np.float64)
     busy = np.asarray(result.seg_busy, dtype=np.float64)
     busy_w = np.array([t.busy_w for t in cl.types], dtype=np.float64)
     idle_w = np.array([t.idle_w for t in cl.types], dtype=np.float64)
@@ -318,8 +353,11 @@ def cost_horizon(result: RunResult, horizon_s: float | None = None) -> tuple[flo
     return start, h
 
 
-def _horizon_energy_kwh(result: RunResult, start: float, length: float) -> FloatArray:
-    """(n_regions,) facility energy inside ``[start, start + length]``, kWh.
+def _horizon_energy_kwh(
+    result: RunResult, start: float, length: float, power: FloatArray | None = None
+) -> FloatArray:
+    """(n_regions,) facility energy inside ``[start, start + length]``, kWh (``power``: the
+    run's :func:`_region_power_w` when the caller has it).
 
     The timeline clipped to the horizon, and idle power (every device idle, plus node overhead,
     times PUE) wherever the timeline does not cover it.
@@ -332,12 +370,16 @@ def _horizon_energy_kwh(result: RunResult, start: float, length: float) -> Float
         cl.node_region, weights=cl.node_overhead_w, minlength=len(cl.regions)
     ).astype(np.float64)
     idle_power = ((_devices(cl) * idle_w[:, None]).sum(axis=0) + overhead) * pue
+    if result.power is not None:  # nodes stay as they were at the end (off ones draw nothing)
+        idle_power = result.power.end_idle_w * pue
     s = _segments(result)
     if s == 0:
         return np.asarray(idle_power * length / J_PER_KWH, dtype=np.float64)
     seg_t = np.asarray(result.seg_t, dtype=np.float64)
     t = np.clip(seg_t, start, end)
-    covered = (_region_power_w(result) * np.diff(t)[:, None]).sum(axis=0)
+    if power is None:
+        power = _region_power_w(result)
+    covered = (power * np.diff(t)[:, None]).sum(axis=0)
     uncovered = length - float(t[-1] - t[0])
     return np.asarray((covered + idle_power * uncovered) / J_PER_KWH, dtype=np.float64)
 
@@ -493,7 +535,8 @@ def summary(
         queued = np.asarray(result.seg_queued) > 0
         idle_dev = total_dev - busy.reshape(s, -1).sum(axis=1)
         idle_queued_s = float((idle_dev * dt * queued).sum())
-        power = _region_power_w(result)  # (s, n_regions)
+        states = state_power_w(result)  # (s, n_regions, 3), once for the power and its split
+        power = _region_power_w(result, states)  # (s, n_regions)
         energy_kwh_r = (power * dt[:, None]).sum(axis=0) / J_PER_KWH
         series = _region_series(cl, carbon_start)
         carbon_g = sum(
@@ -533,9 +576,31 @@ def summary(
     # co-location (clustersim.colocation): 0 for policies that pair no jobs
     out["colocations"] = int(stats.get("colocations", 0))
     out["colocated_job_hours"] = float(stats.get("colocated_job_s", 0.0)) / 3600.0
+    # node failures (clustersim.failures): keys present only when the run had failures on
+    if result.failures is not None:
+        out.update(failure_metrics(result))
+    # slow nodes (clustersim.stragglers): keys present only when the run had stragglers on
+    if result.stragglers is not None:
+        out.update(straggler_metrics(result))
+    # network contention (clustersim.network): keys present only when the model was on
+    if result.network is not None:
+        out.update(network_metrics(result))
 
     energy_kwh = float(energy_kwh_r.sum())
     out["energy_kwh"] = energy_kwh
+    if s:
+        by_state = states * np.array([r.pue for r in cl.regions])[None, :, None]
+        state_kwh = (by_state.sum(axis=1) * dt[:, None]).sum(axis=0) / J_PER_KWH
+        live = dt > 0
+        peak_w = float(power.sum(axis=1)[live].max()) if live.any() else 0.0
+    else:
+        state_kwh = np.zeros(3)
+        peak_w = 0.0
+    out["energy_busy_kwh"] = float(state_kwh[BUSY])
+    out["energy_idle_kwh"] = float(state_kwh[IDLE])
+    out["energy_wake_kwh"] = float(state_kwh[WAKE])
+    out["node_off_hours"] = 0.0 if result.power is None else result.power.node_hours(OFF)
+    out["peak_power_kw"] = peak_w / 1000.0
     out["avg_power_kw"] = _ratio(energy_kwh, span / 3600.0)
     out["carbon_kg"] = float(carbon_g) / 1000.0
     out["carbon_intensity_mean_g_per_kwh"] = _ratio(float(carbon_g), energy_kwh)
@@ -548,7 +613,9 @@ def summary(
     out["horizon_s"] = _num(h_len)
     capital_h = np.array([t.capital_per_hour for t in cl.types], dtype=np.float64)
     capital = float((capital_h * dev_type).sum()) * h_len / 3600.0
-    energy_cost = float((_horizon_energy_kwh(result, h_start, h_len) * kwh_price).sum())
+    energy_cost = float(
+        (_horizon_energy_kwh(result, h_start, h_len, power if s else None) * kwh_price).sum()
+    )
     owned = capital + energy_cost
     out["cost_owned_capital_usd"] = capital
     out["cost_owned_energy_usd"] = energy_cost
@@ -568,7 +635,47 @@ def summary(
     out["reference_gpu_hours_in_horizon"] = ref_gpu_h_horizon
     out["work_per_dollar"] = _ratio(ref_gpu_h_horizon, owned)
     out["work_per_dollar_cloud"] = _ratio(ref_gpu_h, cloud)
+    out["energy_per_ref_gpu_hour_kwh"] = _ratio(energy_kwh, ref_gpu_h)
+    out["carbon_per_ref_gpu_hour_kg"] = _ratio(float(carbon_g) / 1000.0, ref_gpu_h)
     return out
+
+
+def carbon_savings(shifted: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, Any]:
+    """Carbon a shifting run saved against the same run without shifting, and the JCT it cost.
+
+    ``shifted`` and ``baseline`` are two :func:`summary` results of the same cluster,
+    workload, load, seed and ``carbon_start``: a carbon-aware policy (``carbon-wait``,
+    ``carbon-suspend``, ``carbon-region``) and its ``base`` policy run alone (see
+    ``docs/carbon.md``: the experiment lists both; nothing here re-simulates).
+
+    Returns
+    -------
+    dict
+        ``carbon_saved_kg`` (baseline − shifted ``carbon_kg``), ``carbon_saved_pct`` (of the
+        baseline's), ``carbon_per_ref_gpu_hour_saved_kg`` (the same per unit of completed
+        work, fair when the two runs complete different work), ``jct_mean_cost_s`` and
+        ``jct_p95_cost_s`` (shifted − baseline), ``completed_delta`` (jobs completed,
+        shifted − baseline). ``None`` where an input is ``None``.
+    """
+
+    def diff(key: str, sign: float = 1.0) -> float | None:
+        a, b = shifted.get(key), baseline.get(key)
+        if a is None or b is None:
+            return None
+        return sign * (float(a) - float(b))
+
+    saved = diff("carbon_kg", -1.0)
+    base_kg = baseline.get("carbon_kg")
+    return {
+        "carbon_saved_kg": saved,
+        "carbon_saved_pct": None
+        if saved is None or not base_kg
+        else 100.0 * saved / float(base_kg),
+        "carbon_per_ref_gpu_hour_saved_kg": diff("carbon_per_ref_gpu_hour_kg", -1.0),
+        "jct_mean_cost_s": diff("jct_mean_s"),
+        "jct_p95_cost_s": diff("jct_p95_s"),
+        "completed_delta": diff("jobs_completed"),
+    }
 
 
 def _bin_edges(seg_t: FloatArray, max_points: int) -> FloatArray:

@@ -7,12 +7,19 @@ into the summary metrics and bounded-size time series.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from clustersim.cluster import Cluster
 from clustersim.jobs import JobTable
+
+if TYPE_CHECKING:
+    from clustersim.failures import FailureRecord
+    from clustersim.network import NetworkRecord
+    from clustersim.power import PowerTrace
+    from clustersim.stragglers import StragglerRecord
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -116,6 +123,13 @@ class RunResult:
         Counters the policy reports (:meth:`scheduling.base.Policy.stats`), e.g. the LP
         policies' ``lp_solves``, ``lp_solver_s`` (wall seconds, informational like
         ``wall_s``) and ``lp_fallbacks``; empty for policies that report none.
+    power : PowerTrace or None
+        With the power model (a policy that declares ``power``): the intervals nodes spent
+        off or waking and the caps of capped stints (:class:`clustersim.power.PowerTrace`);
+        ``None`` without it (nodes never power down, no device is capped).
+    network : NetworkRecord or None
+        With network contention on (``EngineOptions.network``): time lost to contention
+        and uplink traffic (:class:`clustersim.network.NetworkRecord`); ``None`` without it.
     """
 
     jobs: JobTable
@@ -142,6 +156,10 @@ class RunResult:
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     policy_stats: dict[str, float] = field(default_factory=dict)
+    power: PowerTrace | None = None
+    failures: FailureRecord | None = None
+    stragglers: StragglerRecord | None = None
+    network: NetworkRecord | None = None
 
     def __post_init__(self) -> None:
         n = len(self.jobs)

@@ -35,7 +35,7 @@ Only ``pools`` is required. The keys, their meaning and defaults:
 ``pools``
     Groups of identical nodes, ``{name=pool<i>, accelerator, nodes, devices_per_node, rack |
     racks, rack_oversubscription, region, intra_gbs, nic_gbps=100, cpu_cores, host_mem_gb,
-    overhead_w, availability=1.0}``:
+    overhead_w, availability=1.0, mtbf_hours, repair_hours, failure_shape=1}``:
 
     - ``accelerator``: catalog key or alias (any case) or a user-defined type;
     - ``devices_per_node``: default by kind, 8 for GPUs and NPUs, 4 for TPU hosts, 1 for edge;
@@ -50,7 +50,15 @@ Only ``pools`` is required. The keys, their meaning and defaults:
     - ``cpu_cores``, ``host_mem_gb``: validated and recorded in the spec, but the
       :class:`~clustersim.cluster.Cluster` has no field for them yet, so they do not
       survive a round trip;
-    - ``availability``: probability a node is online, in (0, 1].
+    - ``availability``: probability a node is online, in (0, 1];
+    - ``mtbf_hours``, ``repair_hours``, ``failure_shape``: each node's failure model, used
+      only by runs with failures on (:mod:`clustersim.failures`, ``docs/failures.md``): mean
+      time between failures of one node (h, > 0), mean repair time (h, > 0) and the Weibull
+      shape of the time to failure (> 0, at most 20; 1 = exponential). Left out, they take
+      the documented defaults of :func:`clustersim.failures.node_parameters` (per device
+      type; with ``availability`` < 1 the repair time is the one that makes the node online
+      that share of the time, so a pool gives ``repair_hours`` or an availability below 1,
+      not both).
 
 Every invalid spec raises :class:`~clustersim.errors.SpecError` whose ``field`` is the dotted
 path of the offending value (``"pools[1].devices_per_node"``); unknown keys are errors too.
@@ -161,7 +169,12 @@ _POOL_KEYS = (
     "host_mem_gb",
     "overhead_w",
     "availability",
+    "mtbf_hours",
+    "repair_hours",
+    "failure_shape",
 )
+#: Largest Weibull shape a pool may give (20 is already nearly a fixed lifetime).
+MAX_FAILURE_SHAPE = 20.0
 _MISSING: Any = object()
 
 
@@ -348,6 +361,24 @@ def _resolve(catalog: Catalog, name: str, path: str) -> AcceleratorType:
     return t
 
 
+def _carbon_zone(r: Mapping[str, Any], path: str, default: str) -> str:
+    """A region's ``carbon_zone``: ``""`` or a zone with shipped hourly data (canonical
+    spelling), else a :class:`SpecError` naming the field, never a silent constant."""
+    from clustersim.carbon import zones
+
+    zone = _str(r, "carbon_zone", path, default).strip()
+    if not zone:
+        return ""
+    known = {z.lower(): z for z in zones()}
+    if zone.lower() not in known:
+        raise SpecError(
+            _path(path, "carbon_zone"),
+            f"no hourly carbon data for zone {zone!r}; known zones:"
+            f" {', '.join(sorted(known.values()))} (leave it empty to use carbon_g_per_kwh)",
+        )
+    return known[zone.lower()]
+
+
 def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -> Cluster:
     """Build a :class:`~clustersim.cluster.Cluster` from a spec dict (see the module docstring).
 
@@ -389,11 +420,12 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
             rname = _name(r, "name", p)
             _unique(rname, seen, _path(p, "name"), "region")
             d = Region(name=rname)
+            zone = _carbon_zone(r, p, d.carbon_zone)
             region_index[rname] = len(regions)
             regions.append(
                 Region(
                     name=rname,
-                    carbon_zone=_str(r, "carbon_zone", p, d.carbon_zone).strip(),
+                    carbon_zone=zone,
                     pue=_number(r, "pue", p, d.pue, low=1.0),
                     price_per_kwh=_number(r, "price_per_kwh", p, d.price_per_kwh, low=0),
                     carbon_g_per_kwh=_number(r, "carbon_g_per_kwh", p, d.carbon_g_per_kwh, low=0),
@@ -449,7 +481,20 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
         raise SpecError("pools", "must not be empty: a cluster needs at least one pool of nodes")
     types: list[AcceleratorType] = []
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("type", "dev", "rack", "region", "intra", "nic", "over", "avail")
+        k: []
+        for k in (
+            "type",
+            "dev",
+            "rack",
+            "region",
+            "intra",
+            "nic",
+            "over",
+            "avail",
+            "mtbf",
+            "repair",
+            "shape",
+        )
     }
     pool_names: dict[str, str] = {}
     total_nodes = 0
@@ -478,6 +523,19 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
         default_over = 0.0 if acc.kind == "edge" else DEFAULT_OVERHEAD_W_PER_DEVICE * dev
         over = _number(pool, "overhead_w", p, default_over, low=0)
         avail = _number(pool, "availability", p, 1.0, low=0, low_open=True, high=1.0)
+        # failure model (clustersim.failures): nan = the documented default
+        mtbf = _number(pool, "mtbf_hours", p, math.nan, low=0, low_open=True)
+        repair = _number(pool, "repair_hours", p, math.nan, low=0, low_open=True)
+        shape = _number(
+            pool, "failure_shape", p, math.nan, low=0, low_open=True, high=MAX_FAILURE_SHAPE
+        )
+        if "repair_hours" in pool and avail < 1.0:
+            raise SpecError(
+                _path(p, "repair_hours"),
+                f"give either repair_hours or an availability below 1 ({avail:g}), not both: "
+                "the availability sets the repair time (mtbf x (1 - availability) / "
+                "availability)",
+            )
         if "cpu_cores" in pool:
             _integer(pool, "cpu_cores", p, high=1_000_000)
         if "host_mem_gb" in pool:
@@ -535,6 +593,9 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
                 ("nic", nic),
                 ("over", over),
                 ("avail", avail),
+                ("mtbf", mtbf),
+                ("repair", repair),
+                ("shape", shape),
             ):
                 cols[key].append(np.full(count, value))
 
@@ -554,6 +615,9 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
         rack_oversub=np.asarray(rack_oversub, dtype=np.float64),
         regions=tuple(regions),
         node_availability=cat("avail", np.float64),
+        node_mtbf_h=cat("mtbf", np.float64),
+        node_repair_h=cat("repair", np.float64),
+        node_failure_shape=cat("shape", np.float64),
     )
 
 
@@ -636,6 +700,15 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
     cat = catalog if catalog is not None else load_catalog()
     n = cluster.n_nodes
     avail = cluster.node_availability if len(cluster.node_availability) == n else np.ones(n)
+
+    def failure_col(a: Any) -> Any:  # nan (the default) as -1, so runs of nodes compare equal
+        a = np.asarray(a, dtype=np.float64)
+        return np.where(np.isnan(a), -1.0, a) if len(a) == n else np.full(n, -1.0)
+
+    mtbf, repair, shape = (
+        failure_col(a)
+        for a in (cluster.node_mtbf_h, cluster.node_repair_h, cluster.node_failure_shape)
+    )
     n_racks = len(cluster.rack_oversub)
     rack_region = np.zeros(n_racks, dtype=np.int64)
     for r in range(n_racks):
@@ -658,6 +731,9 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
         cluster.node_nic_gbps,
         cluster.node_overhead_w,
         avail,
+        mtbf,
+        repair,
+        shape,
     )
     start = 0
     for i in range(1, n + 1):
@@ -674,6 +750,15 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
                 "nic_gbps": float(cluster.node_nic_gbps[start]),
                 "overhead_w": float(cluster.node_overhead_w[start]),
                 "availability": float(avail[start]),
+                **{
+                    key: float(col[start])
+                    for key, col in (
+                        ("mtbf_hours", mtbf),
+                        ("repair_hours", repair),
+                        ("failure_shape", shape),
+                    )
+                    if col[start] > 0
+                },
             }
         )
         start = i

@@ -128,6 +128,67 @@ class ExperimentForm(forms.Form):
         " 1 h). The cloud cost always counts the device-hours each run held.",
     )
 
+    failures = forms.BooleanField(
+        required=False,
+        label="Node failures",
+        help_text="Nodes fail and are repaired (each pool's MTBF and repair time, else the"
+        " documented defaults); jobs on a failed node restart from their last checkpoint;"
+        " the results gain goodput, lost work, restarts and the effective training time"
+        " ratio (docs/failures.md). Failures are drawn from the seed: every run is repeated"
+        " per seed.",
+    )
+    checkpoint_interval_s = forms.FloatField(
+        required=False,
+        label="Checkpoint interval (s)",
+        help_text="With node failures: seconds of a job's computing between two checkpoints."
+        " Blank: 3600.",
+    )
+    checkpoint_overhead_s = forms.FloatField(
+        required=False,
+        label="Checkpoint overhead (s)",
+        help_text="With node failures: seconds one checkpoint costs a job. Blank: 60.",
+    )
+    mtbf_hours = forms.FloatField(
+        required=False,
+        label="MTBF of every node (hours)",
+        help_text="With node failures: overrides every pool's. Blank: each pool's own.",
+    )
+    repair_hours = forms.FloatField(
+        required=False,
+        label="Repair time of every node (hours)",
+        help_text="With node failures: overrides every pool's. Blank: each pool's own.",
+    )
+    network = forms.BooleanField(
+        required=False,
+        label="Network contention",
+        help_text="Multi-node jobs share NICs and rack uplinks (max-min fair) and run at their"
+        " share; the results gain the time lost to contention and the uplinks' utilisation"
+        " (docs/network.md). Not with co-locating policies, the power model or compat gavel.",
+    )
+    stragglers = forms.BooleanField(
+        required=False,
+        label="Stragglers (slow nodes)",
+        help_text="A share of the nodes, drawn from the seed, runs slower, and a gang touching"
+        " one runs at its pace; the results gain the jobs slowed and the device-hours lost"
+        " (docs/failures.md). A share between 0 and 1 depends on the seed: every run is"
+        " repeated per seed. Not with co-locating policies, the power model or compat gavel.",
+    )
+    slow_share = forms.FloatField(
+        required=False,
+        label="Share of slow nodes",
+        help_text="With stragglers: 0..1 (required).",
+    )
+    slow_speed = forms.FloatField(
+        required=False,
+        label="Pace of a slow node",
+        help_text="With stragglers: 0 < pace <= 1 of its normal pace. Blank: 0.5.",
+    )
+    avoid_slow = forms.BooleanField(
+        required=False,
+        label="Avoid slow nodes",
+        help_text="With stragglers: place gangs on fast nodes when they can hold them.",
+    )
+
     def __init__(self, *args: Any, owner: Any = None, **kwargs: Any) -> None:
         from scheduling.registry import PLACEMENTS, POLICIES
 
@@ -175,7 +236,27 @@ class ExperimentForm(forms.Form):
         return params
 
     def clean(self) -> dict[str, Any]:
+        from clustersim.errors import ClustersimError
+        from clustersim.failures import SETTINGS, check_settings
+
         data = super().clean()
+        given = {n: data[n] for n, *_ in SETTINGS if data.get(n) is not None}
+        data["failure_settings"] = None
+        if given and not data.get("failures"):
+            for name in given:
+                self.add_error(name, "only with node failures on: tick it or leave this blank")
+        elif data.get("failures"):
+            bad = False
+            for name, value in given.items():  # each error under its own field
+                try:
+                    check_settings({name: value})
+                except ClustersimError as exc:
+                    self.add_error(name, str(exc))
+                    bad = True
+            if not bad:
+                data["failure_settings"] = check_settings(given)
+        data["network_settings"] = {"share_nics": True} if data.get("network") else None
+        self._clean_stragglers(data)
         chosen = set(data.get("policies") or ())
         stray = sorted(set(data.get("params") or {}) - chosen) if chosen else []
         if stray:
@@ -184,6 +265,30 @@ class ExperimentForm(forms.Form):
                 f"parameters for {', '.join(stray)}, which you did not choose above",
             )
         return data
+
+    def _clean_stragglers(self, data: dict[str, Any]) -> None:
+        """``data["straggler_settings"]`` from the straggler fields (``None``: off or
+        invalid), each error under its own field."""
+        from clustersim.errors import ClustersimError
+        from clustersim.stragglers import check_settings
+
+        fields = {"share": "slow_share", "speed": "slow_speed", "avoid": "avoid_slow"}
+        given = {k: data[f] for k, f in fields.items() if data.get(f) is not None}
+        if not given.get("avoid"):  # an unticked box is no setting
+            given.pop("avoid", None)
+        data["straggler_settings"] = None
+        if not data.get("stragglers"):
+            for key in given:
+                self.add_error(fields[key], "only with stragglers on: tick it or leave this blank")
+            return
+        if "share" not in given:
+            self.add_error("slow_share", "stragglers.share: required with stragglers on")
+            return
+        try:
+            data["straggler_settings"] = check_settings(given)
+        except ClustersimError as exc:
+            key = str(exc).split(":", 1)[0].removeprefix("stragglers.")
+            self.add_error(fields.get(key, "stragglers"), str(exc))
 
     def policy_list(self) -> list[dict[str, Any]]:
         params = self.cleaned_data.get("params") or {}
@@ -208,7 +313,12 @@ class ExperimentForm(forms.Form):
             ]
         except ClustersimError:
             return []
-        once = services.seed_independent(policies, where)
+        once = services.seed_independent(
+            policies,
+            where,
+            failures=d.get("failure_settings"),
+            stragglers=d.get("straggler_settings"),
+        )
         return [
             f"{p['name']} with placement {w}"
             for p, w, alone in zip(policies, where, once, strict=True)
@@ -234,6 +344,12 @@ class ExperimentForm(forms.Form):
                 self.add_error("params" if params else "policies", text)
             elif message.startswith("compat "):
                 self.add_error("placement" if "placement" in message else "compat", message)
+            elif message.startswith("network"):
+                self.add_error("network", message)
+            elif message.startswith("stragglers"):
+                self.add_error("stragglers", message)
+            elif message.startswith("failures:"):
+                self.add_error("failures", message)
             elif message.startswith("load factors"):
                 self.add_error("load_factors", message)
             elif message.startswith("workloads not parsed"):
@@ -254,6 +370,10 @@ POLICY_FAMILIES = {
     "allox": "AlloX",
     "gandiva": "Gandiva",
     "gandiva_fair": "Gandiva",
+    "power_down": "Power and energy",
+    "power_cap": "Power and energy",
+    "energy_aware": "Power and energy",
+    "comm_wait": "Network-aware",
 }
 BASELINES = "Baselines"
 _BASELINE_MODULES = frozenset({"fifo", "sjf", "srtf", "las", "tiresias", "priority", "edf"})
@@ -664,6 +784,9 @@ _PLACEHOLDERS = {
     "nic_gbps": "100",
     "overhead_w": "50/device",
     "availability": "1",
+    "mtbf_hours": "by type",
+    "repair_hours": "24 h or by availability",
+    "failure_shape": "1",
     "idle_w": "11.4% busy",
     "region": "first",
     "rack": "own rack",
@@ -683,6 +806,9 @@ _LABELS = {
     "nic_gbps": "NIC Gbit/s",
     "host_mem_gb": "host GB",
     "overhead_w": "node W",
+    "mtbf_hours": "MTBF h (per node)",
+    "repair_hours": "repair h",
+    "failure_shape": "failure Weibull shape",
     "fp16_tflops": "FP16 TFLOPS",
     "memory_bw_tbs": "mem TB/s",
 }
@@ -796,8 +922,9 @@ EDITOR_PARTS = {
     "pools": (
         "Node pools",
         "Groups of identical nodes: accelerator type and count, devices per node, a declared "
-        "rack or N racks of their own, region, links, CPU, memory, power, availability. Blank "
-        "fields take the spec's defaults.",
+        "rack or N racks of their own, region, links, CPU, memory, power, availability, and "
+        "the failure model runs with failures use (MTBF and repair time in hours, Weibull "
+        "shape; docs/failures.md). Blank fields take the spec's defaults.",
     ),
     "accelerators": (
         "Accelerator types of this cluster",
@@ -1079,7 +1206,7 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
             names.append(p["name"])
             if p.get("params"):
                 params[p["name"]] = p["params"]
-    return {
+    initial = {
         "name": f"{exp.name} (re-run)"[:200],
         "clusters": list(exp.clusters.values_list("pk", flat=True)),
         "workloads": list(exp.workloads.values_list("pk", flat=True)),
@@ -1091,6 +1218,19 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
         "compat": exp.compat,
         "cost_horizon_hours": exp.cost_horizon_hours,
     }
+    if exp.failures is not None:  # node failures on, with their settings
+        from clustersim.failures import SETTINGS
+
+        initial["failures"] = True
+        initial.update({n: exp.failures.get(n) for n, *_ in SETTINGS})
+    if exp.network is not None:  # network contention on
+        initial["network"] = True
+    if exp.stragglers is not None:  # slow nodes on, with their settings
+        initial["stragglers"] = True
+        initial["slow_share"] = exp.stragglers.get("share")
+        initial["slow_speed"] = exp.stragglers.get("speed")
+        initial["avoid_slow"] = bool(exp.stragglers.get("avoid"))
+    return initial
 
 
 def compare_initial(owner: Any, clusters: list[Cluster]) -> dict[str, Any]:

@@ -37,6 +37,21 @@ SUMMARY_ROWS = (
     "cost_owned_energy_usd",
     "electricity_cost_usd",
 )
+#: Rows of runs with node failures on (``docs/failures.md``), shown only when a run has them.
+FAILURE_ROWS = (
+    "node_failures",
+    "device_hours_down",
+    "restarts",
+    "jobs_restarted",
+    "lost_work_device_hours",
+    "checkpoint_device_hours",
+    "goodput",
+    "effective_training_time_ratio",
+)
+#: Rows of runs with network contention on (``docs/network.md``), shown only when a run has them.
+NETWORK_ROWS = ("network_lost_job_hours", "uplink_utilisation_mean", "uplink_utilisation_max")
+#: Rows of runs with stragglers on (``docs/failures.md``), shown only when a run has them.
+STRAGGLER_ROWS = ("slow_nodes", "jobs_slowed", "straggler_device_hours")
 _UNITS = {
     "jobs_total": "jobs",
     "jobs_dropped": "jobs",
@@ -48,6 +63,19 @@ _UNITS = {
     "cost_owned_capital_usd": "USD",
     "cost_owned_energy_usd": "USD",
     "electricity_cost_usd": "USD",
+    "node_failures": "count",
+    "device_hours_down": "device-h",
+    "restarts": "count",
+    "lost_work_device_hours": "device-h",
+    "checkpoint_device_hours": "device-h",
+    "goodput": "%",
+    "effective_training_time_ratio": "%",
+    "network_lost_job_hours": "job-h",
+    "uplink_utilisation_mean": "%",
+    "uplink_utilisation_max": "%",
+    "slow_nodes": "count",
+    "jobs_slowed": "jobs",
+    "straggler_device_hours": "device-h",
 }
 _LABELS = {
     "jobs_total": "Jobs",
@@ -60,6 +88,20 @@ _LABELS = {
     "cost_owned_capital_usd": "Owned cost: amortised capital over the horizon",
     "cost_owned_energy_usd": "Owned cost: energy over the horizon",
     "electricity_cost_usd": "Electricity cost of the run (first submit to last busy)",
+    "node_failures": "Node failures",
+    "device_hours_down": "Device-hours down (failed nodes)",
+    "restarts": "Job restarts after a failure",
+    "jobs_restarted": "Jobs restarted at least once",
+    "lost_work_device_hours": "Lost work (computing redone after failures)",
+    "checkpoint_device_hours": "Checkpoint writing",
+    "goodput": "Goodput (useful / held device time)",
+    "effective_training_time_ratio": "Effective training time ratio",
+    "network_lost_job_hours": "Time lost to network contention",
+    "uplink_utilisation_mean": "Rack uplink utilisation (mean over racks)",
+    "uplink_utilisation_max": "Rack uplink utilisation (busiest rack)",
+    "slow_nodes": "Slow nodes",
+    "jobs_slowed": "Jobs slowed by a slow node",
+    "straggler_device_hours": "Device time lost to slow nodes",
 }
 
 
@@ -72,7 +114,15 @@ def summary_rows(
     utilisation, named by ``types`` (``{key: type name}``, :func:`figures.type_names`).
     """
     rows = []
-    for key in SUMMARY_ROWS:  # each row in its own unit
+    keys = SUMMARY_ROWS
+    for extra, marker in (
+        (FAILURE_ROWS, "goodput"),
+        (NETWORK_ROWS, "network_lost_job_hours"),
+        (STRAGGLER_ROWS, "straggler_device_hours"),
+    ):  # a physical model's rows only when a run had it on
+        if any(marker in (s or {}) for s in summaries):
+            keys += extra
+    for key in keys:  # each in its own unit
         values = [(s or {}).get(key) for s in summaries]
         if key in figures.METRICS:
             m = figures.METRICS[key]

@@ -389,6 +389,9 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 placement=d["placement"] or None,
                 compat=d["compat"] or "",
                 cost_horizon_hours=d.get("cost_horizon_hours"),
+                failures=d.get("failure_settings"),
+                network=d.get("network_settings"),
+                stragglers=d.get("straggler_settings"),
             )
         except ValidationError as exc:
             form.add_service_error(exc)

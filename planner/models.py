@@ -309,9 +309,12 @@ class Experiment(Owned):
     """A grid: clusters × workloads × policies (with parameters) × load factors × seeds.
 
     A point of the grid whose results cannot depend on the seed (neither its policy nor its
-    placement draws from it: :func:`clustersim.engine.seed_matters`) is run once, with the
-    first of ``seeds``, and that run is marked ``seed_independent``; the others get one run
-    per seed. ``seeds`` keeps every seed asked for; ``runs_total`` counts the runs made.
+    placement draws from it, and no failures or slow nodes are drawn:
+    :func:`clustersim.engine.seed_matters`) is run once, with the first of ``seeds``, and that
+    run is marked ``seed_independent``; the others get one run per seed. ``seeds`` keeps every
+    seed asked for; ``runs_total`` counts the runs made. ``failures`` (null: off) turns node
+    failures on for every run, ``network`` network contention and ``stragglers`` slow nodes
+    likewise.
     """
 
     class State(models.TextChoices):
@@ -347,6 +350,26 @@ class Experiment(Owned):
         blank=True,
         help_text="planning horizon of the owned-cluster cost, h (blank: each workload's "
         "arrival span, at least 1 h; docs/metrics.md)",
+    )
+    failures = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="node failures and checkpoint restarts (clustersim.failures.check_settings): "
+        "checkpoint_interval_s, checkpoint_overhead_s, mtbf_hours, repair_hours; null: off",
+    )
+    network = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="network contention (clustersim.network.check_settings): share_nics; null: off",
+    )
+    stragglers = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="slow nodes (clustersim.stragglers.check_settings): share, speed, avoid; "
+        "null: off",
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     runs_total = models.PositiveIntegerField(default=0)

@@ -248,17 +248,38 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         from_parquet(Artefact.objects.get(pk=workload.jobs_id).read()), run.load_factor
     )
     cluster = cluster_from_spec(run.cluster.effective_spec())
+    failures = None
+    if run.experiment.failures is not None:  # node failures (clustersim.failures)
+        from clustersim.failures import from_settings
+
+        failures, cluster = from_settings(run.experiment.failures, cluster)
+    network = None
+    if run.experiment.network is not None:  # network contention (clustersim.network)
+        from clustersim.network import from_settings as network_options
+
+        network = network_options(run.experiment.network)
+    stragglers = None
+    if run.experiment.stragglers is not None:  # slow nodes (clustersim.stragglers)
+        from clustersim.stragglers import from_settings as straggler_options
+
+        stragglers = straggler_options(run.experiment.stragglers)
     compat = run.experiment.compat or None
     prepared = prepare(
         jobs, cluster, run.policy, _params(run.params), run.placement or None, compat=compat
     )
     jobs, rates = prepared.jobs, prepared.rates
     until = run.experiment.until_s
+    # a rebased workload (planner.recipes) says which calendar hours its t = 0 falls on
+    carbon_start = (workload.report or {}).get("carbon_start") or DEFAULT_START
     options = EngineOptions(
+        carbon_start=carbon_start,
         seed=run.seed,
         until=float("inf") if until is None else until,
         progress=lambda p: beat(p.fraction),
         progress_every=max(1, min(2000, len(jobs) // 50)),
+        failures=failures,
+        network=network,
+        stragglers=stragglers,
         **prepared.engine,
     )
     t0 = time.perf_counter()
@@ -266,8 +287,6 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         jobs, cluster, prepared.policy, prepared.placement, rates=rates, options=options
     )
     beat(1.0, force=True)
-    # a rebased workload (planner.recipes) says which calendar hours its t = 0 falls on
-    carbon_start = (workload.report or {}).get("carbon_start") or DEFAULT_START
     hours = run.experiment.cost_horizon_hours
     horizon_s = None if hours is None else hours * 3600.0
     out = dict(summary(result, carbon_start=carbon_start, horizon_s=horizon_s))

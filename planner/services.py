@@ -239,6 +239,29 @@ def validate_policies(policies: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     ]
 
 
+def _check_policies_on_clusters(policies: Sequence[dict[str, Any]], clusters: list[Any]) -> None:
+    """Parameters that depend on the cluster (a power budget below one node's idle draw,
+    :meth:`scheduling.base.Policy.cluster_problems`): :class:`ValidationError` naming
+    ``policies[i].params.<name>``."""
+    from clustersim.errors import ClustersimError
+    from clustersim.spec import cluster_from_spec
+    from scheduling.params import checks_cluster, cluster_errors
+
+    picky = [(i, p) for i, p in enumerate(policies) if checks_cluster(p["name"])]
+    if not picky:
+        return
+    errors: list[str] = []
+    for c in clusters:
+        try:
+            built = cluster_from_spec(c.effective_spec())
+        except ClustersimError:
+            continue  # a broken spec fails its run with its own message
+        for i, p in picky:
+            errors += cluster_errors(p["name"], p["params"], built, f"policies[{i}].params")
+    if errors:
+        raise ValidationError(list(dict.fromkeys(errors)))
+
+
 def create_experiment(
     owner: Any,
     *,
@@ -252,6 +275,9 @@ def create_experiment(
     compat: str = "",
     until_s: float | None = None,
     cost_horizon_hours: float | None = None,
+    failures: dict[str, Any] | None = None,
+    network: dict[str, Any] | None = None,
+    stragglers: dict[str, Any] | None = None,
     description: str = "",
     enqueue: bool = True,
 ) -> Experiment:
@@ -261,7 +287,15 @@ def create_experiment(
     (``compat``, :mod:`clustersim.compat`) each policy's placement in that simulator; a mode
     that does not cover a policy or placement is refused, naming both. ``cost_horizon_hours``
     is the planning horizon of every run's owned-cluster cost (``None``: each workload's
-    arrival span at its load factor, at least 1 h; ``docs/metrics.md``).
+    arrival span at its load factor, at least 1 h; ``docs/metrics.md``). ``failures`` turns
+    node failures on for every run (:func:`clustersim.failures.check_settings`: checkpoint
+    knobs, optional MTBF and repair overrides; stored with its defaults filled in; ``None``:
+    off); a bad value is refused naming ``failures.<key>``. ``network`` turns network
+    contention on (:func:`clustersim.network.check_settings`: ``share_nics``) and
+    ``stragglers`` slow nodes (:func:`clustersim.stragglers.check_settings`: ``share``,
+    ``speed``, ``avoid``), likewise; a policy or mode the engine does not combine them with
+    (co-location, the power model, ``compat`` gavel's whole-step rounds) is refused here,
+    naming ``network`` or ``stragglers``, rather than failing every run.
 
     A policy whose results cannot depend on the seed with its placement
     (:func:`seed_independent`) gets one run per cluster × workload × load factor, with the
@@ -272,6 +306,7 @@ def create_experiment(
 
     clusters, workloads = list(clusters), list(workloads)
     policies = validate_policies(policies)
+    _check_policies_on_clusters(policies, clusters)
     where: list[str] = []
     for p in policies:
         try:
@@ -286,10 +321,34 @@ def create_experiment(
         raise ValidationError("load factors must be positive")
     if cost_horizon_hours is not None and not (0 < cost_horizon_hours < float("inf")):
         raise ValidationError("the cost horizon must be a positive number of hours")
+    if failures is not None:
+        from clustersim.failures import check_settings
+
+        try:
+            failures = check_settings(failures)
+        except ClustersimError as exc:
+            raise ValidationError(str(exc)) from None
+    if network is not None:
+        from clustersim.network import check_settings as check_network
+
+        try:
+            network = check_network(network)
+        except ClustersimError as exc:
+            raise ValidationError(str(exc)) from None
+    if stragglers is not None:
+        from clustersim.stragglers import check_settings as check_stragglers
+
+        try:
+            stragglers = check_stragglers(stragglers)
+        except ClustersimError as exc:
+            raise ValidationError(str(exc)) from None
+    _check_models(
+        policies, where, compat, network=network, stragglers=stragglers, failures=failures
+    )
     not_ready = [w.name for w in workloads if w.status != WorkloadStatus.READY]
     if not_ready:
         raise ValidationError(f"workloads not parsed (yet): {', '.join(not_ready)}")
-    once = seed_independent(policies, where)
+    once = seed_independent(policies, where, failures=failures, stragglers=stragglers)
     grid = [
         (c, w, p, f, s, once[i])
         for c, w, (i, p), f in itertools.product(
@@ -313,6 +372,9 @@ def create_experiment(
             seeds=[int(s) for s in seeds],
             until_s=until_s,
             cost_horizon_hours=cost_horizon_hours,
+            failures=failures,
+            network=network,
+            stragglers=stragglers,
             runs_total=len(grid),
         )
         exp.clusters.set(clusters)
@@ -338,15 +400,72 @@ def create_experiment(
     return exp
 
 
-def seed_independent(policies: Sequence[dict[str, Any]], placements: Sequence[str]) -> list[bool]:
+def _check_models(
+    policies: Sequence[dict[str, Any]],
+    placements: Sequence[str],
+    compat: str,
+    network: dict[str, Any] | None,
+    stragglers: dict[str, Any] | None,
+    failures: dict[str, Any] | None = None,
+) -> None:
+    """Refuse network contention, stragglers or node failures with what the engine does not
+    combine them with (:func:`clustersim.network.check_engine`,
+    :func:`clustersim.stragglers.check_engine`, :func:`clustersim.failures.check_engine`: a
+    co-locating policy, one with the power model, ``compat`` gavel's whole-step rounds), as
+    the engine would at every run: :class:`ValidationError` naming ``network``,
+    ``stragglers`` or ``failures`` and the policy."""
+    if network is None and stragglers is None and failures is None:
+        return
+    from clustersim.compat import mode, resolve
+    from clustersim.errors import ClustersimError
+    from clustersim.failures import check_engine as failure_engine
+    from clustersim.network import check_engine as network_engine
+    from clustersim.stragglers import check_engine as straggler_engine
+    from scheduling.registry import make_policy
+
+    whole_steps = bool(compat) and mode(compat).whole_steps_per_round
+    checks = [
+        (n, c)
+        for n, c, on in (
+            ("network", network_engine, network),
+            ("stragglers", straggler_engine, stragglers),
+            ("failures", failure_engine, failures),
+        )
+        if on is not None
+    ]
+    errors: list[str] = []
+    for p, where in zip(policies, placements, strict=True):
+        kwargs, _ = resolve(p["name"], p["params"], where, compat or None)
+        pol = make_policy(p["name"], **kwargs)
+        for name, check in checks:
+            try:
+                check(bool(pol.colocates), pol.power is not None, whole_steps)
+            except ClustersimError as exc:
+                errors.append(f"{name}: {exc} (policy {p['name']!r})")
+    if errors:
+        raise ValidationError(list(dict.fromkeys(errors)))
+
+
+def seed_independent(
+    policies: Sequence[dict[str, Any]],
+    placements: Sequence[str],
+    failures: dict[str, Any] | None = None,
+    stragglers: dict[str, Any] | None = None,
+) -> list[bool]:
     """For each ``{"name", "params"}`` of ``policies`` with its resolved placement: whether its
     results cannot depend on the run's seed (:func:`clustersim.engine.seed_matters`, from the
-    registry's ``uses_seed`` declarations), so that one run stands for every seed."""
+    registry's ``uses_seed`` declarations, the experiment's ``failures``: drawn failures
+    depend on the seed, and its ``stragglers``: slow nodes drawn from a share between 0 and 1
+    do), so that one run stands for every seed."""
     from clustersim.engine import seed_matters
+    from clustersim.failures import FailureOptions
+    from clustersim.stragglers import StragglerOptions
     from scheduling.registry import PLACEMENTS, POLICIES
 
+    drawn = None if failures is None else FailureOptions()  # the API scripts no schedule
+    slow = None if stragglers is None else StragglerOptions(share=float(stragglers["share"]))
     return [
-        not seed_matters(POLICIES[p["name"]], PLACEMENTS[where])
+        not seed_matters(POLICIES[p["name"]], PLACEMENTS[where], drawn, slow)
         for p, where in zip(policies, placements, strict=True)
     ]
 

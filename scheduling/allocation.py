@@ -338,6 +338,9 @@ except ImportError:  # pragma: no cover - another scipy layout: linprog only
 _OPTIMAL = None if _highs_core is None else _highs_core.HighsModelStatus.kOptimal
 _COLWISE = 0 if _highs_core is None else int(_highs_core.MatrixFormat.kColwise)
 _MINIMIZE = 0 if _highs_core is None else int(_highs_core.ObjSense.kMinimize)
+# HiGHS's simplex_strategy values: its choice (the default), the primal simplex
+_CHOOSE = 0
+_PRIMAL = 4
 
 
 def _status(model_status: object) -> int:
@@ -381,15 +384,22 @@ class LPSolver:
         self._loaded: tuple[int, int] | None = None  # shape of the model HiGHS holds
         self._b: FloatArray | None = None  # and its right-hand sides
         self._presolve = "choose"
+        self._strategy = _CHOOSE  # HiGHS's simplex_strategy now
         self._cols: dict[int, npt.NDArray[np.int32]] = {}  # column index lists by length
         self._ints: dict[int, npt.NDArray[np.int32]] = {}  # integrality (all 0) by length
 
-    def _core(self, m: LPModel, warm: bool) -> tuple[int, str, FloatArray | None]:
+    def _core(
+        self, m: LPModel, warm: bool, primal: bool = False
+    ) -> tuple[int, str, FloatArray | None]:
         assert _highs_core is not None
         if self._highs is None:
             self._highs = _highs_core._Highs()
             self._highs.setOptionValue("output_flag", False)
         h = self._highs
+        strategy = _PRIMAL if primal else _CHOOSE
+        if strategy != self._strategy:
+            h.setOptionValue("simplex_strategy", strategy)
+            self._strategy = strategy
         presolve = "on" if m.shape[1] > PRESOLVE_ABOVE else "off"
         if presolve != self._presolve:
             h.setOptionValue("presolve", presolve)
@@ -457,18 +467,25 @@ class LPSolver:
         x = np.asarray(res.x, dtype=np.float64) if status == STATUS_OPTIMAL else None
         return status, str(res.message), x
 
-    def solve(self, m: LPModel, warm: bool = False) -> LPResult:
+    def solve(self, m: LPModel, warm: bool = False, primal: bool = False) -> LPResult:
         """Minimise the model; never raises on solver trouble (see the module docstring).
 
         ``warm``: the model has the same constraint matrix as the previous one solved (only
         the objective, the variable bounds or the right-hand sides differ), so the core
         backend changes those in place and HiGHS starts from the previous basis. The optimum
         is the same either way; where it is not unique the vertex may differ.
+
+        ``primal``: solve with HiGHS's primal simplex (core backend) instead of its choice
+        (the dual simplex on these LPs). After a warm start that changed only the objective
+        the previous basis is still primal feasible, so the primal simplex goes on from it:
+        on the second phase of the max-min policies with a thousand rows (full Philly) it is
+        2.4× faster than the dual simplex, which has to restore dual feasibility first. The
+        optimum is the same; where it is not unique the vertex may differ.
         """
         t0 = time.perf_counter()
         try:
             if self.backend == "core":
-                status, message, x = self._core(m, warm)
+                status, message, x = self._core(m, warm, primal)
             else:
                 status, message, x = self._linprog(m)
         except (ValueError, ArithmeticError, RuntimeError) as exc:  # failure inside HiGHS

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from clustersim.cluster import Cluster
     from clustersim.colocation import PairFactors
     from clustersim.jobs import JobTable
+    from clustersim.power import PowerConfig, PowerView
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -128,6 +129,12 @@ class State:
     nodes_used : (n,) int64 or None
         Nodes of each job's latest placement (0: never placed; for a running job, the nodes
         its gang spans now). ``None`` in a view built without an engine.
+    power : PowerView or None
+        The power model's view (:class:`clustersim.power.PowerView`: budget, draw now,
+        caps, throughput under a cap) for policies that declare ``power``, else ``None``.
+    carbon_start : str
+        Calendar instant (ISO 8601, UTC) of simulation time 0 for the hourly carbon
+        intensity (``EngineOptions.carbon_start``), for carbon-aware policies.
     snapshot : int
         Which snapshot of the run this view shows: the engine reuses one view per run,
         :meth:`renew` ing it for each decision, so ``(view, snapshot)`` names a snapshot.
@@ -162,8 +169,12 @@ class State:
         host_of: IntArray | None = None,
         node_free: IntArray | None = None,
         nodes_used: IntArray | None = None,
+        power: PowerView | None = None,
+        carbon_start: str = "2023-01-01T00:00:00Z",
     ) -> None:
         self.now = now
+        self.carbon_start = carbon_start
+        self.power = power
         self.node_free = node_free
         self.nodes_used = nodes_used
         self.colocation = colocation
@@ -345,6 +356,15 @@ class Decision:
         strategy puts them): one preemption each, and a migration when the new placement
         differs from the old; the restore delay is paid as on any resume. Jobs not
         running, guests and jobs not in ``run`` are ignored.
+    power_cap : (m,) float64 or None
+        Policies with ``power`` only: the power cap of each job of ``run`` that starts in
+        this decision, as a fraction of its type's ``busy_w`` (clipped to the kind's lowest
+        cap; 1 or ``nan``: uncapped). The cap holds until the job stops; jobs already
+        running keep theirs (:mod:`clustersim.power`). ``None``: uncapped.
+    region : (m,) int64 or None
+        Policies with ``steers_regions`` only: the region index (``cluster.regions``) each
+        job of ``run`` that starts in this decision must be placed in; -1 (or ``None`` for
+        all): any region. A job whose region has too few free devices of its type waits.
     """
 
     run: IntArray
@@ -355,6 +375,8 @@ class Decision:
     drop: IntArray | None = None
     colocate: IntArray | None = None
     migrate: IntArray | None = None
+    power_cap: FloatArray | None = None
+    region: IntArray | None = None
 
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -428,6 +450,15 @@ class Policy:
         checkpoint/restore delay for this policy's runs (``None``, the default: the model's).
         For mechanisms that suspend in place, e.g. Gandiva's suspend-resume at a mini-batch
         boundary, far cheaper than a checkpoint restore.
+    power : PowerConfig or None
+        The policy uses the power model (:mod:`clustersim.power`): the engine builds it with
+        this configuration (switch-off threshold, budget), shows it as ``State.power`` and
+        applies ``Decision.power_cap``. ``None`` (the default): no power model, nodes never
+        power down, and the run costs nothing more.
+    steers_regions : bool
+        The policy's decisions say which region each starting job goes to
+        (``Decision.region``); the engine then places every start through the placement
+        strategy, over that region's nodes only (no compiled fast path for placement).
     compiled_kernels : bool
         The policy calls a kernel of :mod:`clustersim.kernels` that is slow as plain Python
         at any run size (e.g. the Newton iteration of the centre tie-break), so the engine
@@ -448,6 +479,15 @@ class Policy:
     colocates: ClassVar[bool] = False
     resume_s: float | None = None
     compiled_kernels: bool = False
+    power: PowerConfig | None = None
+    steers_regions: ClassVar[bool] = False
+
+    @classmethod
+    def cluster_problems(cls, params: Mapping[str, Any], cluster: Cluster) -> list[str]:
+        """What is wrong with hyper-parameters ``params`` (already typed) on ``cluster``,
+        each message starting with the parameter's name (``budget_kw: ...``); the API, the
+        form and the CLI refuse such a run before it is queued. The default: nothing."""
+        return []
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run; policies with per-run memory clear it here."""
@@ -520,6 +560,12 @@ class Placement:
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""
+
+    def bind_network(self, view: Any) -> None:
+        """Called once before a run with the network model's live view
+        (:class:`clustersim.network.NetworkView`: uplink capacity, load and crossing jobs),
+        or ``None`` when network contention is off. Strategies that ignore the network
+        need not override it."""
 
     def place(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int

@@ -154,7 +154,7 @@ class GavelLP(GavelRounds):
         if scale > 0:
             c2 /= scale
         m2 = LPModel(c=c2, indptr=m.indptr, indices=m.indices, data=m.data, b=m.b, lb=lb, ub=m.ub)
-        res2 = self._lp.solve(m2, warm=True)
+        res2 = self._lp.solve(m2, warm=True, primal=True)
         return solution_allocation(res.x if res2.x is None else res2.x, thr)
 
 
@@ -354,9 +354,20 @@ class GavelMakespan(GavelLP):
     Departure: Gavel's answer is an interior point of a feasible set with some slack; ours is
     the optimum followed (``spread``, default) by the same second phase as :class:`GavelMMF`,
     maximising ``Σ_j Σ_t thr·X / R_j`` at the optimal ``z`` so spare capacity is used.
+
+    Size: every job has its own row (``R_j`` differs), so on a long queue the LP has as many
+    rows as active jobs (over a thousand at times on the full Philly trace). With
+    ``group_tol > 0`` the jobs of one class (same throughputs and gang) whose remaining work
+    lies in one band ``[(1+tol)^i, (1+tol)^(i+1))`` are solved as one row standing for all of
+    them, with the band's largest ``R``; each gets that row's allocation. Averaging an optimal
+    allocation over a band's jobs shows the grouped LP's makespan is within a factor
+    ``1 + group_tol`` of the optimum (Gavel's bisection stops within 5 %); ``0`` solves every
+    job on its own row. The default ``0.05`` is Gavel's own tolerance; ``--compat gavel``
+    keeps one row per job.
     """
 
     name = "gavel-makespan"
+    compat: ClassVar[Mapping[str, CompatSpec]] = {"gavel": CompatSpec(params={"group_tol": 0.0})}
 
     def __init__(
         self,
@@ -364,9 +375,11 @@ class GavelMakespan(GavelLP):
         reset_interval_s: Annotated[float, NON_NEGATIVE] = 1920.0,
         seed: int = 0,
         spread: bool = True,
+        group_tol: Annotated[float, NON_NEGATIVE] = 0.05,
     ) -> None:
         super().__init__(round_s=round_s, reset_interval_s=reset_interval_s, seed=seed)
         self.spread = spread
+        self.group_tol = group_tol
 
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
         thr, sf, cap = self._inputs(state, jobs)
@@ -374,10 +387,34 @@ class GavelMakespan(GavelLP):
         live = (rem > 0) & (thr.max(axis=1) > 0)
         if not live.any():
             return np.zeros_like(thr)
+        if self.group_tol > 0:
+            cls = self._classes(state, jobs)[1]
+            # the band of each live job's remaining work (-1: not live), within its class
+            band = np.full(len(jobs), -1, dtype=np.int64)
+            band[live] = np.floor(np.log(rem[live]) / np.log1p(self.group_tol)).astype(np.int64)
+            _, rows, inv, n_row = np.unique(
+                np.column_stack([cls, band]),
+                axis=0,
+                return_index=True,
+                return_inverse=True,
+                return_counts=True,
+            )
+            inv = inv.reshape(-1)
+            r_row = np.zeros(len(rows))
+            np.maximum.at(r_row, inv, np.where(live, rem, 0.0))
+            thr_r, sf_r, live_r = thr[rows], sf[rows], live[rows]
+            coef = np.zeros_like(thr_r)
+            coef[live_r] = thr_r[live_r] / r_row[live_r, None]
+            x = self._maxmin(thr_r, sf_r, cap, coef, live_r, n_row.astype(np.float64))
+            return self._fallback(thr, sf, cap) if x is None else x[inv]
         coef = np.zeros_like(thr)
         coef[live] = thr[live] / rem[live, None]
         x = self._maxmin(thr, sf, cap, coef, live)
         return self._fallback(thr, sf, cap) if x is None else x
+
+    def _class_columns(self, state: State, jobs: IntArray) -> tuple[FloatArray, ...]:
+        thr, sf, _ = self._inputs(state, jobs)
+        return thr, sf
 
 
 class GavelFTF(GavelLP):

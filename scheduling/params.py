@@ -287,6 +287,27 @@ def policies_errors(items: Sequence[Any], where: str = "policies") -> list[str]:
     return errors
 
 
+def checks_cluster(name: str) -> bool:
+    """Whether the policy registered as ``name`` checks its parameters against a cluster
+    (:meth:`scheduling.base.Policy.cluster_problems`), e.g. a power budget."""
+    from scheduling.base import Policy
+    from scheduling.registry import POLICIES
+
+    cls = POLICIES.get(name)
+    return cls is not None and cls.cluster_problems.__func__ is not Policy.cluster_problems.__func__  # type: ignore[attr-defined]
+
+
+def cluster_errors(name: str, params: Mapping[str, Any], cluster: Any, where: str) -> list[str]:
+    """Problems of policy ``name`` with ``params`` (already checked) on ``cluster``, each
+    naming ``where.<parameter>`` (e.g. ``policies[0].params.budget_kw: ...``)."""
+    from scheduling.registry import POLICIES
+
+    cls = POLICIES.get(name)
+    if cls is None:
+        return []
+    return [f"{where}.{p}" for p in cls.cluster_problems(normalised(cls, params), cluster)]
+
+
 def as_arguments(params: Mapping[str, Any]) -> dict[str, Any]:
     """JSON parameter values as constructor arguments (lists become tuples)."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}

@@ -7,6 +7,8 @@ deterministic; :class:`RandomPlacement` draws from the run's seeded generator.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from clustersim.cluster import Cluster
@@ -128,6 +130,113 @@ class TopologyAware(Placement):
             chosen_nodes.append(nodes)
             chosen_counts.append(counts)
             left -= take
+        return np.concatenate(chosen_nodes), np.concatenate(chosen_counts)
+
+
+class CommAware(Placement):
+    """Least bandwidth lost: one node if possible, else one rack, else the racks whose uplinks
+    leave the gang the most bandwidth (not merely the fewest racks).
+
+    A gang that fits in one node goes to the best-fitting node, and one that fits in a rack
+    to the best-fitting rack (as :class:`TopologyAware`): neither crosses an uplink. A gang
+    that must cross racks gets the best bandwidth any set of racks holding it can give (rank
+    the racks by the bandwidth it would get on their uplinks; the last rack of the shortest
+    prefix that holds it sets it) from the fewest racks: the freest of the racks at least
+    that good (ties: lower index), consolidated inside each rack. The gang's bandwidth is the
+    least over the racks it crosses, so no set of racks gives more; fewer racks load fewer
+    uplinks.
+
+    The bandwidth on rack ``k``'s uplink is ``min(nic_k, max(C_k − load_k,
+    C_k / (users_k + 1)))``: the max-min share a new job would at least get (the residual
+    capacity, or an equal split with the ``users_k`` jobs crossing it now), capped by the
+    rack's NIC, read from the network model's live view
+    (:class:`clustersim.network.NetworkView`). Gangs placed before the model next shares
+    the links (several starts of one decision) count on the uplinks they cross with the
+    bandwidth estimated for them. Without network contention: the engine's static rule,
+    ``nic_k / oversub_k``.
+
+    This is the consolidation of Tiresias (Gu et al., NSDI'19, §4.2) and Themis (Mahajan et
+    al., NSDI'20), made aware of current uplink load as network-aware schedulers are
+    (CASSINI, Rajasekaran et al., NSDI'24, places jobs to avoid congested links). Departure:
+    the estimate ignores NICs shared with other jobs.
+    """
+
+    name = "comm-aware"
+    best_fit_one_node = True
+
+    def __init__(self) -> None:
+        self._view: Any = None
+        self._version = -1  # the view's version the gangs below were placed after
+        self._load = np.zeros(0)  # their estimated load on each uplink, and their count
+        self._users = np.zeros(0, dtype=np.int64)
+
+    def bind_network(self, view: Any) -> None:
+        self._view = view
+        self._version = -1
+
+    def uplink_bandwidth(self, cluster: Cluster, candidates: IntArray) -> np.ndarray:
+        """(n_racks,) bandwidth (GB/s) a new gang on ``candidates`` would get on each rack's
+        uplink (class doc), counting the gangs this strategy placed since the model last
+        shared the links."""
+        n_racks = len(cluster.rack_oversub)
+        nic = np.zeros(n_racks)
+        np.maximum.at(nic, cluster.node_rack[candidates], cluster.node_nic_gbps[candidates] / 8.0)
+        view = self._view
+        if view is None:
+            return nic / cluster.rack_oversub
+        if self._version != int(view.version[0]):
+            self._version = int(view.version[0])
+            self._load = np.zeros(n_racks)
+            self._users = np.zeros(n_racks, dtype=np.int64)
+        cap = view.uplink_cap
+        load = view.uplink_load + self._load
+        left = np.maximum(cap - load, cap / (view.uplink_users + self._users + 1))
+        return np.minimum(nic, left)
+
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        inner = Consolidate()
+        if (f >= ndev).any():
+            return inner.choose(cluster, free, candidates, f, ndev)
+        racks = cluster.node_rack[candidates]
+        n_racks = len(cluster.rack_oversub)
+        rack_free = np.bincount(racks, weights=f, minlength=n_racks).astype(np.int64)
+        fits = rack_free >= ndev
+        if fits.any():
+            r = int(np.argmin(np.where(fits, rack_free, _BIG)))
+            sel = racks == r
+            return inner.choose(cluster, free, candidates[sel], f[sel], ndev)
+        bw = self.uplink_bandwidth(cluster, candidates)
+        # the best bandwidth any set of racks holding the gang can have: the racks ranked by
+        # bandwidth, the last one of the shortest prefix that holds it
+        has = rack_free > 0
+        rank = np.lexsort((np.arange(n_racks), -rack_free, -bw))
+        rank = rank[has[rank]]
+        last = int(np.searchsorted(np.cumsum(rack_free[rank]), ndev))
+        best = bw[rank[last]]
+        # the fewest racks that give it: the freest of the racks at least that good
+        ok = has & (bw >= best)
+        order = np.lexsort((np.arange(n_racks), -rack_free))
+        order = order[ok[order]]
+        used: list[int] = []
+        chosen_nodes: list[IntArray] = []
+        chosen_counts: list[IntArray] = []
+        left = ndev
+        for r in order.tolist():
+            if left == 0:
+                break
+            if rack_free[r] == 0:
+                continue
+            take = min(left, int(rack_free[r]))
+            nodes, counts = _take_largest_first(free, candidates[racks == r], take)
+            chosen_nodes.append(nodes)
+            chosen_counts.append(counts)
+            left -= take
+            used.append(r)
+        if self._view is not None:  # until the model shares the links anew
+            self._load[used] += bw[used].min()
+            self._users[used] += 1
         return np.concatenate(chosen_nodes), np.concatenate(chosen_counts)
 
 

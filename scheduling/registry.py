@@ -10,7 +10,12 @@ from typing import Any
 
 from scheduling.allox import AlloX
 from scheduling.base import Placement, Policy
+from scheduling.carbon_region import CarbonRegion
+from scheduling.carbon_suspend import CarbonSuspend
+from scheduling.carbon_wait import CarbonWait
+from scheduling.comm_wait import CommWait
 from scheduling.edf import EDF
+from scheduling.energy_aware import EnergyAware
 from scheduling.fifo import FIFO
 from scheduling.gandiva import Gandiva
 from scheduling.gandiva_fair import GandivaFair
@@ -29,6 +34,7 @@ from scheduling.gavel_mmf_packed import GavelMMFPacked
 from scheduling.gavel_packing import GavelGandiva
 from scheduling.las import LAS
 from scheduling.placement import (
+    CommAware,
     Consolidate,
     FirstFit,
     RandomPlacement,
@@ -36,6 +42,8 @@ from scheduling.placement import (
     TopologyAware,
     Yarn,
 )
+from scheduling.power_cap import PowerCap
+from scheduling.power_down import PowerDown
 from scheduling.priority import StrictPriority
 from scheduling.sjf import SJF
 from scheduling.srtf import SRTF
@@ -68,11 +76,19 @@ POLICIES: dict[str, type[Policy]] = {
         AlloX,
         GandivaFair,
         Themis,
+        PowerDown,
+        PowerCap,
+        EnergyAware,
+        CarbonWait,
+        CarbonSuspend,
+        CarbonRegion,
+        CommWait,
     )
 }
 
 PLACEMENTS: dict[str, type[Placement]] = {
-    cls.name: cls for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn)
+    cls.name: cls
+    for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn, CommAware)
 }
 
 

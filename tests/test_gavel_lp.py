@@ -164,6 +164,54 @@ def test_makespan_on_paper(spread: bool) -> None:
     np.testing.assert_allclose(x, [[0.4, 0.6], [0.6, 0.0]], atol=1e-5)
 
 
+def test_makespan_groups_jobs_of_one_class_with_close_remaining_work() -> None:
+    # two identical jobs (1 GPU, 2 steps/s on the one type, one device) with 100 and 102
+    # steps left. Exact: x0 + x1 <= 1 and 2 x0 / 100 = 2 x1 / 102 at the optimum, so
+    # x0 = 100/202, x1 = 102/202, makespan 202 / 2 = 101 s. group_tol 0.05: 100 and 102 fall
+    # in one band (floor(ln R / ln 1.05) = 94 for both), solved as one row of two jobs with
+    # R = 102: x = 1/2 each, makespan 102 / (2 x 1/2) = 102 s <= 1.05 x 101 s.
+    thr = np.array([[2.0], [2.0]])
+    st = fake_state(thr=thr, cap=(1,), remaining=(100.0, 102.0), prices=(1.0,))
+    exact = allocate(GavelMakespan(group_tol=0.0, spread=False), st)
+    np.testing.assert_allclose(exact, [[100 / 202], [102 / 202]], atol=1e-9)
+    grouped = allocate(GavelMakespan(group_tol=0.05, spread=False), st)
+    np.testing.assert_allclose(grouped, [[0.5], [0.5]], atol=1e-9)
+    # remaining 100 and 120 are bands apart: one row each, the exact answer
+    st2 = fake_state(thr=thr, cap=(1,), remaining=(100.0, 120.0), prices=(1.0,))
+    np.testing.assert_allclose(
+        allocate(GavelMakespan(group_tol=0.05, spread=False), st2),
+        [[100 / 220], [120 / 220]],
+        atol=1e-9,
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from([0.01, 0.05, 0.2]))
+def test_makespan_of_grouped_rows_is_within_the_tolerance_of_the_optimum(
+    seed: int, tol: float
+) -> None:
+    # jobs of three classes (throughput rows) with random remaining work: the makespan of
+    # the grouped allocation is at most (1 + tol) times the exact one, and it is feasible
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 25))
+    rows = np.array([[3.0, 1.0], [2.0, 2.0], [1.0, 0.5]])
+    cls = rng.integers(0, 3, size=k)
+    thr = rows[cls]
+    gpus = tuple(int(g) for g in np.array([1, 2, 1])[cls])
+    rem = tuple(float(r) for r in rng.uniform(10.0, 1000.0, size=k))
+    state = fake_state(thr=thr, gpus=gpus, cap=(4, 4), remaining=rem)
+
+    def makespan(x: np.ndarray) -> float:
+        return float(np.max(np.array(rem) / np.einsum("jt,jt->j", thr, x)))
+
+    exact = allocate(GavelMakespan(group_tol=0.0, spread=False), state)
+    grouped = allocate(GavelMakespan(group_tol=tol, spread=False), state)
+    assert (
+        check_allocation(grouped, thr, np.array(gpus, dtype=np.float64), np.array([4.0, 4.0])) == []
+    )
+    assert makespan(grouped) <= (1 + tol) * makespan(exact) * (1 + 1e-7)
+
+
 def test_ftf_on_paper() -> None:
     # isolated allocation: half of each device to each job -> iso0 = (3 + 1)/2 = 2,
     # iso1 = 1/2; with no time elapsed rho0 = (3/(3 a0 + b0)) / (3/2) = 2/(1 + 2 a0) and

@@ -595,12 +595,12 @@ def test_warm_up_compiles_every_kernel() -> None:
         pytest.fail("numba is a pinned dependency: the compiled kernels must be in use")
     code = (
         "from clustersim import engine, kernels\n"
-        "from clustersim import colocation\n"
+        "from clustersim import colocation, network\n"
         "from scheduling import allocation, centre, gandiva_fair, gavel, gavel_packing, las\n"
         "from scheduling import placement, tiresias\n"
         "engine.warm_up()\n"
-        "mods = (engine, colocation, placement, tiresias, gavel, las, allocation, centre,\n"
-        "        gandiva_fair, gavel_packing)\n"
+        "mods = (engine, colocation, network, placement, tiresias, gavel, las, allocation,\n"
+        "        centre, gandiva_fair, gavel_packing)\n"
         "ks = {k for m in mods for k in dir(m) if hasattr(getattr(m, k), 'py_func')}\n"
         "print(len(ks), sorted(k for k in ks if not getattr(kernels, k).signatures))\n"
     )

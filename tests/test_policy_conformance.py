@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -48,6 +49,7 @@ class Recorder(Policy):
         self.rounds_only = inner.rounds_only  # type: ignore[misc]
         self.service_marks = inner.service_marks
         self.colocates = inner.colocates  # type: ignore[misc]
+        self.power = inner.power  # the power model, for the policies that use it
         self.calls = 0
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -119,8 +121,33 @@ def test_policy_runs_every_job_once_within_capacity(name: str, cl_name: str) -> 
     assert (held[done] <= r.finish[done] - r.first_start[done] + 1e-6).all()
     # work done equals work asked (rates do not depend on gang size here)
     speed = np.linspace(1, 2, cl.n_types)
-    np.testing.assert_allclose((r.type_time * speed).sum(axis=1)[done], t.work[done], rtol=1e-9)
+    np.testing.assert_allclose(_work_done(r, speed)[done], t.work[done], rtol=1e-9)
     _check_stints(r)
+
+
+def _work_done(r, speed: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Work each job did at ``speed`` per type: time held × speed, and for the stints a power
+    cap slowed (clustersim.power), × the kind's throughput at the cap."""
+    plain = (r.type_time * speed).sum(axis=1)
+    if r.power is None or not len(r.power.cap_job):
+        return plain
+    from clustersim.power import profile_of
+
+    cl, st = r.cluster, r.stints
+    cap = {
+        (int(j), float(s)): float(c)
+        for j, s, c in zip(r.power.cap_job, r.power.cap_start, r.power.cap, strict=True)
+    }
+    work = np.zeros(len(r.jobs))
+    seen = set()
+    for j, node, start, end in zip(st.job, st.node, st.start, st.end, strict=True):
+        if (int(j), float(start)) in seen:
+            continue  # one row per node of a stint: count the stint once
+        seen.add((int(j), float(start)))
+        t = int(cl.node_type[node])
+        f = float(profile_of(cl.types[t]).throughput(cap.get((int(j), float(start)), 1.0)))
+        work[j] += (end - start) * speed[t] * f
+    return work
 
 
 def _check_stints(r) -> None:  # type: ignore[no-untyped-def]
@@ -179,9 +206,20 @@ def _outcome(r) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
     ]
 
 
+def _two_regions(cl):  # type: ignore[no-untyped-def]
+    """``cl`` with each rack in a region of its own (constant 100 and 101 g/kWh)."""
+    from clustersim.cluster import Region
+
+    regions = tuple(Region(name=f"r{i}", pue=1.0, carbon_g_per_kwh=100.0 + i) for i in (0, 1))
+    return dataclasses.replace(cl, node_region=cl.node_rack.copy(), regions=regions)
+
+
 def _answers_per_seed(policy, placement: str, seeds=(0, 1, 2, 3)) -> int:  # type: ignore[no-untyped-def]
-    """How many different results ``seeds`` give (all else equal) on a contended trace."""
+    """How many different results ``seeds`` give (all else equal) on a contended trace;
+    a policy that steers jobs between regions gets two regions (one per rack)."""
     cl = CLUSTERS["two-racks"]
+    if policy().steers_regions:
+        cl = _two_regions(cl)
     t = random_trace(7, n=80)
     seen: list[list[np.ndarray]] = []
     for seed in seeds:

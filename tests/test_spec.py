@@ -272,7 +272,7 @@ def random_specs(draw: st.DrawFn) -> dict[str, Any]:
     names = ["K80", "P100", "v100", "A100-SXM4-80GB", "TPU v4", "Jetson AGX Orin", "MyChip"]
     n_regions = draw(st.integers(1, 3))
     regions = [
-        {"name": f"g{i}", "pue": draw(st.floats(1.0, 2.0)), "carbon_zone": f"Z{i}"}
+        {"name": f"g{i}", "pue": draw(st.floats(1.0, 2.0)), "carbon_zone": ["DE", "GB", "SG"][i]}
         for i in range(n_regions)
     ]
     n_racks = draw(st.integers(0, 3))
@@ -349,6 +349,7 @@ BAD: list[tuple[str, dict[str, Any] | Any, str]] = [
     ("empty regions", edit("regions", []), "regions"),
     ("region is a string", edit("regions.0", "us-west"), "regions[0]"),
     ("region typo", edit("regions.0.carbon_zon", "DE"), "regions[0].carbon_zon"),
+    ("zone without data", edit("regions.1.carbon_zone", "XX-NOWHERE"), "regions[1].carbon_zone"),
     ("region pue below 1", edit("regions.0.pue", 0.9), "regions[0].pue"),
     ("region pue is text", edit("regions.0.pue", "1.2"), "regions[0].pue"),
     ("region pue is NaN", edit("regions.0.pue", float("nan")), "regions[0].pue"),

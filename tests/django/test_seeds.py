@@ -121,7 +121,8 @@ def test_the_api_says_which_runs_stand_for_every_seed_and_what_draws_from_it(
 def test_the_form_says_seeds_only_matter_for_seeded_configurations(web: Client) -> None:
     html = web.get("/experiments/new/").content.decode()
     assert "Seeds only matter for seeded configurations" in html
-    assert "placements: random; policies: none" in html
+    # the carbon-aware policies draw their forecast errors from the seed (forecast_error > 0)
+    assert "placements: random; policies: carbon-wait, carbon-suspend, carbon-region" in html
     assert "random (uses the seed)" in html
     assert "run once, with the first seed" in html
 
