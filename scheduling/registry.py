@@ -46,6 +46,7 @@ from scheduling.power_cap import PowerCap
 from scheduling.power_down import PowerDown
 from scheduling.priority import StrictPriority
 from scheduling.sjf import SJF
+from scheduling.slurm import Slurm
 from scheduling.srtf import SRTF
 from scheduling.themis import Themis
 from scheduling.tiresias import Tiresias
@@ -83,6 +84,7 @@ POLICIES: dict[str, type[Policy]] = {
         CarbonSuspend,
         CarbonRegion,
         CommWait,
+        Slurm,
     )
 }
 
