@@ -1162,6 +1162,7 @@ class TimeseriesSerializer(serializers.Serializer):
     series = serializers.DictField(
         child=serializers.ListField(child=serializers.FloatField()),
         help_text="t_s, dt_s, utilisation, busy_<type>, queued, running, power_kw, "
+        "power_busy_kw, power_idle_kw, power_wake_kw, "
         "carbon_rate_kg_per_h, carbon_intensity_g_per_kwh; all of one length.",
     )
 

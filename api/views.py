@@ -639,7 +639,9 @@ class RunViewSet(OwnedMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelVie
         run = self.get_object()
         _finished(run)
         art = get_object_or_404(Artefact, pk=run.timeseries_id)
-        return Response({"series": json.loads(art.read())})
+        series = json.loads(art.read())
+        series.pop("models", None)  # the optional models' records (dashboard charts)
+        return Response({"series": series})
 
     @_TABLE_DOWNLOAD
     @action(detail=True, methods=["get"])
