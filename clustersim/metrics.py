@@ -655,8 +655,9 @@ def carbon_savings(shifted: Mapping[str, Any], baseline: Mapping[str, Any]) -> d
         ``carbon_saved_kg`` (baseline − shifted ``carbon_kg``), ``carbon_saved_pct`` (of the
         baseline's), ``carbon_per_ref_gpu_hour_saved_kg`` (the same per unit of completed
         work, fair when the two runs complete different work), ``jct_mean_cost_s`` and
-        ``jct_p95_cost_s`` (shifted − baseline), ``completed_delta`` (jobs completed,
-        shifted − baseline). ``None`` where an input is ``None``.
+        ``jct_p95_cost_s`` (shifted − baseline), ``jct_mean_cost_pct`` (of the baseline's
+        mean JCT), ``completed_delta`` (jobs completed, shifted − baseline). ``None`` where
+        an input is ``None`` (or a percentage's base is 0).
     """
 
     def diff(key: str, sign: float = 1.0) -> float | None:
@@ -667,6 +668,8 @@ def carbon_savings(shifted: Mapping[str, Any], baseline: Mapping[str, Any]) -> d
 
     saved = diff("carbon_kg", -1.0)
     base_kg = baseline.get("carbon_kg")
+    jct_cost = diff("jct_mean_s")
+    base_jct = baseline.get("jct_mean_s")
     return {
         "carbon_saved_kg": saved,
         "carbon_saved_pct": None
@@ -675,6 +678,9 @@ def carbon_savings(shifted: Mapping[str, Any], baseline: Mapping[str, Any]) -> d
         "carbon_per_ref_gpu_hour_saved_kg": diff("carbon_per_ref_gpu_hour_kg", -1.0),
         "jct_mean_cost_s": diff("jct_mean_s"),
         "jct_p95_cost_s": diff("jct_p95_s"),
+        "jct_mean_cost_pct": None
+        if jct_cost is None or not base_jct
+        else 100.0 * jct_cost / float(base_jct),
         "completed_delta": diff("jobs_completed"),
     }
 
