@@ -1099,8 +1099,40 @@ class CompareRunSerializer(serializers.Serializer):
     state = serializers.CharField()
 
 
+class CompareSavingsSerializer(serializers.Serializer):
+    run = serializers.IntegerField(help_text="The run (a carbon- or power-aware policy).")
+    baseline = serializers.IntegerField(help_text="The run it is compared with.")
+    baseline_policy = serializers.CharField()
+    carbon_saved_kg = serializers.FloatField(
+        allow_null=True, help_text="Baseline's carbon_kg minus the run's."
+    )
+    carbon_saved_pct = serializers.FloatField(
+        allow_null=True, help_text="carbon_saved_kg, % of the baseline's carbon_kg."
+    )
+    carbon_per_ref_gpu_hour_saved_kg = serializers.FloatField(
+        allow_null=True, help_text="The same per reference GPU-hour of completed work."
+    )
+    jct_mean_cost_s = serializers.FloatField(
+        allow_null=True, help_text="The run's mean JCT minus the baseline's."
+    )
+    jct_mean_cost_pct = serializers.FloatField(
+        allow_null=True, help_text="jct_mean_cost_s, % of the baseline's mean JCT."
+    )
+    jct_p95_cost_s = serializers.FloatField(allow_null=True)
+    completed_delta = serializers.FloatField(
+        allow_null=True, help_text="Jobs completed, the run's minus the baseline's."
+    )
+
+
 class CompareSerializer(serializers.Serializer):
     runs = CompareRunSerializer(many=True)
+    savings = CompareSavingsSerializer(
+        many=True,
+        help_text="Carbon saved against the same run without shifting, and the JCT it cost: "
+        "one entry per run that has a baseline among the compared runs (a run of its base "
+        "policy alone on the same cluster, workload, load and seed; docs/carbon.md), or "
+        "against the run named by `baseline`.",
+    )
     metrics = serializers.DictField(
         child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
         help_text="Metric name → one value per run, in the order of `runs` (null: undefined "
@@ -1162,6 +1194,7 @@ class TimeseriesSerializer(serializers.Serializer):
     series = serializers.DictField(
         child=serializers.ListField(child=serializers.FloatField()),
         help_text="t_s, dt_s, utilisation, busy_<type>, queued, running, power_kw, "
+        "power_busy_kw, power_idle_kw, power_wake_kw, "
         "carbon_rate_kg_per_h, carbon_intensity_g_per_kwh; all of one length.",
     )
 

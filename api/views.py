@@ -29,6 +29,7 @@ from api import catalogue
 from api import serializers as s
 from api.filters import ClusterFilter, ExperimentFilter, RunFilter, WorkloadFilter
 from planner import exports, runner, services
+from planner.baselines import savings
 from planner.models import (
     PARQUET,
     AcceleratorType,
@@ -639,7 +640,9 @@ class RunViewSet(OwnedMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelVie
         run = self.get_object()
         _finished(run)
         art = get_object_or_404(Artefact, pk=run.timeseries_id)
-        return Response({"series": json.loads(art.read())})
+        series = json.loads(art.read())
+        series.pop("models", None)  # the optional models' records (dashboard charts)
+        return Response({"series": series})
 
     @_TABLE_DOWNLOAD
     @action(detail=True, methods=["get"])
@@ -678,7 +681,14 @@ _RUN_IDS = re.compile(r"[0-9]{1,18}(,[0-9]{1,18}){0,199}")
             required=True,
             description="Comma-separated run ids (at most 200).",
             pattern=f"^{_RUN_IDS.pattern}$",
-        )
+        ),
+        OpenApiParameter(
+            "baseline",
+            int,
+            required=False,
+            description="One of the runs: the baseline of every other run's savings. "
+            "Default: each run's own baseline among the runs (docs/carbon.md).",
+        ),
     ],
     responses={
         200: s.CompareSerializer,
@@ -693,6 +703,12 @@ class CompareView(APIView):
         if not _RUN_IDS.fullmatch(raw):
             raise ValidationError({"runs": "between 1 and 200 comma-separated run ids"})
         ids = [int(x) for x in raw.split(",")]
+        baseline_raw = request.query_params.get("baseline", "")
+        baseline_id = None
+        if baseline_raw:
+            if not baseline_raw.isdigit() or int(baseline_raw) not in ids:
+                raise ValidationError({"baseline": "one of the ids in runs"})
+            baseline_id = int(baseline_raw)
         runs = {
             r.pk: r
             for r in Run.objects.owned_by(request.user)
@@ -701,10 +717,13 @@ class CompareView(APIView):
             .only(
                 "id",
                 "experiment_id",
+                "cluster_id",
+                "workload_id",
                 "policy",
                 "params",
                 "load_factor",
                 "seed",
+                "seed_independent",
                 "state",
                 "summary",
                 "cluster__name",
@@ -737,6 +756,7 @@ class CompareView(APIView):
                 for r in ordered
             ],
             "metrics": metrics,
+            "savings": savings(ordered, None if baseline_id is None else runs[baseline_id]),
         }
         return Response(data)
 

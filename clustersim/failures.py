@@ -113,6 +113,7 @@ CHECKPOINT_OVERHEAD_S = 60.0
 SEED_CHILD = 2
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+_EMPTY_F = np.zeros(0)
 
 
 def node_parameters(cluster: Cluster) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -248,6 +249,11 @@ class FailureRecord:
         Each job's checkpoint interval and overhead, and its restore delay.
     end : float
         When the run ended.
+    killed : (f,) int64
+        Jobs each failure killed (empty for a record built by hand).
+    lost_device_s_at : (f,) float64
+        Device-seconds of computing each failure's kills threw away (their ``lost_device_s``
+        added at that failure; empty for a record built by hand).
     """
 
     node: IntArray
@@ -262,6 +268,8 @@ class FailureRecord:
     restore_s: FloatArray
     end: float
     devices: IntArray = field(default_factory=lambda: _EMPTY_I)
+    killed: IntArray = field(default_factory=lambda: _EMPTY_I)
+    lost_device_s_at: FloatArray = field(default_factory=lambda: _EMPTY_F)
 
 
 class EngineView(Protocol):
@@ -311,7 +319,10 @@ class NodeFailures:
         self._cycle = np.zeros(n_nodes, dtype=np.int64)
         self._down_at = np.full(n_nodes, np.nan)
         self._scripted = options.schedule is not None
-        self._log: list[tuple[int, float, float]] = []
+        self._log: list[tuple[int, float, float, int, float]] = []
+        # what the current downtime of each node killed: jobs, device-seconds lost
+        self._kills = np.zeros(n_nodes, dtype=np.int64)
+        self._kill_lost = np.zeros(n_nodes)
         self.restarts = np.zeros(n_jobs, dtype=np.int64)
         self.lost_work = np.zeros(n_jobs)
         self.lost_wall = np.zeros(n_jobs)
@@ -364,7 +375,7 @@ class NodeFailures:
             when, node, down = heapq.heappop(heap)
             ty, dev = int(nodes_i[NODE_TYPE, node]), int(nodes_i[NODE_DEVICES, node])
             if down:
-                self._kill(eng, node)
+                self._kills[node], self._kill_lost[node] = self._kill(eng, node)
                 if nodes_i[NODE_FREE, node] != dev:
                     raise SimulationError(f"node {node} still holds devices after its failure")
                 nodes_i[NODE_FREE, node] = 0
@@ -378,7 +389,15 @@ class NodeFailures:
                 nodes_i[NODE_FREE, node] = dev
                 types_i[TYPE_FREE, ty] += dev
                 types_i[TYPE_CAPACITY, ty] += dev
-                self._log.append((node, float(self._down_at[node]), when))
+                self._log.append(
+                    (
+                        node,
+                        float(self._down_at[node]),
+                        when,
+                        int(self._kills[node]),
+                        float(self._kill_lost[node]),
+                    )
+                )
                 self._down_at[node] = np.nan
                 if not self._scripted:
                     self._cycle[node] += 1
@@ -388,30 +407,30 @@ class NodeFailures:
         self.next_time = max(heap[0][0], self._start) if heap else math.inf
         return changed
 
-    def _kill(self, eng: EngineView, node: int) -> None:
+    def _kill(self, eng: EngineView, node: int) -> tuple[int, float]:
         """Stop the jobs holding devices on ``node`` and roll each back to its last checkpoint.
 
         Checkpoint ``c`` of a stint is done ``c (I + O)`` s after its restore stall ends (the
         job progresses at its checkpointed rate throughout), so a job killed ``τ`` s after
         that keeps ``crate × floor(τ / (I + O)) × (I + O)`` work units of the stint and
-        redoes the rest.
+        redoes the rest. Returns the jobs killed and the device-seconds of computing lost.
         """
         k = int(eng.ctr[CTR_RUN])
         if not k:
-            return
+            return 0, 0.0
         ji, jf = eng.ji, eng.jf
         run = eng.run_order[:k]
         held = ji[JI_ALLOC_N, run] > 0  # co-located guests hold no device (nor slot)
         run = run[held]
         placed = ji[JI_PLACED, run]
         if not len(run):
-            return
+            return 0, 0.0
         first = ji[JI_SLOT, run]
         rows = np.repeat(first - np.cumsum(placed) + placed, placed) + np.arange(placed.sum())
         on = eng.slots[0, rows] == node
         victims = np.unique(np.repeat(run, placed)[on])
         if not len(victims):
-            return
+            return 0, 0.0
         # where each stint's checkpoints are, before co-location re-bases the hosts' stints
         rr = jf[JF_ROUND_REM, victims].copy()
         upto = np.minimum(eng.now, jf[JF_CAP, victims])
@@ -435,6 +454,7 @@ class NodeFailures:
         self.lost_work[victims] += lost
         self.lost_wall[victims] += lost_wall
         self.lost_dev[victims] += lost_wall * devices
+        return len(victims), float((lost_wall * devices).sum())
 
     def record(self, eng: EngineView, end: float) -> FailureRecord:
         """What failures did, for ``RunResult.failures`` (nodes still down at ``end`` are
@@ -442,9 +462,17 @@ class NodeFailures:
         log = list(self._log)
         pending = {node: when for when, node, down in self._heap if not down}
         for node in np.flatnonzero(~np.isnan(self._down_at)).tolist():
-            log.append((node, float(self._down_at[node]), pending.get(node, math.inf)))
+            log.append(
+                (
+                    node,
+                    float(self._down_at[node]),
+                    pending.get(node, math.inf),
+                    int(self._kills[node]),
+                    float(self._kill_lost[node]),
+                )
+            )
         log.sort(key=lambda x: (x[1], x[0]))
-        arr = np.array(log, dtype=np.float64).reshape(-1, 3)
+        arr = np.array(log, dtype=np.float64).reshape(-1, 5)
         nodes = arr[:, 0].astype(np.int64)
         return FailureRecord(
             node=nodes,
@@ -459,6 +487,8 @@ class NodeFailures:
             restore_s=eng.jf[JF_RESTORE].copy(),
             end=float(end),
             devices=eng.nodes_i[NODE_DEVICES, nodes].copy(),
+            killed=arr[:, 3].astype(np.int64),
+            lost_device_s_at=arr[:, 4].copy(),
         )
 
 

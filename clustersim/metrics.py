@@ -170,6 +170,7 @@ if TYPE_CHECKING:  # pandas only for the per-job tables, not on the simulation p
     import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 Number = float | int | None
 
 #: Shortest default cost horizon, s (a workload whose jobs all arrive at once still gets one hour).
@@ -654,8 +655,9 @@ def carbon_savings(shifted: Mapping[str, Any], baseline: Mapping[str, Any]) -> d
         ``carbon_saved_kg`` (baseline − shifted ``carbon_kg``), ``carbon_saved_pct`` (of the
         baseline's), ``carbon_per_ref_gpu_hour_saved_kg`` (the same per unit of completed
         work, fair when the two runs complete different work), ``jct_mean_cost_s`` and
-        ``jct_p95_cost_s`` (shifted − baseline), ``completed_delta`` (jobs completed,
-        shifted − baseline). ``None`` where an input is ``None``.
+        ``jct_p95_cost_s`` (shifted − baseline), ``jct_mean_cost_pct`` (of the baseline's
+        mean JCT), ``completed_delta`` (jobs completed, shifted − baseline). ``None`` where
+        an input is ``None`` (or a percentage's base is 0).
     """
 
     def diff(key: str, sign: float = 1.0) -> float | None:
@@ -666,6 +668,8 @@ def carbon_savings(shifted: Mapping[str, Any], baseline: Mapping[str, Any]) -> d
 
     saved = diff("carbon_kg", -1.0)
     base_kg = baseline.get("carbon_kg")
+    jct_cost = diff("jct_mean_s")
+    base_jct = baseline.get("jct_mean_s")
     return {
         "carbon_saved_kg": saved,
         "carbon_saved_pct": None
@@ -674,6 +678,9 @@ def carbon_savings(shifted: Mapping[str, Any], baseline: Mapping[str, Any]) -> d
         "carbon_per_ref_gpu_hour_saved_kg": diff("carbon_per_ref_gpu_hour_kg", -1.0),
         "jct_mean_cost_s": diff("jct_mean_s"),
         "jct_p95_cost_s": diff("jct_p95_s"),
+        "jct_mean_cost_pct": None
+        if jct_cost is None or not base_jct
+        else 100.0 * jct_cost / float(base_jct),
         "completed_delta": diff("jobs_completed"),
     }
 
@@ -711,6 +718,8 @@ def timeseries(
         ``t_s`` (bin start, s), ``dt_s`` (bin width, s), ``utilisation`` (busy / all devices),
         ``busy_<type>`` (average busy devices of each type), ``queued`` and ``running``
         (average jobs), ``power_kw`` (facility power incl. PUE, all regions),
+        ``power_busy_kw``, ``power_idle_kw`` and ``power_wake_kw`` (the same power split by
+        the state of what draws it, as ``energy_*_kwh``; they add up to ``power_kw``),
         ``carbon_rate_kg_per_h`` (all regions) and ``carbon_intensity_g_per_kwh`` (average
         intensity of the first region with a carbon zone, else of the first region's constant).
         All lists have the same length; empty for a run without a timeline.
@@ -720,7 +729,8 @@ def timeseries(
     cl = result.cluster
     keys = type_keys(cl)
     names = ["t_s", "dt_s", "utilisation", *(f"busy_{k}" for k in keys), "queued", "running"]
-    names += ["power_kw", "carbon_rate_kg_per_h", "carbon_intensity_g_per_kwh"]
+    names += ["power_kw", "power_busy_kw", "power_idle_kw", "power_wake_kw"]
+    names += ["carbon_rate_kg_per_h", "carbon_intensity_g_per_kwh"]
     seg_t = np.asarray(result.seg_t, dtype=np.float64)
     s = _segments(result)
     if s == 0 or seg_t[-1] <= seg_t[0]:
@@ -735,7 +745,10 @@ def timeseries(
         return np.asarray(area / (width if area.ndim == 1 else width[:, None]), dtype=np.float64)
 
     busy_type = np.asarray(result.seg_busy, dtype=np.float64).sum(axis=2)  # (s, n_types)
-    power = _region_power_w(result)  # (s, n_regions)
+    states = state_power_w(result)  # (s, n_regions, 3)
+    power = _region_power_w(result, states)  # (s, n_regions)
+    pue = np.array([r.pue for r in cl.regions], dtype=np.float64)
+    by_state = np.einsum("srk,r->sk", states, pue)  # (s, 3) facility power by state
     series = _region_series(cl, carbon_start)
     # Exact cumulative grams at the bin edges: whole segments, then the partial one.
     i = np.clip(np.searchsorted(seg_t, edges, side="right") - 1, 0, s - 1)
@@ -757,9 +770,130 @@ def timeseries(
     out["queued"] = average(np.asarray(result.seg_queued, dtype=np.float64)).tolist()
     out["running"] = average(np.asarray(result.seg_running, dtype=np.float64)).tolist()
     out["power_kw"] = (average(power.sum(axis=1)) / 1000.0).tolist()
+    state_avg = average(by_state) / 1000.0
+    for k, name in ((BUSY, "busy"), (IDLE, "idle"), (WAKE, "wake")):
+        out[f"power_{name}_kw"] = state_avg[:, k].tolist()
     out["carbon_rate_kg_per_h"] = (np.diff(grams_at) / 1000.0 / (width / 3600.0)).tolist()
     out["carbon_intensity_g_per_kwh"] = shown.mean_intensity(t0, t1).tolist()
     return out
+
+
+def uplink_series(result: RunResult, max_points: int = 200) -> dict[str, Any]:
+    """Each rack uplink's utilisation over time, for a run with network contention on.
+
+    The network model logs the load of every uplink at each recomputation of the shares
+    (``NetworkRecord.t``, ``.load``: the bandwidth given to the gangs crossing it, restore
+    stalls included); the load holds until the next recomputation, the last until the end of
+    the run (``t[0] + span_s``). Utilisation is load over capacity, averaged exactly over
+    at most ``max_points`` bins (as :func:`timeseries`).
+
+    Returns
+    -------
+    dict
+        ``t_s``, ``dt_s`` (bins, (b,) each), ``utilisation`` ((n_racks, b) nested lists, 0
+        where a rack has no capacity), ``mean`` ((n_racks,): ``NetworkRecord.uplink_utilisation``,
+        the traffic actually carried over capacity × span), ``capacity_gb_s`` ((n_racks,)).
+        Empty lists without the model or without any recomputation.
+    """
+    if max_points < 1:
+        raise ClustersimError(f"max_points must be at least 1, got {max_points}")
+    rec = result.network
+    empty: dict[str, Any] = {"t_s": [], "dt_s": [], "utilisation": [], "mean": []}
+    empty["capacity_gb_s"] = []
+    if rec is None:
+        return empty
+    cap = np.asarray(rec.uplink_cap, dtype=np.float64)
+    t = np.asarray(rec.t, dtype=np.float64)
+    out = dict(empty)
+    out["mean"] = rec.uplink_utilisation.tolist()
+    out["capacity_gb_s"] = cap.tolist()
+    end = float(t[0] + rec.span_s) if len(t) else 0.0
+    if len(t) == 0 or end <= t[0] or len(cap) == 0:
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(cap > 0, np.asarray(rec.load) / cap, 0.0)  # (k, n_racks)
+    seg_t = np.append(t, end)
+    edges = _bin_edges(seg_t, max_points)
+    t0, t1 = edges[:-1], edges[1:]
+    area = _cum_at(seg_t, util, t1) - _cum_at(seg_t, util, t0)
+    out["t_s"] = t0.tolist()
+    out["dt_s"] = (t1 - t0).tolist()
+    out["utilisation"] = np.round(area / (t1 - t0)[:, None], 6).T.tolist()
+    return out
+
+
+def failure_events(result: RunResult) -> dict[str, list[Any]]:
+    """Each node failure of a run with failures on, for a timeline.
+
+    Returns
+    -------
+    dict of str to list
+        One entry per failure, by time it went down: ``node``, ``accel_type`` (the node's
+        type), ``down_s``, ``up_s`` (the repair, clipped to the end of the run),
+        ``repaired`` (whether it came back before the end), ``killed`` (jobs it killed) and
+        ``lost_device_h`` (device-hours of computing those jobs redo, their
+        ``lost_work_device_hours`` at that failure). Empty lists without the model.
+    """
+    keys = ("node", "accel_type", "down_s", "up_s", "repaired", "killed", "lost_device_h")
+    rec = result.failures
+    if rec is None:
+        return {k: [] for k in keys}
+    f = len(rec.node)
+    names = np.array(result.cluster.type_names, dtype=object)
+    killed = rec.killed if len(rec.killed) == f else np.zeros(f, dtype=np.int64)
+    lost = rec.lost_device_s_at if len(rec.lost_device_s_at) == f else np.zeros(f)
+    up = np.asarray(rec.up, dtype=np.float64)
+    return {
+        "node": rec.node.tolist(),
+        "accel_type": names[result.cluster.node_type[rec.node]].tolist() if f else [],
+        "down_s": np.asarray(rec.down, dtype=np.float64).tolist(),
+        "up_s": np.minimum(up, rec.end).tolist(),
+        "repaired": (up <= rec.end).tolist(),
+        "killed": np.asarray(killed, dtype=np.int64).tolist(),
+        "lost_device_h": (np.asarray(lost, dtype=np.float64) / 3600.0).tolist(),
+    }
+
+
+def model_records(result: RunResult, max_points: int = 200) -> dict[str, Any]:
+    """What the optional models did, for dashboards: ``uplinks`` (:func:`uplink_series`)
+    with network contention on, ``failures`` (:func:`failure_events`) with failures on;
+    keys absent otherwise. JSON-safe (no NaN or infinity)."""
+    out: dict[str, Any] = {}
+    if result.network is not None:
+        out["uplinks"] = uplink_series(result, max_points)
+    if result.failures is not None:
+        out["failures"] = failure_events(result)
+    return out
+
+
+def start_shifts(
+    first_start: FloatArray, base_first_start: FloatArray, tol_s: float = 1.0
+) -> tuple[IntArray, FloatArray]:
+    """The jobs a run started later than a baseline run of the same jobs, and by how much.
+
+    Parameters
+    ----------
+    first_start, base_first_start : (n,) float64
+        Each job's first start in the run and in the baseline (the same jobs, the same order);
+        ``nan`` where it never started.
+    tol_s
+        Shifts up to this many seconds are not shifts.
+
+    Returns
+    -------
+    rows : (k,) int64
+        Jobs that started in both runs and later in the run by more than ``tol_s``.
+    delay_s : (k,) float64
+        By how much, s.
+    """
+    a = np.asarray(first_start, dtype=np.float64)
+    b = np.asarray(base_first_start, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ClustersimError(f"the runs have {len(a)} and {len(b)} jobs: not the same jobs")
+    with np.errstate(invalid="ignore"):
+        delay = a - b
+        rows = np.flatnonzero(np.isfinite(delay) & (delay > tol_s))
+    return rows.astype(np.int64), delay[rows]
 
 
 def per_job_frame(result: RunResult) -> pd.DataFrame:

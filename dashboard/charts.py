@@ -30,7 +30,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from dashboard import fairviews, figures, gantt
+from dashboard import fairviews, figures, gantt, modelviews
 from dashboard.access import chart_access
 from dashboard.plotting import Chart, empty
 from dashboard.results import (
@@ -178,6 +178,8 @@ def _experiment_fair_view(
 
 # -- runs ----------------------------------------------------------------------------------------
 
+#: Run charts shown only when the run has the model (:func:`dashboard.modelviews.run_models`).
+MODEL_RUN_CHARTS = ("power", "uplinks", "failures")
 RUN_CHARTS = (
     "gantt",
     "placement",
@@ -187,6 +189,7 @@ RUN_CHARTS = (
     "timeline-queue",
     "groups-user",
     "groups-vc",
+    *MODEL_RUN_CHARTS,
 )
 
 
@@ -228,6 +231,12 @@ def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return figures.slowest_jobs(run)
         if name.startswith("groups-"):
             return figures.group_table(run, name.partition("-")[2])
+        if name == "power":
+            return modelviews.power_carbon(run)
+        if name == "uplinks":
+            return modelviews.uplinks(run)
+        if name == "failures":
+            return modelviews.failures(run)
         kind = name.partition("-")[2]
         series = figures.compare_series([run])
         return figures.timeline_chart(
@@ -357,7 +366,7 @@ def compare_chart_names() -> list[str]:
     names = ["cdf", "timeline-utilisation", "timeline-queue"]
     names += [f"bars-{m}" for m in figures.COMPARE_METRICS]
     names += [f"{v}-{c}" for v in FAIR_VIEWS for c in figures.GROUPS]
-    return [*names, "typealloc"]
+    return [*names, "typealloc", "pareto-carbon"]
 
 
 @chart_access
@@ -377,6 +386,10 @@ def compare_chart(request: HttpRequest, name: str) -> HttpResponse:
     def build() -> Chart:
         if head == "bars":
             return figures.compare_bars(ok, arg)
+        if head == "pareto":
+            wanted = request.GET.get("baseline", "")
+            chosen = next((r for r in ok if str(r.pk) == wanted), None)
+            return modelviews.carbon_pareto(ok, chosen)
         if head == "typealloc":
             if not ok:
                 return empty("Who ran on which accelerator type, over time", figures.NO_RUNS)

@@ -165,6 +165,16 @@ class ExperimentForm(forms.Form):
         " share; the results gain the time lost to contention and the uplinks' utilisation"
         " (docs/network.md). Not with co-locating policies, the power model or compat gavel.",
     )
+    share_nics = forms.TypedChoiceField(
+        required=False,
+        label="NICs of a node",
+        choices=(("", "shared by its jobs (default)"), ("false", "each job's own, whole")),
+        coerce=lambda v: v == "true",
+        empty_value=None,
+        help_text="With network contention: jobs on a common node share its NIC"
+        " (share_nics, the default), or only the rack uplinks are shared and each job gets"
+        " its slowest NIC whole (share_nics = false).",
+    )
     stragglers = forms.BooleanField(
         required=False,
         label="Stragglers (slow nodes)",
@@ -255,7 +265,15 @@ class ExperimentForm(forms.Form):
                     bad = True
             if not bad:
                 data["failure_settings"] = check_settings(given)
-        data["network_settings"] = {"share_nics": True} if data.get("network") else None
+        data["network_settings"] = None
+        share_nics = data.get("share_nics")
+        if not data.get("network"):
+            if share_nics is not None:
+                self.add_error(
+                    "share_nics", "only with network contention on: tick it or leave this blank"
+                )
+        else:
+            data["network_settings"] = {"share_nics": share_nics is not False}
         self._clean_stragglers(data)
         chosen = set(data.get("policies") or ())
         stray = sorted(set(data.get("params") or {}) - chosen) if chosen else []
@@ -1225,6 +1243,8 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
         initial.update({n: exp.failures.get(n) for n, *_ in SETTINGS})
     if exp.network is not None:  # network contention on
         initial["network"] = True
+        if exp.network.get("share_nics") is False:
+            initial["share_nics"] = "false"
     if exp.stragglers is not None:  # slow nodes on, with their settings
         initial["stragglers"] = True
         initial["slow_share"] = exp.stragglers.get("share")

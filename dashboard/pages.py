@@ -15,6 +15,7 @@ from django.urls import reverse
 from dashboard import figures
 from dashboard.charts import compare_chart_names
 from dashboard.gantt import MAX_GANTT_ROWS
+from dashboard.modelviews import run_models
 from dashboard.numbers import RUN_ONCE, count_value, is_count
 from dashboard.results import Grid, experiment_grid, label_of, owned_runs, parse_run_ids
 from planner.models import ACTIVE_STATES, Experiment, Run, RunState
@@ -238,6 +239,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "done": run.state == RunState.SUCCEEDED,
         "groups": trace_groups(run.workload.summary),
         "max_gantt_rows": MAX_GANTT_ROWS,
+        "models": run_models(run),
         "compare_url": reverse("dashboard:compare")
         + "?runs="
         + ",".join(map(str, [run.pk, *siblings])),

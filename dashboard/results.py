@@ -80,15 +80,29 @@ def parquet_columns(artefact_id: int, columns: Sequence[str]) -> pd.DataFrame:
     return _columns(pk, content_key(pk), tuple(columns))
 
 
+#: Key of the time-series artefact that holds what the optional models did
+#: (``clustersim.metrics.model_records``: rack uplinks, failures) rather than a list.
+MODELS_KEY = "models"
+
+
 @lru_cache(maxsize=128)
-def _series(artefact_id: int, sha: str) -> dict[str, list[float]]:
-    return dict(json.loads(_raw(artefact_id)))
+def _stored(artefact_id: int, sha: str) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    data = dict(json.loads(_raw(artefact_id)))
+    models = data.pop(MODELS_KEY, None) or {}
+    return data, models
 
 
 def timeseries(artefact_id: int) -> dict[str, list[float]]:
     """A run's stored time series (``clustersim.metrics.timeseries`` keys), cached."""
     pk = int(artefact_id)
-    return _series(pk, content_key(pk))
+    return _stored(pk, content_key(pk))[0]
+
+
+def model_records(artefact_id: int) -> dict[str, Any]:
+    """What a run's optional models did (``clustersim.metrics.model_records``), stored with
+    its time series; empty for runs without them or stored before they were kept."""
+    pk = int(artefact_id)
+    return _stored(pk, content_key(pk))[1]
 
 
 @dataclass(eq=False)

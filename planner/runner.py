@@ -237,7 +237,7 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
     from clustersim.carbon import DEFAULT_START
     from clustersim.compat import prepare
     from clustersim.engine import EngineOptions, simulate
-    from clustersim.metrics import per_job_frame, summary, timeseries
+    from clustersim.metrics import model_records, per_job_frame, summary, timeseries
     from clustersim.spec import cluster_from_spec
     from planner.jobtable import from_parquet, scale_load
 
@@ -293,9 +293,12 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
     out["jobs_extrapolated"] = int(rates.extrapolated.sum())
     buf = io.BytesIO()
     per_job_frame(result).to_parquet(buf, index=False, compression="zstd")
-    series = json.dumps(
-        timeseries(result, max_points=2000, carbon_start=carbon_start), allow_nan=False
-    ).encode()
+    # the timeline's lists, plus what the optional models did (dashboard.results.MODELS_KEY)
+    stored: dict[str, Any] = dict(timeseries(result, max_points=2000, carbon_start=carbon_start))
+    models = model_records(result)
+    if models:
+        stored["models"] = models
+    series = json.dumps(stored, allow_nan=False).encode()
     return Outcome(
         summary=out,
         per_job=buf.getvalue(),

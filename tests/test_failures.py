@@ -124,6 +124,37 @@ def test_a_killed_job_restarts_on_another_node_when_one_frees_up() -> None:
     assert summary(r)["device_hours_down"] == pytest.approx(370 / 3600)
 
 
+def test_failure_events_list_each_failure_with_its_kills_and_lost_work() -> None:
+    # The gang of the test below (2 GPUs of type A, 400 units, checkpoints every 100 s,
+    # free; restore 10 s) on nodes 0 and 1; node 2 (type B) stays empty. Node 1 fails at
+    # 150 (back at 200), killing the gang, which loses 50 s × 2 GPUs = 100 device-s; it
+    # restarts at 200 and finishes at 510. Node 2 fails at 160 and is still down when the
+    # run ends at 510 (repair due at 1000): it killed nothing, its downtime is cut at 510.
+    from clustersim.metrics import failure_events, model_records
+
+    cl = cluster([("A", 1), ("A", 1), ("B", 1)])
+    t = jobs([(0, 2, 400)])
+    r = run(
+        t,
+        cl,
+        restore_s=10,
+        checkpoint_interval_s=100,
+        checkpoint_overhead_s=0,
+        schedule=[(1, 150, 200), (2, 160, 1000)],
+    )
+    np.testing.assert_allclose(r.finish, [510.0])
+    ev = failure_events(r)
+    assert ev["node"] == [1, 2]
+    assert ev["down_s"] == [150.0, 160.0]
+    assert ev["up_s"] == [200.0, 510.0]
+    assert ev["repaired"] == [True, False]
+    assert ev["killed"] == [1, 0]  # node 2 held nothing
+    assert ev["lost_device_h"] == pytest.approx([100 / 3600, 0.0])
+    assert ev["accel_type"] == [r.cluster.type_names[r.cluster.node_type[n]] for n in (1, 2)]
+    assert set(model_records(r)) == {"failures"}
+    assert failure_events(run(t, cl, schedule=[]))["node"] == []
+
+
 def test_a_failure_kills_the_whole_gang_across_nodes() -> None:
     # Two 1-GPU nodes and one 2-GPU job of 400 units (rate 1 for the gang), checkpoints every
     # 100 s, overhead 0, restore 10 s. Node 1 fails at 150, back at 200: the gang (on both

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 
@@ -12,9 +13,10 @@ from hypothesis import strategies as st
 
 from clustersim.carbon import load_zone
 from clustersim.cluster import AcceleratorType, Cluster, Region
+from clustersim.errors import ClustersimError
 from clustersim.jobs import JobTable
-from clustersim.metrics import per_job_frame, sanitize, summary, timeseries
-from clustersim.result import DROP_TOO_LARGE, DROP_UNFINISHED, RunResult
+from clustersim.metrics import per_job_frame, sanitize, start_shifts, summary, timeseries
+from clustersim.result import DROP_TOO_LARGE, DROP_UNFINISHED, RunResult, Stints
 
 H = 3600.0
 NAN = float("nan")
@@ -772,3 +774,46 @@ def test_policies_placing_the_same_jobs_on_different_types_complete_the_same_wor
     assert a["busy_device_hours"] != pytest.approx(b["busy_device_hours"], rel=1e-3)
     assert a["reference_gpu_hours_completed"] == pytest.approx(want_h, rel=1e-12)
     assert b["reference_gpu_hours_completed"] == pytest.approx(want_h, rel=1e-12)
+
+
+def test_timeseries_splits_power_by_state() -> None:
+    # make_cluster: one node of 2 devices (busy 300 W, idle 50 W), node overhead 100 W (50 W
+    # a device, going with its device's state), PUE 1.5.
+    # 0–1 h: 1 busy, 1 idle: busy (300 + 50) × 1.5 = 525 W, idle (50 + 50) × 1.5 = 150 W.
+    # 1–2 h: 2 busy: (600 + 100) × 1.5 = 1050 W, idle 0. Nothing wakes (no power model).
+    # The stints say which devices were busy when (the overhead shares follow them).
+    result = dataclasses.replace(
+        two_jobs(),
+        stints=Stints(
+            job=np.array([0, 1]),
+            node=np.array([0, 0]),
+            devices=np.array([1, 2]),
+            start=np.array([0.0, H]),
+            end=np.array([H, 2 * H]),
+        ),
+    )
+    ts = timeseries(result)
+    assert ts["power_busy_kw"] == pytest.approx([0.525, 1.05])
+    assert ts["power_idle_kw"] == pytest.approx([0.15, 0.0])
+    assert ts["power_wake_kw"] == pytest.approx([0.0, 0.0])
+    parts = np.add(np.add(ts["power_busy_kw"], ts["power_idle_kw"]), ts["power_wake_kw"])
+    assert parts == pytest.approx(ts["power_kw"])
+    # one bin: the time-weighted averages, (525 + 1050) / 2 and (150 + 0) / 2
+    ts1 = timeseries(result, max_points=1)
+    assert ts1["power_busy_kw"] == pytest.approx([0.7875])
+    assert ts1["power_idle_kw"] == pytest.approx([0.075])
+
+
+def test_start_shifts_lists_the_jobs_started_later_than_in_the_baseline() -> None:
+    # job 0 the same; job 1 an hour later; job 2 half a second later (under tol 1 s); job 3
+    # earlier; job 4 never started in the run; job 5 never in the baseline
+    run = np.array([0.0, 2 * H, 10.5, 5.0, NAN, 7.0])
+    base = np.array([0.0, H, 10.0, 50.0, 3.0, NAN])
+    rows, delay = start_shifts(run, base)
+    assert rows.tolist() == [1]
+    assert delay.tolist() == [H]
+    rows, delay = start_shifts(run, base, tol_s=0.1)
+    assert rows.tolist() == [1, 2]
+    assert delay.tolist() == [H, 0.5]
+    with pytest.raises(ClustersimError, match="not the same jobs"):
+        start_shifts(run, base[:3])

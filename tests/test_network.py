@@ -414,3 +414,44 @@ def test_comm_wait_holds_a_heavy_gang_until_a_rack_can_take_it() -> None:
 def test_comm_wait_refuses_out_of_range_parameters_by_name(param: str, value: float) -> None:
     (error,) = policy_errors("comm-wait", {param: value}, "policies[0]")
     assert f"policies[0].params.{param}" in error
+
+
+def test_uplink_series_gives_each_racks_utilisation_over_time_by_hand() -> None:
+    # The trace of test_two_jobs_sharing_an_oversubscribed_uplink_by_hand: both uplinks
+    # (12.5 GB/s) carry 2 × 6.25 = 12.5 GB/s over 0–6 s and B's 12.5 GB/s over 6–12 s:
+    # utilisation 1 in both segments, both racks.
+    from clustersim.metrics import model_records, uplink_series
+
+    cl, jb = two_racks(), simple.jobs([(0.0, 2, 40.0), (0.0, 2, 100.0)])
+    plans = [([0, 4], [1, 1]), ([1, 5], [1, 1])]
+    on = simulate(jb, cl, make_policy("fifo"), Pinned(plans), rates=ring_rates(2), options=NET)
+    up = uplink_series(on)
+    assert up["t_s"] == pytest.approx([0.0, 6.0])
+    assert up["dt_s"] == pytest.approx([6.0, 6.0])
+    assert up["utilisation"] == [[1.0, 1.0], [1.0, 1.0]]
+    assert up["mean"] == pytest.approx([1.0, 1.0])
+    assert up["capacity_gb_s"] == [12.5, 12.5]
+    assert uplink_series(on, max_points=1)["utilisation"] == [[1.0], [1.0]]
+    assert set(model_records(on)) == {"uplinks"}
+    json.dumps(model_records(on), allow_nan=False)
+
+
+def test_uplink_series_of_half_loaded_uplinks() -> None:
+    # Oversubscription 2: each uplink carries 4 × 12.5 / 2 = 25 GB/s. A on nodes 0 and 1
+    # (one rack: no uplink) runs 40 steps at 10/s: 0–4 s. B on nodes 2 and 4 crosses both
+    # uplinks alone and gets its whole NIC, 12.5 GB/s: 100 steps at 10/s, 0–10 s. The shares
+    # are recomputed at 0, 4 (A ends) and 10 s (B ends): both uplinks at 12.5 / 25 = 0.5
+    # over [0, 4) and [4, 10).
+    from clustersim.metrics import uplink_series
+
+    cl, jb = two_racks(oversub=2.0), simple.jobs([(0.0, 2, 40.0), (0.0, 2, 100.0)])
+    plans = [([0, 1], [1, 1]), ([2, 4], [1, 1])]
+    on = simulate(jb, cl, make_policy("fifo"), Pinned(plans), rates=ring_rates(2), options=NET)
+    np.testing.assert_allclose(on.finish, [4.0, 10.0])
+    up = uplink_series(on)
+    assert up["t_s"] == pytest.approx([0.0, 4.0])
+    assert up["dt_s"] == pytest.approx([4.0, 6.0])
+    np.testing.assert_allclose(up["utilisation"], [[0.5, 0.5], [0.5, 0.5]])
+    assert up["capacity_gb_s"] == [25.0, 25.0]
+    assert up["mean"] == pytest.approx([0.5, 0.5])
+    assert uplink_series(simulate(jb, cl, make_policy("fifo")))["t_s"] == []

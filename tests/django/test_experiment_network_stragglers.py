@@ -355,3 +355,35 @@ def test_run_tables_show_the_models_rows_only_for_runs_that_have_them() -> None:
     assert rows["uplink_utilisation_mean"]["values"] == [None, pytest.approx(20.0)]
     slow = {"slow_nodes": 2, "jobs_slowed": 5, "straggler_device_hours": 0.5}
     assert {r["key"] for r in summary_rows([slow])} >= STRAGGLER_KEYS
+
+
+def test_the_form_sets_share_nics_and_a_re_run_keeps_it(
+    web: Any, owner: Any, make_cluster: Any, make_workload: Any
+) -> None:
+    c, w = make_cluster(owner), make_workload(owner)
+    r = web.post("/experiments/new/", _form(c, w, network="on", share_nics="false"))
+    assert r.status_code == 302, r.content.decode()[-2000:]
+    exp = Experiment.objects.get()
+    assert exp.network == {"share_nics": False}
+    page = web.get(r["Location"]).content.decode()
+    assert "network contention on</strong>: rack uplinks shared" in page
+    form = web.get(f"/experiments/new/?from={exp.pk}").context["form"]
+    assert form.initial["share_nics"] == "false"
+    # blank: the default, NICs shared
+    r = web.post("/experiments/new/", _form(c, w, name="shared", network="on", share_nics=""))
+    assert r.status_code == 302
+    assert Experiment.objects.get(name="shared").network == {"share_nics": True}
+
+
+def test_the_form_puts_share_nics_errors_under_the_field(
+    web: Any, owner: Any, make_cluster: Any, make_workload: Any
+) -> None:
+    c, w = make_cluster(owner), make_workload(owner)
+    r = web.post("/experiments/new/", _form(c, w, share_nics="false"))
+    assert r.status_code == 200
+    (message,) = r.context["form"].errors["share_nics"]
+    assert "only with network contention on" in message
+    r = web.post("/experiments/new/", _form(c, w, network="on", share_nics="maybe"))
+    assert r.status_code == 200
+    assert "share_nics" in r.context["form"].errors
+    assert not Experiment.objects.exists()

@@ -1,0 +1,507 @@
+"""Charts of the optional models (issue 14): a run's power and carbon over time with the
+jobs a carbon policy shifted, its rack uplinks, its node failures; carbon against JCT across
+compared runs with the savings against each run's baseline.
+
+Everything comes from what the worker stored (the time series and its ``models`` record,
+the per-job table): nothing re-simulates. The series are computed in :mod:`clustersim.metrics`
+(``timeseries``, ``uplink_series``, ``failure_events``, ``start_shifts``,
+``carbon_savings``); this module only lays them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.figures import _carbon_varies, run_label
+from dashboard.plotting import (
+    CARBON,
+    MAX_TIMELINE_POINTS,
+    PALETTE,
+    Chart,
+    axis,
+    bin_series,
+    empty,
+    layout,
+    pareto_mask,
+    rounded_array,
+    time_unit,
+)
+from dashboard.results import label_of, model_records, parquet_columns, timeseries
+from planner.models import Run, RunState
+
+POWER_TITLE = "Power and carbon intensity over time"
+UPLINK_TITLE = "Rack uplink utilisation over time"
+FAILURE_TITLE = "Node failures and lost work"
+PARETO_TITLE = "Carbon vs mean JCT, with savings against each run's baseline"
+#: Markers of shifted jobs drawn at most (the longest delays; exports list them all).
+MAX_SHIFT_MARKERS = 2000
+#: Nodes drawn one row each at most; beyond, one row per accelerator type (pool).
+MAX_FAILURE_ROWS = 60
+_STATES = (("busy", "Busy devices", "#1f77b4"), ("idle", "Idle (nodes on)", "#aec7e8"))
+_WAKE = ("wake", "Waking nodes", "#ff7f0e")
+
+
+def _policy_flags(run: Run) -> tuple[bool, bool]:
+    """(declares the power model, shifts by carbon) for the run's policy."""
+    from scheduling.carbon_shift import CarbonWrapper
+    from scheduling.registry import POLICIES
+    from scheduling.wrapped import PowerWrapper
+
+    cls = POLICIES.get(run.policy)
+    if cls is None:
+        return False, False
+    return issubclass(cls, PowerWrapper), issubclass(cls, CarbonWrapper)
+
+
+def run_models(run: Run) -> dict[str, bool]:
+    """Which model charts a succeeded run can show: ``power`` (a power policy, a carbon
+    policy, or a carbon intensity that varies over the run), ``uplinks`` (network
+    contention on) and ``failures`` (node failures on)."""
+    out = {"power": False, "uplinks": False, "failures": False}
+    if run.state != RunState.SUCCEEDED or not run.timeseries_id:
+        return out
+    power, carbon = _policy_flags(run)
+    ts = timeseries(run.timeseries_id)
+    models = model_records(run.timeseries_id)
+    out["power"] = "power_busy_kw" in ts and (power or carbon or _carbon_varies(ts))
+    out["uplinks"] = bool(models.get("uplinks", {}).get("t_s"))
+    out["failures"] = "failures" in models
+    return out
+
+
+def _siblings(run: Run) -> list[Run]:
+    return list(
+        Run.objects.filter(experiment_id=run.experiment_id, state=RunState.SUCCEEDED).only(
+            "id",
+            "policy",
+            "params",
+            "cluster_id",
+            "workload_id",
+            "load_factor",
+            "seed",
+            "seed_independent",
+            "per_job_id",
+            "summary",
+        )
+    )
+
+
+def _step_at(edges: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The step function (``values`` between ``edges``) at times ``t``."""
+    i = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, len(values) - 1)
+    return np.asarray(values[i], dtype=np.float64)
+
+
+def power_carbon(run: Run) -> Chart:
+    """Facility power by state, stacked, the carbon intensity on a right axis when it varies,
+    and, for a run with a baseline (:mod:`planner.baselines`), the jobs that started later
+    than in the baseline, marked at their start with the delay in the hover."""
+    from clustersim.metrics import start_shifts
+    from planner.baselines import find_baseline
+
+    ts = timeseries(run.timeseries_id) if run.timeseries_id else {}
+    if not ts.get("t_s"):
+        return empty(POWER_TITLE, "This run has no timeline (nothing ran).")
+    if "power_busy_kw" not in ts:
+        return empty(
+            POWER_TITLE,
+            "This run was stored before power was kept by state: re-run the experiment.",
+        )
+    power, carbon = _policy_flags(run)
+    if not (power or carbon or _carbon_varies(ts)):
+        return empty(
+            POWER_TITLE,
+            "This run had no power or carbon policy and a constant carbon intensity: its "
+            "energy and carbon are in the summary.",
+        )
+    names = [s for s, *_ in _STATES]
+    wake = bool(np.any(np.asarray(ts["power_wake_kw"]) > 0))
+    states = [*_STATES, _WAKE] if wake else list(_STATES)
+    if wake:
+        names.append("wake")
+    cols = {n: ts[f"power_{n}_kw"] for n in names}
+    cols["ci"] = ts["carbon_intensity_g_per_kwh"]
+    t, dt, binned = bin_series(ts["t_s"], ts["dt_s"], cols, MAX_TIMELINE_POINTS)
+    end = float(t[-1] + dt[-1])
+    unit, scale = time_unit([end])
+    x = rounded_array(t / scale)
+    traces: list[dict[str, Any]] = []
+    for key, label, colour in states:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": label,
+                "x": x,
+                "y": rounded_array(binned[key], 4),
+                "stackgroup": "power",
+                "line": {"color": colour, "width": 0.8, "shape": "hv"},
+                "hovertemplate": f"{label}<br>%{{x:.3g}} {unit}: %{{y:.3g}} kW<extra></extra>",
+            }
+        )
+    lay = layout(
+        POWER_TITLE,
+        axis("Time since trace start", unit),
+        axis("Facility power (incl. PUE)", "kW", rangemode="tozero"),
+    )
+    notes = ["Facility power by state (time-weighted averages per bin), stacked."]
+    if _carbon_varies(ts):
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "Carbon intensity",
+                "x": x,
+                "y": rounded_array(binned["ci"], 4),
+                "yaxis": "y2",
+                "line": {"color": CARBON, "width": 1.4, "shape": "hv"},
+                "hovertemplate": f"%{{x:.3g}} {unit}: %{{y:.4g}} g CO₂e/kWh<extra></extra>",
+            }
+        )
+        lay["yaxis2"] = axis(
+            "Carbon intensity",
+            "g CO₂e/kWh",
+            overlaying="y",
+            side="right",
+            showgrid=False,
+            rangemode="tozero",
+            tickmode="auto",
+        )
+        lay["margin"]["r"] = 70
+        notes.append("Carbon intensity of the cluster's region on the right axis.")
+    else:
+        notes.append("The carbon intensity is constant over the run, so it is not drawn.")
+    shifts = pd.DataFrame(columns=["job_id", "first_start_s", "delay_s"])
+    base = find_baseline(run, _siblings(run))
+    if base is None:
+        notes.append(
+            "Shifted jobs are marked against the run of the base policy alone; this "
+            "experiment has none for this run (docs/carbon.md)."
+        )
+    elif run.per_job_id and base.per_job_id:
+        mine = parquet_columns(run.per_job_id, ("job_id", "first_start"))
+        theirs = parquet_columns(base.per_job_id, ("first_start",))
+        rows, delay = start_shifts(
+            mine["first_start"].to_numpy(dtype=np.float64),
+            theirs["first_start"].to_numpy(dtype=np.float64),
+        )
+        start = mine["first_start"].to_numpy(dtype=np.float64)[rows]
+        shifts = pd.DataFrame(
+            {
+                "job_id": mine["job_id"].to_numpy()[rows],
+                "first_start_s": start,
+                "delay_s": delay,
+            }
+        )
+        shown = np.argsort(-delay, kind="stable")[:MAX_SHIFT_MARKERS]
+        edges = np.r_[t, end]
+        total = sum(binned[k] for k in names)
+        if len(shown):
+            d_unit, d_scale = time_unit([float(delay[shown].max())])
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": f"Started later than under {base.policy}",
+                    "x": rounded_array(start[shown] / scale),
+                    "y": rounded_array(_step_at(edges, np.asarray(total), start[shown]), 4),
+                    "marker": {"symbol": "triangle-right", "size": 7, "color": "#d62728"},
+                    "customdata": [
+                        [str(j), float(f"{d / d_scale:.3g}")]
+                        for j, d in zip(
+                            shifts["job_id"].to_numpy()[shown], delay[shown], strict=True
+                        )
+                    ],
+                    "hovertemplate": f"job %{{customdata[0]}}<br>started at %{{x:.3g}} {unit}, "
+                    f"%{{customdata[1]}} {d_unit} later than under {base.policy}"
+                    "<extra></extra>",
+                }
+            )
+        more = "" if len(rows) <= MAX_SHIFT_MARKERS else f" (the {MAX_SHIFT_MARKERS} longest)"
+        notes.append(
+            f"{len(rows)} jobs started later than in run #{base.pk} ({base.policy} alone), "
+            f"marked at their start{more}."
+        )
+
+    def export() -> pd.DataFrame:
+        frame = pd.DataFrame({k: ts[k] for k in ("t_s", "dt_s", "power_kw")})
+        for n in ("busy", "idle", "wake"):
+            frame[f"power_{n}_kw"] = ts[f"power_{n}_kw"]
+        frame["carbon_intensity_g_per_kwh"] = ts["carbon_intensity_g_per_kwh"]
+        frame["carbon_rate_kg_per_h"] = ts["carbon_rate_kg_per_h"]
+        if len(shifts):
+            return pd.concat(
+                [frame.assign(kind="timeline"), shifts.assign(kind="shifted job")],
+                ignore_index=True,
+            )
+        return frame
+
+    return Chart(
+        title=POWER_TITLE,
+        figure={"data": traces, "layout": lay},
+        data=export,
+        note=" ".join(notes),
+    )
+
+
+def uplinks(run: Run) -> Chart:
+    """Each rack uplink's utilisation over time as a heatmap (racks × time)."""
+    rec = model_records(run.timeseries_id).get("uplinks") if run.timeseries_id else None
+    if not rec or not rec.get("t_s"):
+        return empty(UPLINK_TITLE, "This run had no network contention (or no multi-node job).")
+    t = np.asarray(rec["t_s"], dtype=np.float64)
+    dt = np.asarray(rec["dt_s"], dtype=np.float64)
+    unit, scale = time_unit([float(t[-1] + dt[-1])])
+    util = np.asarray(rec["utilisation"], dtype=np.float64)
+    racks = [f"rack {i}" for i in range(len(util))]
+    mean = rec.get("mean") or []
+    figure = {
+        "data": [
+            {
+                "type": "heatmap",
+                "x": rounded_array((t + dt / 2) / scale),
+                "y": racks,
+                "z": [rounded_array(row * 100.0, 4) for row in util],
+                "zmin": 0,
+                "zmax": 100,
+                "colorscale": "Blues",
+                "colorbar": {"title": {"text": "%"}},
+                "hovertemplate": f"%{{y}}, %{{x:.3g}} {unit}: %{{z:.3g}} %<extra></extra>",
+            }
+        ],
+        "layout": layout(
+            UPLINK_TITLE,
+            axis("Time since trace start", unit),
+            {"title": {"text": "Rack"}, "automargin": True, "type": "category"},
+            height=max(240, 60 + 18 * len(racks)),
+        ),
+    }
+    busiest = int(np.argmax(mean)) if mean else None
+    note = "Bandwidth given to the gangs crossing each uplink over its capacity, per bin."
+    if busiest is not None:
+        share = 100 * mean[busiest]
+        note += f" Over the run the busiest uplink, rack {busiest}, carried {share:.3g} %."
+
+    def export() -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "rack": np.repeat(np.arange(len(util)), len(t)),
+                "t_s": np.tile(t, len(util)),
+                "dt_s": np.tile(dt, len(util)),
+                "utilisation": util.reshape(-1),
+            }
+        )
+
+    return Chart(title=UPLINK_TITLE, figure=figure, data=export, note=note)
+
+
+def failure_rows(events: dict[str, list[Any]], max_rows: int = MAX_FAILURE_ROWS) -> list[str]:
+    """The row label of each failure: its node (``node 3 · V100``), or its accelerator type
+    (pool) when more than ``max_rows`` nodes failed."""
+    nodes, types = events["node"], events["accel_type"]
+    if len(set(nodes)) <= max_rows:
+        return [f"node {n} · {ty}" for n, ty in zip(nodes, types, strict=True)]
+    return [str(ty) for ty in types]
+
+
+def failures(run: Run) -> Chart:
+    """Each node's downtime (failure → repair) as a bar on its row, hover the jobs killed
+    and the work lost, and the cumulative lost work on a right axis."""
+    ev = model_records(run.timeseries_id).get("failures") if run.timeseries_id else None
+    if not ev:
+        return empty(FAILURE_TITLE, "This run had node failures off.")
+    if not ev["node"]:
+        return empty(FAILURE_TITLE, "No node failed during this run.")
+    down = np.asarray(ev["down_s"], dtype=np.float64)
+    up = np.asarray(ev["up_s"], dtype=np.float64)
+    lost = np.asarray(ev["lost_device_h"], dtype=np.float64)
+    killed = np.asarray(ev["killed"], dtype=np.int64)
+    unit, scale = time_unit([float(max(up.max(), down.max()))])
+    rows = failure_rows(ev)
+    order = np.argsort(down, kind="stable")
+    cum = np.cumsum(lost[order])
+    traces = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": "Down (failure → repair)",
+            "y": rows,
+            "base": rounded_array(down / scale),
+            "x": rounded_array((up - down) / scale),
+            "marker": {"color": "#d62728"},
+            "customdata": [
+                [
+                    float(f"{d / scale:.4g}"),
+                    float(f"{u / scale:.4g}"),
+                    int(k),
+                    float(f"{h:.3g}"),
+                    "" if ok else " (still down at the end)",
+                ]
+                for d, u, k, h, ok in zip(down, up, killed, lost, ev["repaired"], strict=True)
+            ],
+            "hovertemplate": f"%{{y}}: down %{{customdata[0]}}–%{{customdata[1]}} {unit}"
+            "%{customdata[4]}<br>%{customdata[2]} jobs killed, "
+            "%{customdata[3]} device-h of work lost<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "Lost work, cumulative",
+            "x": rounded_array(np.r_[0.0, down[order]] / scale),
+            "y": rounded_array(np.r_[0.0, cum], 4),
+            "xaxis": "x",
+            "yaxis": "y2",
+            "line": {"color": "#444", "width": 1.4, "shape": "hv"},
+            "hovertemplate": f"%{{x:.3g}} {unit}: %{{y:.3g}} device-h lost<extra></extra>",
+        },
+    ]
+    lay = layout(
+        FAILURE_TITLE,
+        axis("Time since trace start", unit),
+        {"title": {"text": "Node"}, "automargin": True, "type": "category"},
+        height=max(260, 80 + 16 * len(set(rows))),
+        barmode="overlay",
+    )
+    lay["yaxis2"] = axis(
+        "Lost work", "device-h", overlaying="y", side="right", showgrid=False, rangemode="tozero"
+    )
+    lay["margin"]["r"] = 70
+    by = "node" if rows and rows[0].startswith("node ") else "accelerator type"
+    note = (
+        f"{len(down)} failures, one row per {by}; {int(killed.sum())} job kills, "
+        f"{float(lost.sum()):.3g} device-hours of computing redone."
+    )
+
+    def export() -> pd.DataFrame:
+        return pd.DataFrame(ev)
+
+    figure = {"data": traces, "layout": lay}
+    return Chart(title=FAILURE_TITLE, figure=figure, data=export, note=note)
+
+
+def savings_label(saving: dict[str, Any], baseline_label: str) -> str:
+    """``saved 2 kg (20 %) vs #3 fifo, JCT +20 %`` from a :func:`planner.baselines.savings`
+    entry (``–`` for what is undefined)."""
+
+    def num(v: Any, fmt: str) -> str:
+        return "–" if v is None else format(float(v), fmt)
+
+    kg, pct = saving.get("carbon_saved_kg"), saving.get("carbon_saved_pct")
+    verb = "saved" if kg is None or kg >= 0 else "added"
+    size = None if kg is None else abs(float(kg))
+    pct_abs = None if pct is None else abs(float(pct))
+    jct = saving.get("jct_mean_cost_pct")
+    jct_text = "–" if jct is None else f"{float(jct):+.3g} %"
+    return (
+        f"{verb} {num(size, '.3g')} kg ({num(pct_abs, '.3g')} %) vs {baseline_label}, "
+        f"JCT {jct_text}"
+    )
+
+
+def carbon_pareto(runs: Sequence[Run], baseline: Run | None = None) -> Chart:
+    """Carbon (x) against mean JCT (y), one point per run, the non-dominated ones joined,
+    each run with a baseline annotated with its savings (:mod:`planner.baselines`)."""
+    from planner.baselines import savings
+
+    done = [r for r in runs if r.summary]
+    pts = [
+        (r, (r.summary or {}).get("carbon_kg"), (r.summary or {}).get("jct_mean_s")) for r in done
+    ]
+    pts = [(r, float(x), float(y)) for r, x, y in pts if x is not None and y is not None]
+    if not pts:
+        return empty(PARETO_TITLE, "No run has both a carbon figure and a mean JCT.")
+    xs = np.array([p[1] for p in pts])
+    ys = np.array([p[2] for p in pts])
+    front = pareto_mask(xs, ys)
+    y_unit, y_scale = time_unit(ys.tolist())
+    labels = [run_label(r) for r, _, _ in pts]
+    policies = list(dict.fromkeys(label_of(r) for r, _, _ in pts))
+    colour = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(policies)}
+    traces: list[dict[str, Any]] = []
+    for p in policies:
+        idx = [i for i, (r, _, _) in enumerate(pts) if label_of(r) == p]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": p,
+                "x": rounded_array(xs[idx]),
+                "y": rounded_array(ys[idx] / y_scale),
+                "text": [labels[i] for i in idx],
+                "marker": {
+                    "color": colour[p],
+                    "size": 10,
+                    "line": {"width": [2 if front[i] else 0 for i in idx], "color": "#000"},
+                },
+                "hovertemplate": f"%{{text}}<br>%{{x:.4g}} kg, %{{y:.4g}} {y_unit}<extra></extra>",
+            }
+        )
+    f_idx = np.flatnonzero(front)
+    f_idx = f_idx[np.argsort(xs[f_idx])]
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "Pareto front",
+            "x": rounded_array(xs[f_idx]),
+            "y": rounded_array(ys[f_idx] / y_scale),
+            "line": {"color": "#888", "dash": "dot", "width": 1.2, "shape": "hv"},
+            "hoverinfo": "skip",
+        }
+    )
+    found = savings([r for r, _, _ in pts], baseline)
+    where = {r.pk: i for i, (r, _, _) in enumerate(pts)}
+    annotations = []
+    for s in found:
+        i = where[s["run"]]
+        b_run = pts[where[s["baseline"]]][0] if s["baseline"] in where else None
+        b_label = f"#{s['baseline']} {b_run.policy if b_run else s['baseline_policy']}"
+        annotations.append(
+            {
+                "x": float(xs[i]),
+                "y": float(ys[i] / y_scale),
+                "text": savings_label(s, b_label),
+                "showarrow": True,
+                "arrowhead": 0,
+                "ax": 0,
+                "ay": -28,
+                "font": {"size": 10},
+                "bgcolor": "rgba(255,255,255,0.8)",
+            }
+        )
+    lay = layout(
+        PARETO_TITLE,
+        axis("Carbon", "kg CO₂e", rangemode="tozero"),
+        axis("Mean JCT", y_unit, rangemode="tozero"),
+        annotations=annotations,
+    )
+    rule = (
+        f"against run #{baseline.pk}"
+        if baseline is not None
+        else "against the run of its base policy alone among these runs (same cluster, "
+        "workload, load and seed; docs/carbon.md)"
+    )
+    note = (
+        f"Non-dominated runs ringed and joined. {len(found)} runs annotated with the carbon "
+        f"saved and the mean JCT it cost {rule}."
+    )
+
+    def export() -> pd.DataFrame:
+        frame = pd.DataFrame(
+            {
+                "run": [r.pk for r, _, _ in pts],
+                "label": labels,
+                "carbon_kg": xs,
+                "jct_mean_s": ys,
+                "pareto": front,
+            }
+        )
+        if found:
+            frame = frame.merge(pd.DataFrame(found), how="left", on="run")
+        return frame
+
+    return Chart(title=PARETO_TITLE, figure={"data": traces, "layout": lay}, data=export, note=note)
