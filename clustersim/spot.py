@@ -451,6 +451,11 @@ def read_trace_csv(source: str | Path) -> list[tuple[int, float, float]]:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ClustersimError(f"{path}: cannot read the reclaim trace ({exc})") from None
+    return parse_trace_csv(text, str(path))
+
+
+def parse_trace_csv(text: str, path: str = "spot trace") -> list[tuple[int, float, float]]:
+    """A reclaim trace from CSV text (:func:`read_trace_csv`); errors start with ``path``."""
     reader = csv.reader(io.StringIO(text))
     header: list[str] | None = None
     lines: list[int] = []
