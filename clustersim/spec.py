@@ -35,7 +35,9 @@ Only ``pools`` is required. The keys, their meaning and defaults:
 ``pools``
     Groups of identical nodes, ``{name=pool<i>, accelerator, nodes, devices_per_node, rack |
     racks, rack_oversubscription, region, intra_gbs, nic_gbps=100, cpu_cores, host_mem_gb,
-    overhead_w, availability=1.0, mtbf_hours, repair_hours, failure_shape=1}``:
+    overhead_w, availability=1.0, mtbf_hours, repair_hours, failure_shape=1, spot=false,
+    spot_price_per_hour | spot_discount, spot_reclaim_hours, spot_return_hours,
+    spot_notice_s}``:
 
     - ``accelerator``: catalog key or alias (any case) or a user-defined type;
     - ``devices_per_node``: default by kind, 8 for GPUs and NPUs, 4 for TPU hosts, 1 for edge;
@@ -59,6 +61,13 @@ Only ``pools`` is required. The keys, their meaning and defaults:
       type; with ``availability`` < 1 the repair time is the one that makes the node online
       that share of the time, so a pool gives ``repair_hours`` or an availability below 1,
       not both).
+    - ``spot`` (default false) marks spot capacity (:mod:`clustersim.spot`,
+      ``docs/failures.md``): ``spot_price_per_hour`` ($/device-hour, >= 0) or
+      ``spot_discount`` (0..1 off the type's on-demand price, default 0.6), not both;
+      ``spot_reclaim_hours`` (mean hours between reclaims of a node, > 0, default 3,600),
+      ``spot_return_hours`` (mean hours until it returns, > 0, default 1) and
+      ``spot_notice_s`` (notice before a reclaim, 0..3600 s, default 120). The spot keys on a
+      pool that is not spot are errors.
 
 Every invalid spec raises :class:`~clustersim.errors.SpecError` whose ``field`` is the dotted
 path of the offending value (``"pools[1].devices_per_node"``); unknown keys are errors too.

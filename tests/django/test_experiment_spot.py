@@ -271,6 +271,11 @@ def test_the_form_turns_spot_on_with_a_trace_and_a_rerun_keeps_it(
     assert exp.failures is None
     page = web.get(r["Location"]).content.decode()
     assert "spot reclaims on" in page and "a trace of 1 reclaims" in page
+    run = exp.runs.get()
+    run_page = web.get(f"/runs/{run.pk}/").content.decode()
+    assert "Spot reclaims" in run_page and "Job restarts after a reclaim" in run_page
+    assert "Cloud cost: the spot device-hours at spot prices" in run_page
+    assert "Node failures" not in run_page  # reclaims are not failures
     form = web.get(f"/experiments/new/?from={exp.pk}").context["form"]
     assert form.initial["spot"] is True and form.initial["spot_trace"] == text.strip()
 
