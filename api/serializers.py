@@ -821,6 +821,55 @@ class StragglerSettingsSerializer(StrictInput, serializers.Serializer):
         return super().to_internal_value(_known_settings(self, data))
 
 
+class SpotReclaimSerializer(StrictInput, serializers.Serializer):
+    """One reclaim of a spot node (a row of a reclaim trace)."""
+
+    node = serializers.IntegerField(
+        min_value=0, help_text="Node index in the cluster (pool by pool, from 0); a spot node."
+    )
+    reclaimed_at_s = serializers.FloatField(
+        min_value=0.0, help_text="When the provider takes the node back, s of simulated time."
+    )
+    returned_at_s = serializers.FloatField(
+        help_text="When its capacity returns, s (after `reclaimed_at_s`)."
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value(_known_settings(self, data))
+
+
+class SpotSettingsSerializer(StrictInput, serializers.Serializer):
+    """Reclaims of the clusters' spot pools for every run of an experiment
+    (``docs/failures.md``, "Spot capacity"); each spot pool's price, reclaim rate, return
+    time and notice come from the cluster's spec."""
+
+    trace = serializers.ListField(
+        child=SpotReclaimSerializer(),
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=100_000,
+        help_text="Reclaims to replay instead of drawing them (a node's intervals disjoint);"
+        " null: each spot node is reclaimed at its pool's `spot_reclaim_hours`.",
+    )
+    checkpoint_interval_s = PositiveFloatField(
+        required=False,
+        default=3600.0,
+        help_text="Seconds of a job's computing between two checkpoints (> 0); with failures"
+        " on too, the same as theirs.",
+    )
+    checkpoint_overhead_s = serializers.FloatField(
+        required=False,
+        default=60.0,
+        min_value=0.0,
+        help_text="Seconds one checkpoint costs a job (>= 0): a reclaim whose notice is at"
+        " least this long loses no work.",
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value(_known_settings(self, data))
+
+
 def _known_settings(serializer: serializers.Serializer, data: Any) -> Any:
     """``data``, or a 400 naming each key that is not one of ``serializer``'s fields."""
     if isinstance(data, dict):
@@ -868,6 +917,9 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
     stragglers = StragglerSettingsSerializer(
         read_only=True, allow_null=True, help_text="Slow nodes; null: off."
     )
+    spot = SpotSettingsSerializer(
+        read_only=True, allow_null=True, help_text="Spot reclaims; null: off."
+    )
 
     class Meta:
         model = Experiment
@@ -887,6 +939,7 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
             "failures",
             "network",
             "stragglers",
+            "spot",
             "state",
             "runs_total",
             "progress",
@@ -986,6 +1039,18 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         " Refused with a co-locating policy, one with the power model, or compat gavel."
         " Null: off.",
     )
+    spot = SpotSettingsSerializer(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Turn the reclaims of the clusters' spot pools (`spot: true` in their specs)"
+        " on for every run: by their rate, or by `trace`; a job whose checkpoint fits in the"
+        " pool's notice keeps its work, the others restart from their last checkpoint. The"
+        " summaries gain spot_reclaims, spot_restarts, spot_lost_work_device_hours, goodput and"
+        " the effective training time ratio (docs/failures.md, Spot capacity). Drawn reclaims"
+        " depend on the seed: every run is repeated per seed. Refused with the power model."
+        " Null: off.",
+    )
 
     def get_fields(self) -> dict[str, Any]:
         from scheduling.registry import PLACEMENTS
@@ -1030,7 +1095,7 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
 def _experiment_error(exc: DjangoValidationError) -> serializers.ValidationError:
     """The service's refusal, under the field it names when every message names one of the
     physical models (``network: ...``, ``stragglers.share: ...``), else as a list."""
-    fields = ("failures", "network", "stragglers")
+    fields = ("failures", "network", "stragglers", "spot")
     named: dict[str, list[str]] = {}
     for message in exc.messages:
         field = message.split(":", 1)[0].split(".", 1)[0]

@@ -124,8 +124,10 @@ def _failure_options(args: argparse.Namespace, cluster: Any) -> tuple[Any, Any]:
         v = given[attr]
         if v is None:
             continue
-        if not args.failures:
-            raise ClustersimError(f"{flag} needs --failures (failures are off without it)")
+        spot = args.spot or args.spot_trace is not None
+        if not args.failures and not (spot and attr.startswith("checkpoint")):
+            needs = "--failures" if not attr.startswith("checkpoint") else "--failures or --spot"
+            raise ClustersimError(f"{flag} needs {needs} (failures are off without it)")
         if not math.isfinite(v) or (v <= low if open_ else v < low):
             raise ClustersimError(f"{flag}: must be a finite number {'>' if open_ else '>='} 0")
     if not args.failures:
@@ -138,6 +140,48 @@ def _failure_options(args: argparse.Namespace, cluster: Any) -> tuple[Any, Any]:
     keys = ("checkpoint_interval_s", "checkpoint_overhead_s")
     kw = {k: given[k] for k in keys if given[k] is not None}
     return FailureOptions(**kw), cluster
+
+
+SPOT_ROWS = (
+    ("spot_reclaims", "spot reclaims"),
+    ("spot_device_hours_reclaimed", "spot device-hours reclaimed [h]"),
+    ("spot_restarts", "job restarts after a reclaim"),
+    ("spot_restarts_saved_by_notice", "of which checkpointed in notice"),
+    ("spot_lost_work_device_hours", "lost to reclaims [device-h]"),
+    ("goodput", "goodput (useful / held)"),
+    ("effective_training_time_ratio", "effective training time ratio"),
+)
+SPOT_COST_ROWS = (
+    ("spot_device_hours", "spot device-hours [h]"),
+    ("cost_cloud_spot_usd", "cloud cost at spot prices [$]"),
+    ("spot_savings_usd", "saved against on-demand [$]"),
+)
+
+
+def _spot_options(args: argparse.Namespace, cluster: Any, failures: Any) -> Any:
+    """The run's :class:`~clustersim.spot.SpotOptions` (``None`` without ``--spot`` or
+    ``--spot-trace``); a trace is read and checked against the cluster here, so an error
+    names the file, line and column."""
+    from clustersim.spot import SpotOptions, check_trace_nodes, read_trace_csv
+
+    if not args.spot and args.spot_trace is None:
+        return None
+    if not cluster.node_spot.any():
+        flag = "--spot-trace" if args.spot_trace is not None else "--spot"
+        raise ClustersimError(
+            f'{flag}: cluster {cluster.name!r} has no spot pool (mark one with "spot": true'
+            " in its spec)"
+        )
+    trace = None
+    if args.spot_trace is not None:
+        trace = read_trace_csv(args.spot_trace)
+        check_trace_nodes(trace, cluster, where=f"--spot-trace {args.spot_trace}")
+    kw = {}
+    if failures is None:  # with failures on, the jobs' checkpoints are the failure options'
+        for key in ("checkpoint_interval_s", "checkpoint_overhead_s"):
+            if getattr(args, key) is not None:
+                kw[key] = getattr(args, key)
+    return SpotOptions(trace=trace, **kw)
 
 
 STRAGGLER_ROWS = (
@@ -197,6 +241,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ClustersimError("; ".join(p.replace("--param.", "--param ") for p in problems))
     failures, cluster = _failure_options(args, cluster)
     stragglers = _straggler_options(args)
+    spot = _spot_options(args, cluster, failures)
     jobs, report = read_trace(args.trace, args.format, limits=_limits())
     run = prepare(
         jobs,
@@ -221,6 +266,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             carbon_start=args.start,
             stragglers=stragglers,
             network=NetworkOptions() if args.network else None,
+            spot=spot,
             **run.engine,
         ),
     )
@@ -263,6 +309,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  {label:<32} {_fmt(out.get(key))}")
     if result.failures is not None:  # node failures (clustersim/failures.py)
         for key, label in FAILURE_ROWS:
+            print(f"  {label:<32} {_fmt(out.get(key))}")
+    if result.spot is not None:  # spot reclaims (clustersim/spot.py)
+        shown = dict(FAILURE_ROWS) if result.failures is not None else {}
+        for key, label in SPOT_ROWS:
+            if key not in shown:
+                print(f"  {label:<32} {_fmt(out.get(key))}")
+    if "spot_device_hours" in out:  # a cluster with spot pools (clustersim/spot.py)
+        for key, label in SPOT_COST_ROWS:
             print(f"  {label:<32} {_fmt(out.get(key))}")
     if result.stragglers is not None:  # slow nodes (clustersim/stragglers.py)
         for key, label in STRAGGLER_ROWS:
@@ -492,13 +546,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint-interval-s",
         type=float,
         default=None,
-        help="with --failures: computing between two checkpoints of a job [s] (default 3600)",
+        help="with --failures or --spot: computing between two checkpoints of a job [s]"
+        " (default 3600)",
     )
     r.add_argument(
         "--checkpoint-overhead-s",
         type=float,
         default=None,
-        help="with --failures: time one checkpoint costs a job [s] (default 60)",
+        help="with --failures or --spot: time one checkpoint costs a job [s] (default 60)",
+    )
+    r.add_argument(
+        "--spot",
+        action="store_true",
+        help="the spec's spot pools lose nodes at their spot_reclaim_hours and get them back"
+        " after spot_return_hours; a job whose checkpoint fits in the notice keeps its work"
+        " (docs/failures.md, 'Spot capacity')",
+    )
+    r.add_argument(
+        "--spot-trace",
+        default=None,
+        metavar="FILE",
+        help="spot reclaims from a CSV of node,reclaimed_at_s,returned_at_s (implies --spot;"
+        " nodes numbered pool by pool from 0)",
     )
     r.add_argument(
         "--slow-share",

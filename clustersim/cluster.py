@@ -154,6 +154,13 @@ class Cluster:
         failures on): mean time between failures (h), mean repair time (h) and Weibull shape
         of the time to failure (1 = exponential); ``nan`` (or empty arrays) for the
         documented defaults of :func:`clustersim.failures.node_parameters`.
+    node_spot_price : (n_nodes,) float64
+        Spot price of each node's devices, $ per device-hour (:mod:`clustersim.spot`);
+        ``nan`` for an on-demand node, an empty array for a cluster without spot capacity.
+    node_spot_reclaim_h, node_spot_return_h, node_spot_notice_s : (n_nodes,) float64
+        Reclaims of each spot node (used only by runs with spot reclaims on): mean hours
+        between reclaims, mean hours until the capacity returns, and the notice the provider
+        gives before a reclaim (s); ``nan`` for on-demand nodes (empty arrays: none).
     """
 
     name: str
@@ -179,6 +186,18 @@ class Cluster:
     node_failure_shape: npt.NDArray[np.float64] = field(
         default_factory=lambda: np.zeros(0, dtype=np.float64)
     )
+    node_spot_price: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    node_spot_reclaim_h: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    node_spot_return_h: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    node_spot_notice_s: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
 
     @property
     def n_nodes(self) -> int:
@@ -197,6 +216,14 @@ class Cluster:
         return np.bincount(
             self.node_type, weights=self.node_devices, minlength=self.n_types
         ).astype(np.int64)
+
+    @property
+    def node_spot(self) -> npt.NDArray[np.bool_]:
+        """(n_nodes,) whether each node is spot capacity (:mod:`clustersim.spot`)."""
+        price = np.asarray(self.node_spot_price, dtype=np.float64)
+        if len(price) != self.n_nodes:
+            return np.zeros(self.n_nodes, dtype=bool)
+        return ~np.isnan(price)
 
     @property
     def total_devices(self) -> int:

@@ -143,6 +143,8 @@ from clustersim.result import (
     Stints,
 )
 from clustersim.rounds import realise_fractions
+from clustersim.spot import SpotOptions, SpotReclaims
+from clustersim.spot import check_engine as check_spot
 from clustersim.stragglers import SlowNodes, StragglerOptions, check_engine
 from scheduling.base import Decision, Placement, Policy, State
 
@@ -207,6 +209,10 @@ class EngineOptions:
         Network contention: multi-node jobs share NICs and rack uplinks
         (:mod:`clustersim.network`); ``None`` (the default): each placement keeps the static
         link of the performance model and the run is exactly as without the module.
+    spot
+        Spot reclaims: the cluster's spot pools lose nodes at their rate or by a trace, with
+        notice (:mod:`clustersim.spot`); ``None`` (the default): spot nodes are never
+        reclaimed (they are still priced at their spot price).
     """
 
     seed: int = 0
@@ -219,6 +225,7 @@ class EngineOptions:
     carbon_start: str = DEFAULT_START
     stragglers: StragglerOptions | None = None
     network: NetworkOptions | None = None
+    spot: SpotOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +267,7 @@ class _Run:
         options: EngineOptions,
         failures: NodeFailures | None = None,
         stragglers: SlowNodes | None = None,
+        spot: SpotReclaims | None = None,
     ) -> None:
         self.jobs = jobs
         self.cluster = cluster
@@ -437,6 +445,17 @@ class _Run:
             except SimulationError as exc:
                 raise SimulationError(f"policy {policy.name!r}: {exc}") from None
         self.failures = failures
+        # spot reclaims (clustersim.spot): the failures' mechanism, with its own timelines
+        if spot is not None:
+            try:
+                check_spot(
+                    self.coloc is not None, self.power is not None, options.whole_steps_per_round
+                )
+            except SimulationError as exc:
+                raise SimulationError(f"policy {policy.name!r}: {exc}") from None
+        self.spot = spot
+        #: What takes nodes down and brings them back (failures, spot reclaims), in that order
+        self.outages = [o for o in (failures, spot) if o is not None]
         # slow nodes (clustersim.stragglers): jobs started on one are re-rated to its pace
         if stragglers is not None:
             check_engine(
@@ -1104,16 +1123,16 @@ class _Run:
         preemptive, schedule, apply = policy.preemptive, policy.schedule, self._apply
         inf = math.inf
         events = self.events
-        failures = self.failures
+        outages = self.outages  # failures, spot reclaims; empty when both are off
         net = self.network  # network contention (clustersim.network), None when off
-        t_fail = inf  # next failure or repair (clustersim.failures); inf when failures are off
+        t_fail = inf  # next failure, reclaim or return; inf when none is on
         while True:
             t_arr = sub[ai] if ai < n_ok else inf
             t_fin, t_mark = next_times(self.heap_t, self.heap_je, ctr, epoch)
             n_active = self.n_active
-            if failures is not None:
+            if outages:
                 # an idle cluster with no arrival to come has no use for more failures
-                t_fail = failures.next_time if n_active or t_arr < inf else inf
+                t_fail = min([o.next_time for o in outages]) if n_active or t_arr < inf else inf
             if n_active:
                 t_next = min(t_arr, t_fin, next_round, wake, t_mark, t_fail)
             else:
@@ -1136,9 +1155,12 @@ class _Run:
                 n_active -= k_done
                 completed += k_done
                 changed = True
-            # node failures and repairs (jobs on a failed node go back to the queue)
-            if t_fail <= t_next and failures is not None:
-                changed = failures.apply(self, t_next) or changed
+            # node failures and repairs, spot reclaims and returns (jobs on a node that goes
+            # down go back to the queue)
+            if t_fail <= t_next:
+                for src in outages:
+                    if src.next_time <= t_next:
+                        changed = src.apply(self, t_next) or changed
             # arrivals
             if t_arr <= t_next:
                 hi = bisect.bisect_right(sub, t_next, ai)
@@ -1275,6 +1297,7 @@ class _Run:
             failures=None if self.failures is None else self.failures.record(self, end),
             stragglers=None if self.stragglers is None else self.stragglers.record(),
             network=None if net is None else net.record(self, end),
+            spot=None if self.spot is None else self.spot.record(self, end),
         )
 
 
@@ -1406,6 +1429,7 @@ def seed_matters(
     placement: Placement | type[Placement] | None = None,
     failures: FailureOptions | None = None,
     stragglers: StragglerOptions | None = None,
+    spot: SpotOptions | None = None,
 ) -> bool:
     """Whether :func:`simulate` with this policy and placement can answer differently for
     another ``seed`` (all other inputs equal).
@@ -1415,8 +1439,9 @@ def seed_matters(
     draws from its child (``uses_seed``; checked both ways by the policy conformance
     battery). When neither does, every seed gives byte-identical results: running such a
     configuration once stands for every seed. A stochastic model of the engine is declared
-    here too: node failures drawn at random (``failures`` with no scripted schedule) depend
-    on the seed. (Arrival jitter, if added, must be declared here as well.)
+    here too: node failures drawn at random (``failures`` with no scripted schedule) and
+    spot reclaims drawn at their rate (``spot`` with no trace) depend on the seed. (Arrival
+    jitter, if added, must be declared here as well.)
 
     Parameters
     ----------
@@ -1429,12 +1454,15 @@ def seed_matters(
     stragglers
         The run's straggler options (``EngineOptions.stragglers``): slow nodes drawn from a
         share depend on the seed.
+    spot
+        The run's spot options (``EngineOptions.spot``); ``None``: no reclaims.
     """
     return bool(
         policy.uses_seed
         or (placement is not None and placement.uses_seed)
         or (failures is not None and failures.draws)
         or (stragglers is not None and stragglers.draws)
+        or (spot is not None and spot.draws)
     )
 
 
@@ -1499,8 +1527,14 @@ def simulate(
         start = float(jobs.submit_time.min()) if len(jobs) else 0.0
         failures = NodeFailures(cluster, len(jobs), opt.failures, opt.seed, start)
         rates = failures.rates(rates)
+    spot = None
+    if opt.spot is not None:  # its own streams: SeedSequence(seed, spawn_key=(4, r))
+        start = float(jobs.submit_time.min()) if len(jobs) else 0.0
+        spot = SpotReclaims(cluster, len(jobs), opt.spot, opt.seed, start, failures)
+        rates = spot.rates(rates)
     stragglers = None
     if opt.stragglers is not None:  # its own stream: SeedSequence(seed, spawn_key=(3,))
         stragglers = SlowNodes(cluster, opt.stragglers, opt.seed)
         placement = stragglers.placement(placement)
-    return _Run(jobs, cluster, policy, placement, rates, opt, failures, stragglers).run()
+    run = _Run(jobs, cluster, policy, placement, rates, opt, failures, stragglers, spot)
+    return run.run()

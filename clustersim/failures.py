@@ -323,6 +323,9 @@ class NodeFailures:
         # what the current downtime of each node killed: jobs, device-seconds lost
         self._kills = np.zeros(n_nodes, dtype=np.int64)
         self._kill_lost = np.zeros(n_nodes)
+        #: Outages under way per node (a failure, a spot reclaim: :mod:`clustersim.spot`
+        #: shares this array): a node is down while its count is above zero.
+        self.outages = np.zeros(n_nodes, dtype=np.int64)
         self.restarts = np.zeros(n_jobs, dtype=np.int64)
         self.lost_work = np.zeros(n_jobs)
         self.lost_wall = np.zeros(n_jobs)
@@ -374,21 +377,28 @@ class NodeFailures:
         while heap and heap[0][0] <= t:
             when, node, down = heapq.heappop(heap)
             ty, dev = int(nodes_i[NODE_TYPE, node]), int(nodes_i[NODE_DEVICES, node])
+            outages = self.outages
             if down:
-                self._kills[node], self._kill_lost[node] = self._kill(eng, node)
-                if nodes_i[NODE_FREE, node] != dev:
-                    raise SimulationError(f"node {node} still holds devices after its failure")
-                nodes_i[NODE_FREE, node] = 0
-                types_i[TYPE_FREE, ty] -= dev
-                types_i[TYPE_CAPACITY, ty] -= dev
+                if not outages[node]:  # up until now (not down for another cause)
+                    self._kills[node], self._kill_lost[node] = self._kill(eng, node)
+                    if nodes_i[NODE_FREE, node] != dev:
+                        raise SimulationError(f"node {node} still holds devices after its outage")
+                    nodes_i[NODE_FREE, node] = 0
+                    types_i[TYPE_FREE, ty] -= dev
+                    types_i[TYPE_CAPACITY, ty] -= dev
+                else:  # already down for another cause: this outage kills nothing
+                    self._kills[node], self._kill_lost[node] = 0, 0.0
+                outages[node] += 1
                 self._down_at[node] = when
                 if not self._scripted:
                     _, rep = self._round(int(self._cycle[node]))
                     heapq.heappush(heap, (when + float(rep[node]), node, 0))
             else:
-                nodes_i[NODE_FREE, node] = dev
-                types_i[TYPE_FREE, ty] += dev
-                types_i[TYPE_CAPACITY, ty] += dev
+                outages[node] -= 1
+                if not outages[node]:  # back (no other outage under way)
+                    nodes_i[NODE_FREE, node] = dev
+                    types_i[TYPE_FREE, ty] += dev
+                    types_i[TYPE_CAPACITY, ty] += dev
                 self._log.append(
                     (
                         node,
@@ -408,57 +418,23 @@ class NodeFailures:
         return changed
 
     def _kill(self, eng: EngineView, node: int) -> tuple[int, float]:
-        """Stop the jobs holding devices on ``node`` and roll each back to its last checkpoint.
-
-        Checkpoint ``c`` of a stint is done ``c (I + O)`` s after its restore stall ends (the
-        job progresses at its checkpointed rate throughout), so a job killed ``τ`` s after
-        that keeps ``crate × floor(τ / (I + O)) × (I + O)`` work units of the stint and
-        redoes the rest. Returns the jobs killed and the device-seconds of computing lost.
-        """
-        k = int(eng.ctr[CTR_RUN])
-        if not k:
+        """Stop the jobs holding devices on ``node`` and roll each back to its last
+        checkpoint (:func:`roll_back`). Returns the jobs killed and the device-seconds of
+        computing lost."""
+        out = roll_back(eng, node, self.interval, self.overhead)
+        if out is None:
             return 0, 0.0
-        ji, jf = eng.ji, eng.jf
-        run = eng.run_order[:k]
-        held = ji[JI_ALLOC_N, run] > 0  # co-located guests hold no device (nor slot)
-        run = run[held]
-        placed = ji[JI_PLACED, run]
-        if not len(run):
-            return 0, 0.0
-        first = ji[JI_SLOT, run]
-        rows = np.repeat(first - np.cumsum(placed) + placed, placed) + np.arange(placed.sum())
-        on = eng.slots[0, rows] == node
-        victims = np.unique(np.repeat(run, placed)[on])
-        if not len(victims):
-            return 0, 0.0
-        # where each stint's checkpoints are, before co-location re-bases the hosts' stints
-        rr = jf[JF_ROUND_REM, victims].copy()
-        upto = np.minimum(eng.now, jf[JF_CAP, victims])
-        tau = np.maximum(upto - jf[JF_STALL, victims], 0.0)
-        cyc = self.cycle[victims]
-        done_cycles = np.floor(tau / cyc)
-        crate = jf[JF_CRATE, victims].copy()
-        saved = crate * done_cycles * cyc
-        devices = ji[JI_ALLOC_N, victims].astype(np.float64)
-        eng._before_kill()  # co-located guests stop first
-        eng._stop(victims, completed=False)
-        progress = np.maximum(rr - jf[JF_REMAINING, victims], 0.0)
-        saved = np.minimum(saved, progress)
-        lost = progress - saved
-        jf[JF_REMAINING, victims] = rr - saved
-        # the computing that work took: the time since the last checkpoint less its share
-        # of checkpoint writing (which `summary` counts with all checkpoint writing)
-        raw = crate * cyc / self.interval[victims]  # the rate without checkpointing
-        lost_wall = np.where(raw > 0, lost / np.where(raw > 0, raw, 1.0), 0.0)
+        victims, lost, lost_wall, devices, _ = out
         self.restarts[victims] += 1
         self.lost_work[victims] += lost
         self.lost_wall[victims] += lost_wall
         self.lost_dev[victims] += lost_wall * devices
         return len(victims), float((lost_wall * devices).sum())
 
-    def record(self, eng: EngineView, end: float) -> FailureRecord:
-        """What failures did, for ``RunResult.failures`` (nodes still down at ``end`` are
-        listed with their scheduled repair, or ``inf``)."""
+    def _intervals(self) -> tuple[IntArray, FloatArray, FloatArray, IntArray, FloatArray]:
+        """Every outage of this cause: node, start, end (nodes still down at the end listed
+        with their scheduled end, or ``inf``), jobs it killed and device-seconds of computing
+        they lost, in order of start."""
         log = list(self._log)
         pending = {node: when for when, node, down in self._heap if not down}
         for node in np.flatnonzero(~np.isnan(self._down_at)).tolist():
@@ -473,11 +449,22 @@ class NodeFailures:
             )
         log.sort(key=lambda x: (x[1], x[0]))
         arr = np.array(log, dtype=np.float64).reshape(-1, 5)
-        nodes = arr[:, 0].astype(np.int64)
+        return (
+            arr[:, 0].astype(np.int64),
+            arr[:, 1].copy(),
+            arr[:, 2].copy(),
+            arr[:, 3].astype(np.int64),
+            arr[:, 4].copy(),
+        )
+
+    def record(self, eng: EngineView, end: float) -> FailureRecord:
+        """What failures did, for ``RunResult.failures`` (nodes still down at ``end`` are
+        listed with their scheduled repair, or ``inf``)."""
+        nodes, down, up, killed, lost_at = self._intervals()
         return FailureRecord(
             node=nodes,
-            down=arr[:, 1].copy(),
-            up=arr[:, 2].copy(),
+            down=down,
+            up=up,
             restarts=self.restarts.copy(),
             lost_work=self.lost_work.copy(),
             lost_wall_s=self.lost_wall.copy(),
@@ -487,9 +474,80 @@ class NodeFailures:
             restore_s=eng.jf[JF_RESTORE].copy(),
             end=float(end),
             devices=eng.nodes_i[NODE_DEVICES, nodes].copy(),
-            killed=arr[:, 3].astype(np.int64),
-            lost_device_s_at=arr[:, 4].copy(),
+            killed=killed,
+            lost_device_s_at=lost_at,
         )
+
+
+def roll_back(
+    eng: EngineView,
+    node: int,
+    interval: FloatArray,
+    overhead: FloatArray,
+    notice_s: float | None = None,
+) -> tuple[IntArray, FloatArray, FloatArray, FloatArray, BoolArray] | None:
+    """Stop the jobs holding devices on ``node`` and roll each back to its last checkpoint.
+
+    Checkpoint ``c`` of a stint is done ``c (I + O)`` s after its restore stall ends (the
+    job progresses at its checkpointed rate throughout), so a job killed ``τ`` s after
+    that keeps ``crate × floor(τ / (I + O)) × (I + O)`` work units of the stint and
+    redoes the rest. With a ``notice_s`` (a spot reclaim, :mod:`clustersim.spot`), a job
+    whose checkpoint write time ``O`` is at most the notice (a notice of 0 is none)
+    checkpoints in the notice window and keeps all its progress.
+
+    Parameters
+    ----------
+    interval, overhead : (n,) float64
+        Each job's checkpoint interval ``I`` and overhead ``O``.
+
+    Returns
+    -------
+    None when no job held a device on the node, else ``(victims, lost, lost_wall,
+    devices, kept)``: the jobs stopped (k,) int64, the work each lost, the computing time
+    that work took (s, without checkpoint writing), each one's devices, and whether each
+    kept all its progress (k,) bool.
+    """
+    k = int(eng.ctr[CTR_RUN])
+    if not k:
+        return None
+    ji, jf = eng.ji, eng.jf
+    run = eng.run_order[:k]
+    held = ji[JI_ALLOC_N, run] > 0  # co-located guests hold no device (nor slot)
+    run = run[held]
+    placed = ji[JI_PLACED, run]
+    if not len(run):
+        return None
+    first = ji[JI_SLOT, run]
+    rows = np.repeat(first - np.cumsum(placed) + placed, placed) + np.arange(placed.sum())
+    on = eng.slots[0, rows] == node
+    victims = np.unique(np.repeat(run, placed)[on])
+    if not len(victims):
+        return None
+    # where each stint's checkpoints are, before co-location re-bases the hosts' stints
+    rr = jf[JF_ROUND_REM, victims].copy()
+    upto = np.minimum(eng.now, jf[JF_CAP, victims])
+    tau = np.maximum(upto - jf[JF_STALL, victims], 0.0)
+    cyc = interval[victims] + overhead[victims]
+    done_cycles = np.floor(tau / cyc)
+    crate = jf[JF_CRATE, victims].copy()
+    saved = crate * done_cycles * cyc
+    devices = ji[JI_ALLOC_N, victims].astype(np.float64)
+    eng._before_kill()  # co-located guests stop first
+    eng._stop(victims, completed=False)
+    progress = np.maximum(rr - jf[JF_REMAINING, victims], 0.0)
+    if notice_s is not None and notice_s > 0:
+        kept = overhead[victims] <= notice_s
+        saved = np.where(kept, progress, np.minimum(saved, progress))
+    else:
+        kept = np.zeros(len(victims), dtype=bool)
+        saved = np.minimum(saved, progress)
+    lost = progress - saved
+    jf[JF_REMAINING, victims] = rr - saved
+    # the computing that work took: the time since the last checkpoint less its share
+    # of checkpoint writing (which `summary` counts with all checkpoint writing)
+    raw = crate * cyc / interval[victims]  # the rate without checkpointing
+    lost_wall = np.where(raw > 0, lost / np.where(raw > 0, raw, 1.0), 0.0)
+    return victims, lost, lost_wall, devices, kept
 
 
 def _checked_schedule(
@@ -541,18 +599,43 @@ def summary(result: RunResult) -> dict[str, float | int | None]:
     rec = result.failures
     if rec is None:
         return {}
+    shared = useful_time(
+        result, rec.interval_s, rec.overhead_s, rec.restore_s, rec.lost_device_s, rec.lost_wall_s
+    )
+    down_s = np.minimum(rec.up, rec.end) - np.minimum(rec.down, rec.end)
+    return {
+        "node_failures": int(np.count_nonzero(rec.down <= rec.end)),
+        "device_hours_down": float((down_s * rec.devices).sum()) / 3600.0,
+        "restarts": int(rec.restarts.sum()),
+        "jobs_restarted": int(np.count_nonzero(rec.restarts)),
+        "lost_work_device_hours": float(rec.lost_device_s.sum()) / 3600.0,
+        **shared,
+    }
+
+
+def useful_time(
+    result: RunResult,
+    interval_s: FloatArray,
+    overhead_s: FloatArray,
+    restore_s: FloatArray,
+    lost_device_s: FloatArray,
+    lost_wall_s: FloatArray,
+) -> dict[str, float | None]:
+    """``checkpoint_device_hours``, ``goodput`` and ``effective_training_time_ratio`` of a run
+    whose jobs checkpoint (:func:`summary`), with the work lost per job given (n,) (that of
+    failures, of spot reclaims, or both)."""
     st = result.stints
     j = st.job
     first_start = result.first_start
     span = st.end - st.start
     resumed = st.start > first_start[j]
-    stall = np.where(resumed, np.minimum(rec.restore_s[j], span), 0.0)
+    stall = np.where(resumed, np.minimum(restore_s[j], span), 0.0)
     computing = span - stall
-    ckpt = computing * rec.overhead_s[j] / (rec.interval_s[j] + rec.overhead_s[j])
+    ckpt = computing * overhead_s[j] / (interval_s[j] + overhead_s[j])
     dev = st.devices.astype(np.float64)
     held_dev_s = float((span * dev).sum())
     ckpt_dev_s = float((ckpt * dev).sum())
-    lost_dev_s = float(rec.lost_device_s.sum())
+    lost_dev_s = float(lost_device_s.sum())
     useful_dev_s = held_dev_s - float((stall * dev).sum()) - ckpt_dev_s - lost_dev_s
     # wall time per job: the first row of each (job, stint), whatever the nodes it spans
     useful_wall = np.zeros(len(first_start))
@@ -563,16 +646,10 @@ def summary(result: RunResult) -> dict[str, float | int | None]:
         head[1:] = (js[1:] != js[:-1]) | (ss[1:] != ss[:-1])
         rows = order[head]
         np.add.at(useful_wall, j[rows], (computing - ckpt)[rows])
-    useful_wall -= rec.lost_wall_s
+    useful_wall -= lost_wall_s
     done = np.isfinite(result.finish)
     lived = float((result.finish[done] - first_start[done]).sum())
-    down_s = np.minimum(rec.up, rec.end) - np.minimum(rec.down, rec.end)
     return {
-        "node_failures": int(np.count_nonzero(rec.down <= rec.end)),
-        "device_hours_down": float((down_s * rec.devices).sum()) / 3600.0,
-        "restarts": int(rec.restarts.sum()),
-        "jobs_restarted": int(np.count_nonzero(rec.restarts)),
-        "lost_work_device_hours": lost_dev_s / 3600.0,
         "checkpoint_device_hours": ckpt_dev_s / 3600.0,
         "goodput": useful_dev_s / held_dev_s if held_dev_s > 0 else None,
         "effective_training_time_ratio": (

@@ -110,6 +110,16 @@ Cloud cost (``cost_cloud_usd``)
     What renting the devices on demand costs: Σ over types of ``price_per_hour`` × busy
     device-hours, over the whole run (device-hours actually held; on-demand prices include
     power, so no energy is added).
+Spot capacity (clusters with spot pools only; ``docs/failures.md``)
+    The cloud cost charges the device-hours held on a spot pool's nodes at its spot price,
+    not the on-demand price: ``cost_cloud_spot_usd`` is that part, ``spot_device_hours`` the
+    device-hours it pays for and ``spot_savings_usd`` what they would have cost more at
+    on-demand prices. Owned cost is unchanged (it prices every device as owned). With
+    reclaims on, ``spot_reclaims``, ``spot_device_hours_reclaimed``, ``spot_restarts``,
+    ``spot_jobs_restarted``, ``spot_restarts_saved_by_notice`` and
+    ``spot_lost_work_device_hours``, apart from the failures' keys, and ``goodput``,
+    ``effective_training_time_ratio`` and ``checkpoint_device_hours`` as with failures
+    (counting the work lost to both).
 Electricity cost (``electricity_cost_usd``)
     Σ region energy over the accounting window × region ``price_per_kwh`` (the energy of
     ``energy_kwh``); informational, not part of either cost.
@@ -164,6 +174,8 @@ from clustersim.failures import summary as failure_metrics
 from clustersim.network import summary as network_metrics
 from clustersim.power import BUSY, IDLE, OFF, WAKE, state_power_w
 from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+from clustersim.spot import cost as spot_cost
+from clustersim.spot import summary as spot_metrics
 from clustersim.stragglers import summary as straggler_metrics
 
 if TYPE_CHECKING:  # pandas only for the per-job tables, not on the simulation path
@@ -580,6 +592,10 @@ def summary(
     # node failures (clustersim.failures): keys present only when the run had failures on
     if result.failures is not None:
         out.update(failure_metrics(result))
+    # spot reclaims (clustersim.spot): keys present only when the run had reclaims on; its
+    # goodput and ETTR count the work lost to reclaims and failures together
+    if result.spot is not None:
+        out.update(spot_metrics(result))
     # slow nodes (clustersim.stragglers): keys present only when the run had stragglers on
     if result.stragglers is not None:
         out.update(straggler_metrics(result))
@@ -622,9 +638,15 @@ def summary(
     out["cost_owned_energy_usd"] = energy_cost
     out["cost_owned_usd"] = owned
     out["cost_usd"] = owned  # documented alias of cost_owned_usd
-    # Cloud: on-demand price of the device-hours actually held.
+    # Cloud: on-demand price of the device-hours actually held (spot pools' at their price).
     price = np.array([t.price_per_hour for t in cl.types], dtype=np.float64)
     cloud = float((price * busy_type_s).sum()) / 3600.0
+    if cl.node_spot.any():  # keys present only for a cluster with spot pools
+        spot_h, spot_usd, spot_on_demand_usd = spot_cost(result, window)
+        cloud += spot_usd - spot_on_demand_usd
+        out["spot_device_hours"] = spot_h
+        out["cost_cloud_spot_usd"] = spot_usd
+        out["spot_savings_usd"] = spot_on_demand_usd - spot_usd
     out["cost_cloud_usd"] = cloud
 
     # Completed work in reference GPU-hours (policy-independent per job), not device-hours held.

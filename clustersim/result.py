@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from clustersim.failures import FailureRecord
     from clustersim.network import NetworkRecord
     from clustersim.power import PowerTrace
+    from clustersim.spot import SpotRecord
     from clustersim.stragglers import StragglerRecord
 
 FloatArray = npt.NDArray[np.float64]
@@ -130,6 +131,9 @@ class RunResult:
     network : NetworkRecord or None
         With network contention on (``EngineOptions.network``): time lost to contention
         and uplink traffic (:class:`clustersim.network.NetworkRecord`); ``None`` without it.
+    spot : SpotRecord or None
+        With spot reclaims on (``EngineOptions.spot``): the reclaims, the jobs they stopped
+        and the work lost (:class:`clustersim.spot.SpotRecord`); ``None`` without them.
     """
 
     jobs: JobTable
@@ -160,6 +164,7 @@ class RunResult:
     failures: FailureRecord | None = None
     stragglers: StragglerRecord | None = None
     network: NetworkRecord | None = None
+    spot: SpotRecord | None = None
 
     def __post_init__(self) -> None:
         n = len(self.jobs)

@@ -35,7 +35,9 @@ Only ``pools`` is required. The keys, their meaning and defaults:
 ``pools``
     Groups of identical nodes, ``{name=pool<i>, accelerator, nodes, devices_per_node, rack |
     racks, rack_oversubscription, region, intra_gbs, nic_gbps=100, cpu_cores, host_mem_gb,
-    overhead_w, availability=1.0, mtbf_hours, repair_hours, failure_shape=1}``:
+    overhead_w, availability=1.0, mtbf_hours, repair_hours, failure_shape=1, spot=false,
+    spot_price_per_hour | spot_discount, spot_reclaim_hours, spot_return_hours,
+    spot_notice_s}``:
 
     - ``accelerator``: catalog key or alias (any case) or a user-defined type;
     - ``devices_per_node``: default by kind, 8 for GPUs and NPUs, 4 for TPU hosts, 1 for edge;
@@ -59,6 +61,13 @@ Only ``pools`` is required. The keys, their meaning and defaults:
       type; with ``availability`` < 1 the repair time is the one that makes the node online
       that share of the time, so a pool gives ``repair_hours`` or an availability below 1,
       not both).
+    - ``spot`` (default false) marks spot capacity (:mod:`clustersim.spot`,
+      ``docs/failures.md``): ``spot_price_per_hour`` ($/device-hour, >= 0) or
+      ``spot_discount`` (0..1 off the type's on-demand price, default 0.6), not both;
+      ``spot_reclaim_hours`` (mean hours between reclaims of a node, > 0, default 3,600),
+      ``spot_return_hours`` (mean hours until it returns, > 0, default 1) and
+      ``spot_notice_s`` (notice before a reclaim, 0..3600 s, default 120). The spot keys on a
+      pool that is not spot are errors.
 
 Every invalid spec raises :class:`~clustersim.errors.SpecError` whose ``field`` is the dotted
 path of the offending value (``"pools[1].devices_per_node"``); unknown keys are errors too.
@@ -172,6 +181,20 @@ _POOL_KEYS = (
     "mtbf_hours",
     "repair_hours",
     "failure_shape",
+    "spot",
+    "spot_price_per_hour",
+    "spot_discount",
+    "spot_reclaim_hours",
+    "spot_return_hours",
+    "spot_notice_s",
+)
+#: The keys of a spot pool besides ``spot`` itself (:mod:`clustersim.spot`).
+_SPOT_KEYS = (
+    "spot_price_per_hour",
+    "spot_discount",
+    "spot_reclaim_hours",
+    "spot_return_hours",
+    "spot_notice_s",
 )
 #: Largest Weibull shape a pool may give (20 is already nearly a fixed lifetime).
 MAX_FAILURE_SHAPE = 20.0
@@ -494,6 +517,10 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
             "mtbf",
             "repair",
             "shape",
+            "spot_price",
+            "spot_reclaim",
+            "spot_return",
+            "spot_notice",
         )
     }
     pool_names: dict[str, str] = {}
@@ -536,6 +563,7 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
                 "the availability sets the repair time (mtbf x (1 - availability) / "
                 "availability)",
             )
+        spot_price, spot_reclaim, spot_return, spot_notice = _spot_pool(pool, p, acc)
         if "cpu_cores" in pool:
             _integer(pool, "cpu_cores", p, high=1_000_000)
         if "host_mem_gb" in pool:
@@ -596,6 +624,10 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
                 ("mtbf", mtbf),
                 ("repair", repair),
                 ("shape", shape),
+                ("spot_price", spot_price),
+                ("spot_reclaim", spot_reclaim),
+                ("spot_return", spot_return),
+                ("spot_notice", spot_notice),
             ):
                 cols[key].append(np.full(count, value))
 
@@ -618,6 +650,59 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
         node_mtbf_h=cat("mtbf", np.float64),
         node_repair_h=cat("repair", np.float64),
         node_failure_shape=cat("shape", np.float64),
+        **(
+            {
+                "node_spot_price": spot_price_col,
+                "node_spot_reclaim_h": cat("spot_reclaim", np.float64),
+                "node_spot_return_h": cat("spot_return", np.float64),
+                "node_spot_notice_s": cat("spot_notice", np.float64),
+            }
+            if not np.isnan(spot_price_col := cat("spot_price", np.float64)).all()
+            else {}
+        ),
+    )
+
+
+def _spot_pool(
+    pool: Mapping[str, Any], path: str, acc: AcceleratorType
+) -> tuple[float, float, float, float]:
+    """A pool's spot price ($/device-hour), mean hours between reclaims, mean hours until the
+    capacity returns and notice (s); all ``nan`` for an on-demand pool.
+
+    Defaults and their sources: :mod:`clustersim.spot`. A spot key on a pool that is not
+    ``spot: true`` is an error (it would be ignored), as are a price and a discount together.
+    """
+    from clustersim.spot import (
+        DEFAULT_DISCOUNT,
+        DEFAULT_NOTICE_S,
+        DEFAULT_RECLAIM_HOURS,
+        DEFAULT_RETURN_HOURS,
+        MAX_NOTICE_S,
+    )
+
+    spot = pool.get("spot", False)
+    if not isinstance(spot, bool):
+        raise SpecError(_path(path, "spot"), f"must be true or false, not {_kind(spot)}")
+    if not spot:
+        for key in _SPOT_KEYS:
+            if key in pool:
+                raise SpecError(_path(path, key), "only for a spot pool: set spot: true")
+        return math.nan, math.nan, math.nan, math.nan
+    if "spot_price_per_hour" in pool and "spot_discount" in pool:
+        raise SpecError(
+            _path(path, "spot_discount"),
+            "give either spot_price_per_hour or spot_discount (off the on-demand price), not both",
+        )
+    if "spot_price_per_hour" in pool:
+        price = _number(pool, "spot_price_per_hour", path, low=0)
+    else:
+        discount = _number(pool, "spot_discount", path, DEFAULT_DISCOUNT, low=0, high=1)
+        price = float(acc.price_per_hour) * (1.0 - discount)
+    return (
+        price,
+        _number(pool, "spot_reclaim_hours", path, DEFAULT_RECLAIM_HOURS, low=0, low_open=True),
+        _number(pool, "spot_return_hours", path, DEFAULT_RETURN_HOURS, low=0, low_open=True),
+        _number(pool, "spot_notice_s", path, DEFAULT_NOTICE_S, low=0, high=MAX_NOTICE_S),
     )
 
 
@@ -709,6 +794,15 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
         failure_col(a)
         for a in (cluster.node_mtbf_h, cluster.node_repair_h, cluster.node_failure_shape)
     )
+    spot_price, spot_reclaim, spot_return, spot_notice = (
+        failure_col(a)
+        for a in (
+            cluster.node_spot_price,
+            cluster.node_spot_reclaim_h,
+            cluster.node_spot_return_h,
+            cluster.node_spot_notice_s,
+        )
+    )
     n_racks = len(cluster.rack_oversub)
     rack_region = np.zeros(n_racks, dtype=np.int64)
     for r in range(n_racks):
@@ -734,6 +828,10 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
         mtbf,
         repair,
         shape,
+        spot_price,
+        spot_reclaim,
+        spot_return,
+        spot_notice,
     )
     start = 0
     for i in range(1, n + 1):
@@ -759,6 +857,17 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
                     )
                     if col[start] > 0
                 },
+                **(
+                    {
+                        "spot": True,
+                        "spot_price_per_hour": float(spot_price[start]),
+                        "spot_reclaim_hours": float(spot_reclaim[start]),
+                        "spot_return_hours": float(spot_return[start]),
+                        "spot_notice_s": float(spot_notice[start]),
+                    }
+                    if spot_price[start] >= 0
+                    else {}
+                ),
             }
         )
         start = i

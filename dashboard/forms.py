@@ -140,13 +140,14 @@ class ExperimentForm(forms.Form):
     checkpoint_interval_s = forms.FloatField(
         required=False,
         label="Checkpoint interval (s)",
-        help_text="With node failures: seconds of a job's computing between two checkpoints."
-        " Blank: 3600.",
+        help_text="With node failures or spot reclaims: seconds of a job's computing between"
+        " two checkpoints. Blank: 3600.",
     )
     checkpoint_overhead_s = forms.FloatField(
         required=False,
         label="Checkpoint overhead (s)",
-        help_text="With node failures: seconds one checkpoint costs a job. Blank: 60.",
+        help_text="With node failures or spot reclaims: seconds one checkpoint costs a job."
+        " Blank: 60.",
     )
     mtbf_hours = forms.FloatField(
         required=False,
@@ -157,6 +158,24 @@ class ExperimentForm(forms.Form):
         required=False,
         label="Repair time of every node (hours)",
         help_text="With node failures: overrides every pool's. Blank: each pool's own.",
+    )
+    spot = forms.BooleanField(
+        required=False,
+        label="Spot reclaims",
+        help_text="The clusters' spot pools (spot: true in their specs) lose nodes at their"
+        " reclaim rate, or as the trace below says; a job whose checkpoint fits in the pool's"
+        " notice keeps its work, the others restart from their last checkpoint; the results"
+        " gain spot reclaims, restarts and lost work, goodput and the effective training time"
+        " ratio (docs/failures.md). Drawn reclaims depend on the seed: every run is repeated"
+        " per seed. Not with the power model.",
+    )
+    spot_trace = forms.CharField(
+        required=False,
+        label="Reclaim trace (CSV)",
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="With spot reclaims: replay these instead of drawing them, one per line"
+        " under the header node,reclaimed_at_s,returned_at_s (nodes numbered pool by pool"
+        " from 0, every one a spot node). Blank: drawn at each pool's rate.",
     )
     network = forms.BooleanField(
         required=False,
@@ -254,7 +273,14 @@ class ExperimentForm(forms.Form):
         data["failure_settings"] = None
         if given and not data.get("failures"):
             for name in given:
-                self.add_error(name, "only with node failures on: tick it or leave this blank")
+                if data.get("spot") and name.startswith("checkpoint"):
+                    continue  # the checkpoints of spot reclaims (_clean_spot)
+                what = (
+                    "node failures or spot reclaims"
+                    if name.startswith("checkpoint")
+                    else ("node failures")
+                )
+                self.add_error(name, f"only with {what} on: tick it or leave this blank")
         elif data.get("failures"):
             bad = False
             for name, value in given.items():  # each error under its own field
@@ -275,6 +301,7 @@ class ExperimentForm(forms.Form):
         else:
             data["network_settings"] = {"share_nics": share_nics is not False}
         self._clean_stragglers(data)
+        self._clean_spot(data)
         chosen = set(data.get("policies") or ())
         stray = sorted(set(data.get("params") or {}) - chosen) if chosen else []
         if stray:
@@ -308,6 +335,38 @@ class ExperimentForm(forms.Form):
             key = str(exc).split(":", 1)[0].removeprefix("stragglers.")
             self.add_error(fields.get(key, "stragglers"), str(exc))
 
+    def _clean_spot(self, data: dict[str, Any]) -> None:
+        """``data["spot_settings"]`` from the spot fields and the checkpoint fields (``None``:
+        off or invalid), each error under its own field."""
+        from clustersim.errors import ClustersimError
+        from clustersim.spot import TRACE_COLUMNS, check_settings, parse_trace_csv
+
+        text = (data.get("spot_trace") or "").strip()
+        data["spot_settings"] = None
+        if not data.get("spot"):
+            if text:
+                self.add_error(
+                    "spot_trace", "only with spot reclaims on: tick it or leave this blank"
+                )
+            return
+        given: dict[str, Any] = {
+            k: data[k]
+            for k in ("checkpoint_interval_s", "checkpoint_overhead_s")
+            if data.get(k) is not None
+        }
+        if text:
+            try:
+                rows = parse_trace_csv(text, "reclaim trace")
+            except ClustersimError as exc:
+                self.add_error("spot_trace", str(exc))
+                return
+            given["trace"] = [dict(zip(TRACE_COLUMNS, r, strict=True)) for r in rows]
+        try:
+            data["spot_settings"] = check_settings(given)
+        except ClustersimError as exc:
+            key = str(exc).split(":", 1)[0].removeprefix("spot.")
+            self.add_error(key if key in self.fields else "spot", str(exc))
+
     def policy_list(self) -> list[dict[str, Any]]:
         params = self.cleaned_data.get("params") or {}
         return [{"name": n, "params": params.get(n, {})} for n in self.cleaned_data["policies"]]
@@ -336,6 +395,7 @@ class ExperimentForm(forms.Form):
             where,
             failures=d.get("failure_settings"),
             stragglers=d.get("straggler_settings"),
+            spot=d.get("spot_settings"),
         )
         return [
             f"{p['name']} with placement {w}"
@@ -368,6 +428,10 @@ class ExperimentForm(forms.Form):
                 self.add_error("stragglers", message)
             elif message.startswith("failures:"):
                 self.add_error("failures", message)
+            elif message.startswith("spot.trace"):
+                self.add_error("spot_trace", message)
+            elif message.startswith("spot"):
+                self.add_error("spot", message)
             elif message.startswith("load factors"):
                 self.add_error("load_factors", message)
             elif message.startswith("workloads not parsed"):
@@ -805,6 +869,10 @@ _PLACEHOLDERS = {
     "mtbf_hours": "by type",
     "repair_hours": "24 h or by availability",
     "failure_shape": "1",
+    "spot_discount": "0.6 (or a price)",
+    "spot_reclaim_hours": "3600",
+    "spot_return_hours": "1",
+    "spot_notice_s": "120",
     "idle_w": "11.4% busy",
     "region": "first",
     "rack": "own rack",
@@ -827,6 +895,12 @@ _LABELS = {
     "mtbf_hours": "MTBF h (per node)",
     "repair_hours": "repair h",
     "failure_shape": "failure Weibull shape",
+    "spot": "capacity",
+    "spot_price_per_hour": "spot $/device-h",
+    "spot_discount": "spot discount (0..1)",
+    "spot_reclaim_hours": "h between reclaims (per node)",
+    "spot_return_hours": "h until it returns",
+    "spot_notice_s": "reclaim notice s",
     "fp16_tflops": "FP16 TFLOPS",
     "memory_bw_tbs": "mem TB/s",
 }
@@ -888,6 +962,13 @@ def _row_form(part: str, keys: tuple[str, ...], required: tuple[str, ...]) -> ty
             field = forms.ChoiceField(
                 required=False, choices=[("", "(gpu)"), *((k, k) for k in KINDS)]
             )
+        elif key == "spot":  # a pool's spot flag (clustersim.spot): blank is on demand
+            field = forms.TypedChoiceField(
+                required=False,
+                choices=[("", "on demand"), ("False", "on demand (spot: false)"), ("True", "spot")],
+                coerce=lambda v: v == "True",
+                empty_value=None,
+            )
         elif key in _TEXT_KEYS:
             field = forms.CharField(required=need, max_length=200)
         elif key in _INT_KEYS:
@@ -942,7 +1023,9 @@ EDITOR_PARTS = {
         "Groups of identical nodes: accelerator type and count, devices per node, a declared "
         "rack or N racks of their own, region, links, CPU, memory, power, availability, and "
         "the failure model runs with failures use (MTBF and repair time in hours, Weibull "
-        "shape; docs/failures.md). Blank fields take the spec's defaults.",
+        "shape; docs/failures.md), and spot capacity: its price (or discount off on-demand), "
+        "the mean hours between reclaims of a node and until it returns, and the notice (s) "
+        "runs with spot reclaims use. Blank fields take the spec's defaults.",
     ),
     "accelerators": (
         "Accelerator types of this cluster",
@@ -1250,6 +1333,16 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
         initial["slow_share"] = exp.stragglers.get("share")
         initial["slow_speed"] = exp.stragglers.get("speed")
         initial["avoid_slow"] = bool(exp.stragglers.get("avoid"))
+    if exp.spot is not None:  # spot reclaims on, with their trace and checkpoints
+        from clustersim.spot import TRACE_COLUMNS
+
+        initial["spot"] = True
+        initial["checkpoint_interval_s"] = exp.spot.get("checkpoint_interval_s")
+        initial["checkpoint_overhead_s"] = exp.spot.get("checkpoint_overhead_s")
+        if exp.spot.get("trace"):
+            lines = [",".join(TRACE_COLUMNS)]
+            lines += [",".join(f"{r[c]:g}" for c in TRACE_COLUMNS) for r in exp.spot["trace"]]
+            initial["spot_trace"] = "\n".join(lines)
     return initial
 
 

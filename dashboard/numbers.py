@@ -20,7 +20,19 @@ from typing import Any
 from dashboard.plotting import finite_or_none, mean_sd, rounded
 
 #: Summary keys that count things (besides every ``jobs_*`` key).
-COUNT_KEYS = frozenset({"preemptions", "migrations", "node_failures", "restarts", "slow_nodes"})
+COUNT_KEYS = frozenset(
+    {
+        "preemptions",
+        "migrations",
+        "node_failures",
+        "restarts",
+        "slow_nodes",
+        "spot_reclaims",
+        "spot_restarts",
+        "spot_restarts_saved_by_notice",
+        "spot_jobs_restarted",
+    }
+)
 
 #: What the page says of a cell run once because its results do not depend on the seed.
 RUN_ONCE = "run once: does not depend on the seed"

@@ -53,6 +53,20 @@ FAILURE_ROWS = (
 NETWORK_ROWS = ("network_lost_job_hours", "uplink_utilisation_mean", "uplink_utilisation_max")
 #: Rows of runs with stragglers on (``docs/failures.md``), shown only when a run has them.
 STRAGGLER_ROWS = ("slow_nodes", "jobs_slowed", "straggler_device_hours")
+#: Rows of runs with spot reclaims on (``docs/failures.md``), shown only when a run has them.
+SPOT_ROWS = (
+    "spot_reclaims",
+    "spot_device_hours_reclaimed",
+    "spot_restarts",
+    "spot_jobs_restarted",
+    "spot_restarts_saved_by_notice",
+    "spot_lost_work_device_hours",
+    "checkpoint_device_hours",
+    "goodput",
+    "effective_training_time_ratio",
+)
+#: Rows of runs on a cluster with spot pools (their device-hours at spot prices).
+SPOT_COST_ROWS = ("spot_device_hours", "cost_cloud_spot_usd", "spot_savings_usd")
 _UNITS = {
     "jobs_total": "jobs",
     "jobs_dropped": "jobs",
@@ -77,6 +91,15 @@ _UNITS = {
     "slow_nodes": "count",
     "jobs_slowed": "jobs",
     "straggler_device_hours": "device-h",
+    "spot_reclaims": "count",
+    "spot_device_hours_reclaimed": "device-h",
+    "spot_restarts": "count",
+    "spot_jobs_restarted": "jobs",
+    "spot_restarts_saved_by_notice": "count",
+    "spot_lost_work_device_hours": "device-h",
+    "spot_device_hours": "device-h",
+    "cost_cloud_spot_usd": "USD",
+    "spot_savings_usd": "USD",
 }
 _LABELS = {
     "jobs_total": "Jobs",
@@ -103,6 +126,15 @@ _LABELS = {
     "slow_nodes": "Slow nodes",
     "jobs_slowed": "Jobs slowed by a slow node",
     "straggler_device_hours": "Device time lost to slow nodes",
+    "spot_reclaims": "Spot reclaims",
+    "spot_device_hours_reclaimed": "Device-hours reclaimed (spot nodes)",
+    "spot_restarts": "Job restarts after a reclaim",
+    "spot_jobs_restarted": "Jobs restarted after a reclaim at least once",
+    "spot_restarts_saved_by_notice": "Of those, checkpointed in the notice (nothing lost)",
+    "spot_lost_work_device_hours": "Lost work (computing redone after reclaims)",
+    "spot_device_hours": "Device-hours held on spot nodes",
+    "cost_cloud_spot_usd": "Cloud cost: the spot device-hours at spot prices",
+    "spot_savings_usd": "Spot savings against on-demand prices",
 }
 
 
@@ -117,12 +149,14 @@ def summary_rows(
     rows = []
     keys = SUMMARY_ROWS
     for extra, marker in (
-        (FAILURE_ROWS, "goodput"),
+        (FAILURE_ROWS, "node_failures"),
         (NETWORK_ROWS, "network_lost_job_hours"),
         (STRAGGLER_ROWS, "straggler_device_hours"),
+        (SPOT_ROWS, "spot_reclaims"),
+        (SPOT_COST_ROWS, "spot_device_hours"),
     ):  # a physical model's rows only when a run had it on
         if any(marker in (s or {}) for s in summaries):
-            keys += extra
+            keys = tuple(dict.fromkeys((*keys, *extra)))
     for key in keys:  # each in its own unit
         values = [(s or {}).get(key) for s in summaries]
         if key in figures.METRICS:

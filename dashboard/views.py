@@ -392,6 +392,7 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 failures=d.get("failure_settings"),
                 network=d.get("network_settings"),
                 stragglers=d.get("straggler_settings"),
+                spot=d.get("spot_settings"),
             )
         except ValidationError as exc:
             form.add_service_error(exc)

@@ -313,8 +313,8 @@ class Experiment(Owned):
     :func:`clustersim.engine.seed_matters`) is run once, with the first of ``seeds``, and that
     run is marked ``seed_independent``; the others get one run per seed. ``seeds`` keeps every
     seed asked for; ``runs_total`` counts the runs made. ``failures`` (null: off) turns node
-    failures on for every run, ``network`` network contention and ``stragglers`` slow nodes
-    likewise.
+    failures on for every run, ``network`` network contention, ``stragglers`` slow nodes and
+    ``spot`` the reclaims of the clusters' spot pools likewise.
     """
 
     class State(models.TextChoices):
@@ -370,6 +370,14 @@ class Experiment(Owned):
         default=None,
         help_text="slow nodes (clustersim.stragglers.check_settings): share, speed, avoid; "
         "null: off",
+    )
+    spot = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="reclaims of the spot pools (clustersim.spot.check_settings): trace (rows of "
+        "node, reclaimed_at_s, returned_at_s; null: drawn at the pools' rates), "
+        "checkpoint_interval_s, checkpoint_overhead_s; null: off",
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     runs_total = models.PositiveIntegerField(default=0)

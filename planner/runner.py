@@ -21,6 +21,7 @@ Which queued runs have a message on the way is :mod:`planner.dispatch`'s busines
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -263,6 +264,13 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         from clustersim.stragglers import from_settings as straggler_options
 
         stragglers = straggler_options(run.experiment.stragglers)
+    spot = None
+    if run.experiment.spot is not None:  # spot reclaims (clustersim.spot)
+        from clustersim.spot import from_settings as spot_options
+
+        spot = spot_options(run.experiment.spot)
+        if failures is not None:  # the jobs' checkpoints are the failures' (equal, checked)
+            spot = dataclasses.replace(spot, checkpoint_interval_s=None, checkpoint_overhead_s=None)
     compat = run.experiment.compat or None
     prepared = prepare(
         jobs, cluster, run.policy, _params(run.params), run.placement or None, compat=compat
@@ -280,6 +288,7 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         failures=failures,
         network=network,
         stragglers=stragglers,
+        spot=spot,
         **prepared.engine,
     )
     t0 = time.perf_counter()

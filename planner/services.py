@@ -278,6 +278,7 @@ def create_experiment(
     failures: dict[str, Any] | None = None,
     network: dict[str, Any] | None = None,
     stragglers: dict[str, Any] | None = None,
+    spot: dict[str, Any] | None = None,
     description: str = "",
     enqueue: bool = True,
 ) -> Experiment:
@@ -295,7 +296,11 @@ def create_experiment(
     ``stragglers`` slow nodes (:func:`clustersim.stragglers.check_settings`: ``share``,
     ``speed``, ``avoid``), likewise; a policy or mode the engine does not combine them with
     (co-location, the power model, ``compat`` gavel's whole-step rounds) is refused here,
-    naming ``network`` or ``stragglers``, rather than failing every run.
+    naming ``network`` or ``stragglers``, rather than failing every run. ``spot`` turns the
+    reclaims of the clusters' spot pools on (:func:`clustersim.spot.check_settings`: a
+    reclaim ``trace`` or ``None`` for draws at the pools' rates, the checkpoint knobs, which
+    must equal the failures' when both are on); a trace naming a node that is not spot in
+    one of the clusters is refused naming ``spot.trace`` and the cluster.
 
     A policy whose results cannot depend on the seed with its placement
     (:func:`seed_independent`) gets one run per cluster × workload × load factor, with the
@@ -342,13 +347,21 @@ def create_experiment(
             stragglers = check_stragglers(stragglers)
         except ClustersimError as exc:
             raise ValidationError(str(exc)) from None
+    if spot is not None:
+        spot = _checked_spot(spot, failures, clusters)
     _check_models(
-        policies, where, compat, network=network, stragglers=stragglers, failures=failures
+        policies,
+        where,
+        compat,
+        network=network,
+        stragglers=stragglers,
+        failures=failures,
+        spot=spot,
     )
     not_ready = [w.name for w in workloads if w.status != WorkloadStatus.READY]
     if not_ready:
         raise ValidationError(f"workloads not parsed (yet): {', '.join(not_ready)}")
-    once = seed_independent(policies, where, failures=failures, stragglers=stragglers)
+    once = seed_independent(policies, where, failures=failures, stragglers=stragglers, spot=spot)
     grid = [
         (c, w, p, f, s, once[i])
         for c, w, (i, p), f in itertools.product(
@@ -375,6 +388,7 @@ def create_experiment(
             failures=failures,
             network=network,
             stragglers=stragglers,
+            spot=spot,
             runs_total=len(grid),
         )
         exp.clusters.set(clusters)
@@ -400,6 +414,40 @@ def create_experiment(
     return exp
 
 
+def _checked_spot(
+    spot: Any, failures: dict[str, Any] | None, clusters: list[Any]
+) -> dict[str, Any]:
+    """The experiment's spot settings validated (:func:`clustersim.spot.check_settings`),
+    their checkpoints against the failures', and a trace's nodes against every cluster
+    (:func:`clustersim.spot.check_trace_nodes`): :class:`ValidationError` naming
+    ``spot.<key>`` (``spot.trace[i].<field>`` for a row)."""
+    from clustersim.errors import ClustersimError
+    from clustersim.spec import cluster_from_spec
+    from clustersim.spot import check_against_failures, check_settings, check_trace_nodes
+
+    try:
+        spot = check_settings(spot)
+        check_against_failures(spot, failures)
+    except ClustersimError as exc:
+        raise ValidationError(str(exc)) from None
+    if spot["trace"] is None:
+        return spot
+    rows = [(r["node"], r["reclaimed_at_s"], r["returned_at_s"]) for r in spot["trace"]]
+    errors: list[str] = []
+    for c in clusters:
+        try:
+            built = cluster_from_spec(c.effective_spec())
+        except ClustersimError:
+            continue  # a broken spec fails its run with its own message
+        try:
+            check_trace_nodes(rows, built)
+        except ClustersimError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise ValidationError(errors)
+    return spot
+
+
 def _check_models(
     policies: Sequence[dict[str, Any]],
     placements: Sequence[str],
@@ -407,19 +455,22 @@ def _check_models(
     network: dict[str, Any] | None,
     stragglers: dict[str, Any] | None,
     failures: dict[str, Any] | None = None,
+    spot: dict[str, Any] | None = None,
 ) -> None:
-    """Refuse network contention, stragglers or node failures with what the engine does not
-    combine them with (:func:`clustersim.network.check_engine`,
-    :func:`clustersim.stragglers.check_engine`, :func:`clustersim.failures.check_engine`: a
-    co-locating policy, one with the power model, ``compat`` gavel's whole-step rounds), as
-    the engine would at every run: :class:`ValidationError` naming ``network``,
-    ``stragglers`` or ``failures`` and the policy."""
-    if network is None and stragglers is None and failures is None:
+    """Refuse network contention, stragglers, node failures or spot reclaims with what the
+    engine does not combine them with (:func:`clustersim.network.check_engine`,
+    :func:`clustersim.stragglers.check_engine`, :func:`clustersim.failures.check_engine`,
+    :func:`clustersim.spot.check_engine`: a co-locating policy, one with the power model,
+    ``compat`` gavel's whole-step rounds), as the engine would at every run:
+    :class:`ValidationError` naming ``network``, ``stragglers``, ``failures`` or ``spot`` and
+    the policy."""
+    if network is None and stragglers is None and failures is None and spot is None:
         return
     from clustersim.compat import mode, resolve
     from clustersim.errors import ClustersimError
     from clustersim.failures import check_engine as failure_engine
     from clustersim.network import check_engine as network_engine
+    from clustersim.spot import check_engine as spot_engine
     from clustersim.stragglers import check_engine as straggler_engine
     from scheduling.registry import make_policy
 
@@ -430,6 +481,7 @@ def _check_models(
             ("network", network_engine, network),
             ("stragglers", straggler_engine, stragglers),
             ("failures", failure_engine, failures),
+            ("spot", spot_engine, spot),
         )
         if on is not None
     ]
@@ -451,21 +503,28 @@ def seed_independent(
     placements: Sequence[str],
     failures: dict[str, Any] | None = None,
     stragglers: dict[str, Any] | None = None,
+    spot: dict[str, Any] | None = None,
 ) -> list[bool]:
     """For each ``{"name", "params"}`` of ``policies`` with its resolved placement: whether its
     results cannot depend on the run's seed (:func:`clustersim.engine.seed_matters`, from the
     registry's ``uses_seed`` declarations, the experiment's ``failures``: drawn failures
-    depend on the seed, and its ``stragglers``: slow nodes drawn from a share between 0 and 1
-    do), so that one run stands for every seed."""
+    depend on the seed, its ``stragglers``: slow nodes drawn from a share between 0 and 1
+    do, and its ``spot``: reclaims drawn without a trace do), so that one run stands for every
+    seed."""
     from clustersim.engine import seed_matters
     from clustersim.failures import FailureOptions
+    from clustersim.spot import SpotOptions
     from clustersim.stragglers import StragglerOptions
     from scheduling.registry import PLACEMENTS, POLICIES
 
     drawn = None if failures is None else FailureOptions()  # the API scripts no schedule
     slow = None if stragglers is None else StragglerOptions(share=float(stragglers["share"]))
+    reclaims = None
+    if spot is not None:
+        trace = spot.get("trace")
+        reclaims = SpotOptions(trace=None if trace is None else [(0, 0.0, 1.0)])
     return [
-        not seed_matters(POLICIES[p["name"]], PLACEMENTS[where], drawn, slow)
+        not seed_matters(POLICIES[p["name"]], PLACEMENTS[where], drawn, slow, reclaims)
         for p, where in zip(policies, placements, strict=True)
     ]
 
