@@ -692,7 +692,10 @@ _RUN_IDS = re.compile(r"[0-9]{1,18}(,[0-9]{1,18}){0,199}")
     ],
     responses={
         200: s.CompareSerializer,
-        404: OpenApiResponse(s.DetailSerializer, description="some of the runs are not yours"),
+        404: OpenApiResponse(
+            s.DetailSerializer,
+            description="some of the runs are not yours, or the baseline is not one of them",
+        ),
     },
 )
 class CompareView(APIView):
@@ -704,11 +707,8 @@ class CompareView(APIView):
             raise ValidationError({"runs": "between 1 and 200 comma-separated run ids"})
         ids = [int(x) for x in raw.split(",")]
         baseline_raw = request.query_params.get("baseline", "")
-        baseline_id = None
-        if baseline_raw:
-            if not baseline_raw.isdigit() or int(baseline_raw) not in ids:
-                raise ValidationError({"baseline": "one of the ids in runs"})
-            baseline_id = int(baseline_raw)
+        if baseline_raw and not baseline_raw.isdigit():
+            raise ValidationError({"baseline": "a run id, one of the ids in runs"})
         runs = {
             r.pk: r
             for r in Run.objects.owned_by(request.user)
@@ -733,6 +733,12 @@ class CompareView(APIView):
         missing = [i for i in ids if i not in runs]
         if missing:
             raise NotFound(f"no such runs: {', '.join(map(str, missing))}")
+        baseline_id = None
+        if baseline_raw:
+            # a well-formed id that is not among the runs compared: not found among them
+            if int(baseline_raw) not in runs:
+                raise NotFound(f"baseline: run {int(baseline_raw)} is not one of the runs")
+            baseline_id = int(baseline_raw)
         ordered = [runs[i] for i in dict.fromkeys(ids)]
         keys: list[str] = []
         for r in ordered:

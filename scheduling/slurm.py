@@ -331,50 +331,61 @@ class Slurm(Policy):
         end_t = state.alloc_type[held].tolist()
         end_s = (state.last_start[held] + limit[held]).tolist()
         end_n = state.alloc_n[held].tolist()
-        reserved = -1  # the reservation's type, shadow time and extra devices
-        shadow, extra = math.inf, 0
-        blocked = False  # the main scheduler has stopped at a job
-        key_b = (-prio[block], sub[queued[block]], queued[block]) if block >= 0 else None
-        for i in cand.tolist():
-            j = int(queued[i])
-            if not blocked and key_b is not None and key_b < (-prio[i], sub[j], j):
-                blocked = True  # the job that does not fit ranks first: it blocks here
-                if not self.backfill:
-                    return
-                reserved, shadow, extra = self._reserve(
-                    state, int(queued[block]), free, end_t, end_s, end_n
-                )
-            g = int(gang[j])
-            ok = (rate[j] > 0) & (free >= g)
-            if not blocked:
-                if not ok.any():  # it fitted at the start of the pass, not any more
-                    blocked = True
-                    if not self.backfill:
-                        return
-                    reserved, shadow, extra = self._reserve(state, j, free, end_t, end_s, end_n)
-                    continue
-                t = int(np.argmax(np.where(ok, rate[j], -1.0)))
-            else:
-                if reserved >= 0:
-                    # backfill: another type, or done by the shadow time, or on extra devices
-                    by_time = now + limit[j] <= shadow
-                    ok[reserved] = ok[reserved] and (by_time or g <= extra)
-                else:
-                    by_time = True
-                if not ok.any():
-                    continue
-                t = int(np.argmax(np.where(ok, rate[j], -1.0)))
-                if t == reserved and not by_time:
-                    extra -= g
-                self._backfilled += 1
+
+        def start(j: int, t: int, g: int) -> None:
             free[t] -= g
             run.append(j)
             typ.append(t)
             end_t.append(t)
             end_s.append(now + float(limit[j]))
             end_n.append(g)
-            if free.max() == 0:
+
+        # the main scheduler: in priority order while jobs fit
+        key_b = (-prio[block], sub[queued[block]], queued[block]) if block >= 0 else None
+        head = -1  # the job it stops at
+        k = 0
+        for k, i in enumerate(cand.tolist()):
+            j = int(queued[i])
+            if key_b is not None and key_b < (-prio[i], sub[j], j):
+                head = int(queued[block])  # the job that does not fit ranks first
+                break
+            g = int(gang[j])
+            ok = (rate[j] > 0) & (free >= g)
+            if not ok.any():  # it fitted at the start of the pass, not any more
+                head, k = j, k + 1
+                break
+            start(j, int(np.argmax(np.where(ok, rate[j], -1.0))), g)
+        else:
+            if key_b is None:
                 return
+            head, k = int(queued[block]), len(cand)
+        if not self.backfill or not free.any():
+            return
+        # EASY backfill over the fitting jobs ranked after the head, in priority order
+        reserved, shadow, extra = self._reserve(state, head, free, end_t, end_s, end_n)
+        rest = queued[cand[k:]]
+        if not len(rest):
+            return
+        r, g_rest = rate[rest], gang[rest]
+        by_time = now + limit[rest] <= shadow
+        pos = 0
+        while pos < len(rest):
+            ok = (r[pos:] > 0) & (g_rest[pos:, None] <= free[None, :])
+            if reserved >= 0:
+                ok[:, reserved] &= by_time[pos:] | (g_rest[pos:] <= extra)
+            can = np.flatnonzero(ok.any(axis=1))
+            if not len(can):
+                return
+            c = int(can[0])
+            j, g = int(rest[pos + c]), int(g_rest[pos + c])
+            t = int(np.argmax(np.where(ok[c], r[pos + c], -1.0)))
+            if t == reserved and not by_time[pos + c]:
+                extra -= g
+            self._backfilled += 1
+            start(j, t, g)
+            if not free.any():
+                return
+            pos += c + 1
 
     def _reserve(
         self,

@@ -56,7 +56,7 @@ def test_compare_takes_a_chosen_baseline(api: Any, owner: Any, make_experiment: 
     assert saving["carbon_saved_kg"] == pytest.approx(-2.0)
     assert saving["carbon_saved_pct"] == pytest.approx(-25.0)
     bad = api.get(f"/api/v1/compare/?runs={base.pk}&baseline={shifted.pk}")
-    assert bad.status_code == 400 and "baseline" in bad.json()
+    assert bad.status_code == 404 and "baseline" in bad.json()["detail"]
 
 
 def test_the_baseline_must_match_cluster_workload_load_and_seed(
