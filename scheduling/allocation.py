@@ -538,7 +538,7 @@ class LPSolver:
         for r, v in zip(rows.tolist(), vals.tolist(), strict=True):
             h.changeRowBounds(r, -np.inf, v)
 
-    def resolve(self, duals: bool = False) -> LPResult:
+    def resolve(self, duals: bool = False, primal: bool = False) -> LPResult:
         """Solve the loaded model as changed since the last solve, from that solve's basis
         (HiGHS keeps it across in-place changes); if that does not end optimal, once more
         from scratch. ``duals``: also return the rows' dual values. Never raises on solver
@@ -546,6 +546,10 @@ class LPSolver:
         h = self._highs
         t0 = time.perf_counter()
         row_dual = None
+        strategy = _PRIMAL if primal else _CHOOSE
+        if strategy != self._strategy:
+            h.setOptionValue("simplex_strategy", strategy)
+            self._strategy = strategy
         try:
             h.run()
             if h.getModelStatus() != _OPTIMAL:  # a warm start HiGHS could not finish (rare)

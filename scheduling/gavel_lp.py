@@ -776,7 +776,8 @@ class GavelHierarchical(GavelLP):
         self._lp.load(lp.model(c))
         level = np.zeros(k)  # normalised throughput reached so far (final once frozen)
         t_prev = 0.0
-        x: FloatArray | None = None
+        sol: FloatArray | None = None
+        zcol = lp.nx
         for it in range(self._iterations(k)):
             if it:
                 w = self._weights(ent, prio, count, done)
@@ -786,26 +787,27 @@ class GavelHierarchical(GavelLP):
                 a_new = np.where(act, w / sf, 0.0)
                 ch = live_idx[a_new[live_idx] != a[live_idx]]
                 if len(ch):
-                    self._lp.change_coeffs(row[ch], np.full(len(ch), lp.nx), a_new[ch])
+                    self._lp.change_coeffs(row[ch], np.full(len(ch), zcol), a_new[ch])
                     self._lp.change_row_upper(row[ch], a_new[ch] * t_prev - level[ch])
                 a = a_new
-            res = self._lp.resolve(duals=True)
+            res = self._lp.resolve(duals=True, primal=True)
             if res.x is None or res.row_dual is None:
-                if x is None:
+                if sol is None:
                     return None
                 self._lp.fallbacks += 1  # as Gavel: the previous level's allocation
                 break
-            x = solution_allocation(res.x, thr)
-            t = float(res.x[-1])
-            level[act] += (t - t_prev) * a[act]
+            sol = res.x
+            t = float(sol[zcol])
+            act_idx = np.flatnonzero(act)
+            a_act = a[act_idx]
+            level[act_idx] += (t - t_prev) * a_act
             t_prev = t
-            share = np.zeros(k)
-            share[act] = -res.row_dual[row[act]] * a[act]
-            stuck = act & (share > self.slack)
+            share = -res.row_dual[row[act_idx]] * a_act
+            stuck = share > self.slack
             if not stuck.any():  # (cannot happen: the shares sum to 1)
-                stuck = act & (share >= share[act].max())
-            done |= stuck
-        return x
+                stuck = share >= share.max()
+            done[act_idx[stuck]] = True
+        return None if sol is None else solution_allocation(sol, thr)
 
     def _water_fill_two_lps(
         self,
