@@ -634,21 +634,25 @@ class GavelHierarchical(GavelLP):
     weighted job's normalised throughput (throughput / proportional throughput, as in
     :class:`GavelMMF`) above its level so far by ``z · w_j / sf_j``, keeping every job at
     least at its level; then finds the *bottleneck* jobs — those that cannot get more while the
-    others keep theirs — and freezes them. It stops when every weighted job is frozen or an
-    iteration freezes none.
+    others keep theirs — and freezes them. It stops when every weighted job is frozen.
 
     Departures from Gavel's code: Gavel finds the bottleneck jobs with a MILP (GLPK_MI:
-    maximise the number of jobs that can simultaneously exceed their level × 1.0001); we use
-    one LP instead — maximise ``Σ s_j`` with ``s_j ∈ [0, 1]`` and each job above its level by
-    ``slack · level · s_j`` — and freeze the jobs with ``s_j < 1/2`` (the feasible set is
-    convex, so all jobs that can each be raised can be raised together; the LP finds them
-    unless the raise a job can get is below ``slack`` relative). Entities all weigh 1 (Gavel's
+    maximise the number of jobs that can simultaneously exceed their level × 1.0001); we read
+    them off the level's LP: a weighted job whose row has a positive dual (its share of the
+    dual above ``slack``) is tight at every optimum, so it cannot get more while the others
+    keep theirs (:meth:`_water_fill`: one LP per level, kept in HiGHS and changed in place,
+    each solved from the previous level's optimum). A bottleneck job the vertex leaves at dual
+    0 stays weighted and is found by the next level, which cannot rise. The
+    ``linprog`` backend (and the tests, as the reference) uses the straightforward form,
+    :meth:`_water_fill_two_lps`: each level's LP from scratch, then a bottleneck LP. Both reach
+    the same levels to within ``slack`` relative; the allocation may differ where the optimum
+    is not unique (docs/gavel-lp.md). Entities all weigh 1 (Gavel's
     experiments pass ``entity_weights``; our traces carry none). Gavel does not expose this
     policy in its simulator's policy list; the entity is the job's ``user`` or ``vc``
     (``entity``), jobs without one forming one entity together. ``max_iterations`` (0: until
-    done, as Gavel) caps the water-filling iterations per recomputation (each costs two LPs;
-    with hundreds of users a recomputation can need hundreds): the allocation of the last
-    iteration is used, the jobs not yet frozen keeping the level reached.
+    done, as Gavel) caps the water-filling levels per recomputation (one LP each; with
+    hundreds of users a recomputation can need hundreds): the allocation of the last level is
+    used, the jobs not yet frozen keeping the level reached.
     """
 
     name = "gavel-hierarchical"
