@@ -83,6 +83,9 @@ class LPResult:
         Optimal value of the minimised objective (``nan`` when not optimal).
     solve_s
         Wall seconds spent in the solver.
+    row_dual
+        The rows' dual values (HiGHS's sign: ``<= 0`` on a tight ``<=`` row of a minimisation)
+        when asked for (:meth:`LPSolver.resolve`) and optimal, else ``None``.
     """
 
     x: FloatArray | None
@@ -90,6 +93,7 @@ class LPResult:
     message: str
     objective: float
     solve_s: float
+    row_dual: FloatArray | None = None
 
     @property
     def ok(self) -> bool:
@@ -405,7 +409,7 @@ class LPSolver:
             h.setOptionValue("presolve", presolve)
             self._presolve = presolve
         if warm and self._loaded == m.shape:
-            n_row, n_col = m.shape
+            n_col = m.shape[1]
             cols = self._cols.get(n_col)
             if cols is None:
                 cols = self._cols[n_col] = np.arange(n_col, dtype=np.int32)
@@ -416,6 +420,20 @@ class LPSolver:
                 h.changeRowBounds(r, -np.inf, float(m.b[r]))
             self._b = m.b.copy()
             return self._run(h)
+        self._core_pass(m)
+        return self._run(h)
+
+    def _core_pass(self, m: LPModel) -> None:
+        """Replace the model HiGHS holds by ``m`` (no solve; the next one starts cold)."""
+        if self._highs is None:
+            assert _highs_core is not None
+            self._highs = _highs_core._Highs()
+            self._highs.setOptionValue("output_flag", False)
+        h = self._highs
+        presolve = "on" if m.shape[1] > PRESOLVE_ABOVE else "off"
+        if presolve != self._presolve:
+            h.setOptionValue("presolve", presolve)
+            self._presolve = presolve
         # the model as arrays (the binding's pointer form of passModel: the same HighsLp
         # inside HiGHS, without building one attribute by attribute in Python, which copied
         # every array twice); every column continuous
@@ -443,7 +461,6 @@ class LPSolver:
         )
         self._loaded = m.shape
         self._b = m.b.copy()
-        return self._run(h)
 
     @staticmethod
     def _run(h: Any) -> tuple[int, str, FloatArray | None]:
@@ -498,6 +515,64 @@ class LPSolver:
         self.solver_s += dt
         obj = float(m.c @ x) if x is not None else float("nan")
         return LPResult(x=x, status=status, message=message, objective=obj, solve_s=dt)
+
+    def load(self, m: LPModel) -> None:
+        """Hand the model ``m`` to HiGHS without solving it (core backend only), to be changed
+        in place (:meth:`change_coeffs`, :meth:`change_row_upper`) and solved by
+        :meth:`resolve`, each solve starting from the previous one's basis."""
+        if self.backend != "core":
+            raise ValueError("backend: incremental solves need the core backend")
+        self._core_pass(m)
+        self._loaded = None  # changed in place from now on: solve(warm=True) starts over
+
+    def change_coeffs(self, rows: IntArray, cols: IntArray, vals: FloatArray) -> None:
+        """Set the constraint matrix entries ``A[rows[i], cols[i]] = vals[i]`` of the loaded
+        model (0 removes an entry)."""
+        h = self._highs
+        for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist(), strict=True):
+            h.changeCoeff(r, c, v)
+
+    def change_row_upper(self, rows: IntArray, vals: FloatArray) -> None:
+        """Set the right-hand sides ``b[rows[i]] = vals[i]`` of the loaded model."""
+        h = self._highs
+        for r, v in zip(rows.tolist(), vals.tolist(), strict=True):
+            h.changeRowBounds(r, -np.inf, v)
+
+    def resolve(self, duals: bool = False, primal: bool = False) -> LPResult:
+        """Solve the loaded model as changed since the last solve, from that solve's basis
+        (HiGHS keeps it across in-place changes); if that does not end optimal, once more
+        from scratch. ``duals``: also return the rows' dual values. Never raises on solver
+        trouble (a failure is a result without ``x``)."""
+        h = self._highs
+        t0 = time.perf_counter()
+        row_dual = None
+        strategy = _PRIMAL if primal else _CHOOSE
+        if strategy != self._strategy:
+            h.setOptionValue("simplex_strategy", strategy)
+            self._strategy = strategy
+        try:
+            h.run()
+            if h.getModelStatus() != _OPTIMAL:  # a warm start HiGHS could not finish (rare)
+                h.clearSolver()
+                h.run()
+            model_status = h.getModelStatus()
+            status = STATUS_OPTIMAL if model_status == _OPTIMAL else _status(model_status)
+            x = None
+            message = "optimal" if status == STATUS_OPTIMAL else str(model_status)
+            if status == STATUS_OPTIMAL:
+                sol = h.getSolution()
+                x = np.array(sol.col_value, dtype=np.float64)
+                if duals:
+                    row_dual = np.array(sol.row_dual, dtype=np.float64)
+        except (ValueError, ArithmeticError, RuntimeError) as exc:  # failure inside HiGHS
+            status, message, x = STATUS_ERROR, str(exc), None
+        if x is not None and not np.isfinite(x).all():
+            status, message, x, row_dual = STATUS_ERROR, "non-finite solution", None, None
+        dt = time.perf_counter() - t0
+        self.solves += 1
+        self.solver_s += dt
+        obj = float(h.getObjectiveValue()) if x is not None else float("nan")
+        return LPResult(x, status, message, obj, dt, row_dual)
 
     def stats(self) -> dict[str, float]:
         return {

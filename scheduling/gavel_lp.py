@@ -634,21 +634,25 @@ class GavelHierarchical(GavelLP):
     weighted job's normalised throughput (throughput / proportional throughput, as in
     :class:`GavelMMF`) above its level so far by ``z · w_j / sf_j``, keeping every job at
     least at its level; then finds the *bottleneck* jobs — those that cannot get more while the
-    others keep theirs — and freezes them. It stops when every weighted job is frozen or an
-    iteration freezes none.
+    others keep theirs — and freezes them. It stops when every weighted job is frozen.
 
     Departures from Gavel's code: Gavel finds the bottleneck jobs with a MILP (GLPK_MI:
-    maximise the number of jobs that can simultaneously exceed their level × 1.0001); we use
-    one LP instead — maximise ``Σ s_j`` with ``s_j ∈ [0, 1]`` and each job above its level by
-    ``slack · level · s_j`` — and freeze the jobs with ``s_j < 1/2`` (the feasible set is
-    convex, so all jobs that can each be raised can be raised together; the LP finds them
-    unless the raise a job can get is below ``slack`` relative). Entities all weigh 1 (Gavel's
+    maximise the number of jobs that can simultaneously exceed their level × 1.0001); we read
+    them off the level's LP: a weighted job whose row has a positive dual (its share of the
+    dual above ``slack``) is tight at every optimum, so it cannot get more while the others
+    keep theirs (:meth:`_water_fill`: one LP per level, kept in HiGHS and changed in place,
+    each solved from the previous level's optimum). A bottleneck job the vertex leaves at dual
+    0 stays weighted and is found by the next level, which cannot rise. The
+    ``linprog`` backend (and the tests, as the reference) uses the straightforward form,
+    :meth:`_water_fill_two_lps`: each level's LP from scratch, then a bottleneck LP. Both reach
+    the same levels to within ``slack`` relative; the allocation may differ where the optimum
+    is not unique (docs/gavel-lp.md). Entities all weigh 1 (Gavel's
     experiments pass ``entity_weights``; our traces carry none). Gavel does not expose this
     policy in its simulator's policy list; the entity is the job's ``user`` or ``vc``
     (``entity``), jobs without one forming one entity together. ``max_iterations`` (0: until
-    done, as Gavel) caps the water-filling iterations per recomputation (each costs two LPs;
-    with hundreds of users a recomputation can need hundreds): the allocation of the last
-    iteration is used, the jobs not yet frozen keeping the level reached.
+    done, as Gavel) caps the water-filling levels per recomputation (one LP each; with
+    hundreds of users a recomputation can need hundreds): the allocation of the last level is
+    used, the jobs not yet frozen keeping the level reached.
     """
 
     name = "gavel-hierarchical"
@@ -686,30 +690,150 @@ class GavelHierarchical(GavelLP):
         w[idx[first]] = 1.0
         return w
 
+    def reset(self, rng: np.random.Generator) -> None:
+        super().reset(rng)
+        self._ent: IntArray = np.zeros(0, dtype=np.int64)
+        self._ent_of: object = None
+
+    def _entities(self, state: State) -> IntArray:
+        """Every job's entity as an integer, in the sorted order of the labels (``str`` of
+        the job's ``user`` or ``vc``), found once per run (the job table does not change
+        during a run; another one starts over). Sorted order keeps the classes in the order
+        the labels of the active jobs alone would give."""
+        table = state.jobs
+        if self._ent_of is not table:
+            labels = np.asarray([str(v) for v in getattr(table, self.entity)])
+            self._ent = np.unique(labels, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            self._ent_of = table
+        return self._ent
+
+    def _class_columns(self, state: State, jobs: IntArray) -> tuple[FloatArray, ...]:
+        prio = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
+        ent = self._entities(state)[jobs].astype(np.float64)
+        thr = np.asarray(state.rate[jobs], dtype=np.float64)
+        return thr, state.jobs.num_gpus[jobs].astype(np.float64), prio, ent
+
     def allocation(self, state: State, jobs: IntArray) -> FloatArray:
         thr_j, sf_j, cap = self._inputs(state, jobs)
-        prio_j = np.maximum(state.jobs.priority[jobs].astype(np.float64), 1.0)
-        labels = getattr(state.jobs, self.entity)[jobs]
-        _, ent_j = np.unique(np.asarray([str(v) for v in labels]), return_inverse=True)
-        ent_j = ent_j.reshape(-1).astype(np.int64)
         if self.within == "fairness":  # symmetric in identical jobs of one entity
-            first, inv, count = job_classes(thr_j, sf_j, prio_j, ent_j.astype(np.float64))
+            first, inv, count = self._classes(state, jobs)
         else:  # FIFO order singles jobs out
             first = inv = np.arange(len(jobs), dtype=np.int64)
             count = np.ones(len(jobs))
-        thr, sf, prio, ent = thr_j[first], sf_j[first], prio_j[first], ent_j[first]
-        k = len(first)
+        rep = jobs[first]
+        thr, sf = thr_j[first], sf_j[first]
+        prio = np.maximum(state.jobs.priority[rep].astype(np.float64), 1.0)
+        ent = self._entities(state)[rep]
         prop = proportional_throughput(thr, cap)
         live = prop > 0
         if not live.any():
             return np.zeros_like(thr_j)
         coef = np.zeros_like(thr)
         coef[live] = thr[live] / prop[live, None]
+        fill = self._water_fill if self._lp.backend == "core" else self._water_fill_two_lps
+        x = fill(thr, sf, cap, count, prio, ent, coef, live)
+        if x is None:
+            return self._fallback(thr_j, sf_j, cap)
+        return x[inv]
+
+    def _iterations(self, k: int) -> int:
+        return min(k + 1, self.max_iterations or k + 1)
+
+    def _water_fill(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        count: FloatArray,
+        prio: FloatArray,
+        ent: IntArray,
+        coef: FloatArray,
+        live: npt.NDArray[np.bool_],
+    ) -> FloatArray | None:
+        """The water filling with one LP per level, kept in HiGHS and changed in place.
+
+        Variables ``X`` and the water line ``t``; one row per live job,
+        ``f_j(X) >= base_j + a_j t`` with ``a_j = w_j / sf_j`` for the weighted jobs and 0
+        for the others (``f_j`` its normalised throughput, ``base_j`` chosen so that the row
+        reads ``f_j >= level_j`` at the previous level's ``t``), maximise ``t``. Between
+        levels only the changed weights (``a_j``, one matrix entry each) and their
+        right-hand sides change, so the previous optimum stays feasible and HiGHS goes on
+        from its basis. The bottleneck jobs are those whose row has a positive dual: their
+        shares ``a_j y_j`` of the level's dual sum to 1, and by complementary slackness a
+        job with a share above :attr:`slack` is tight at every optimum (it cannot be raised
+        while the others keep theirs). A degenerate vertex may leave a bottleneck job at
+        share 0; it stays weighted, and the next level, which then cannot rise (``t``
+        unchanged), finds it. ``None`` when the first LP fails."""
+        k = len(thr)
+        nt = thr.shape[1]
+        live_idx = np.flatnonzero(live)
+        row = np.zeros(k, dtype=np.int64)
+        row[live_idx] = nt + k + np.arange(len(live_idx), dtype=np.int64)
+        done = ~live  # frozen, or never weighted (no throughput anywhere)
+        w = self._weights(ent, prio, count, done)
+        act = (w > 0) & ~done
+        a = np.where(act, w / sf, 0.0)
+        lp = BaseLP(thr, sf, cap, n_extra=1, count=count)
+        lp.add_job_rows(-coef, 0.0, which=live_idx, extra=a[:, None])
+        c = np.zeros(lp.nv)
+        c[-1] = -1.0
+        self._lp.load(lp.model(c))
+        level = np.zeros(k)  # normalised throughput reached so far (final once frozen)
+        t_prev = 0.0
+        sol: FloatArray | None = None
+        zcol = lp.nx
+        for it in range(self._iterations(k)):
+            if it:
+                w = self._weights(ent, prio, count, done)
+                act = (w > 0) & ~done
+                if not act.any():
+                    break
+                a_new = np.where(act, w / sf, 0.0)
+                ch = live_idx[a_new[live_idx] != a[live_idx]]
+                if len(ch):
+                    self._lp.change_coeffs(row[ch], np.full(len(ch), zcol), a_new[ch])
+                    self._lp.change_row_upper(row[ch], a_new[ch] * t_prev - level[ch])
+                a = a_new
+            res = self._lp.resolve(duals=True, primal=True)
+            if res.x is None or res.row_dual is None:
+                if sol is None:
+                    return None
+                self._lp.fallbacks += 1  # as Gavel: the previous level's allocation
+                break
+            sol = res.x
+            t = float(sol[zcol])
+            act_idx = np.flatnonzero(act)
+            a_act = a[act_idx]
+            level[act_idx] += (t - t_prev) * a_act
+            t_prev = t
+            share = -res.row_dual[row[act_idx]] * a_act
+            stuck = share > self.slack
+            if not stuck.any():  # (cannot happen: the shares sum to 1)
+                stuck = share >= share.max()
+            done[act_idx[stuck]] = True
+        return None if sol is None else solution_allocation(sol, thr)
+
+    def _water_fill_two_lps(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        count: FloatArray,
+        prio: FloatArray,
+        ent: IntArray,
+        coef: FloatArray,
+        live: npt.NDArray[np.bool_],
+    ) -> FloatArray | None:
+        """The straightforward water filling (the ``linprog`` backend's, and the tests'
+        reference for :meth:`_water_fill`): per level a max-min LP built from scratch, then
+        the bottleneck LP — maximise ``Σ s_j`` with ``s_j ∈ [0, 1]`` and each weighted job
+        above its level by ``slack · level · s_j`` — freezing the jobs with ``s_j < 1/2``."""
+        k = len(thr)
         live_idx = np.flatnonzero(live)
         frozen = np.zeros(k, dtype=bool)
         level = np.zeros(k)  # normalised throughput reached so far (final once frozen)
         x: FloatArray | None = None
-        for _ in range(min(k + 1, self.max_iterations or k + 1)):
+        for _ in range(self._iterations(k)):
             w = self._weights(ent, prio, count, frozen | ~live)
             act = (w > 0) & ~frozen & live
             if not act.any():
@@ -728,7 +852,7 @@ class GavelHierarchical(GavelLP):
             res = self._lp.solve(lp.model(c))
             if res.x is None:
                 if x is None:
-                    return self._fallback(thr_j, sf_j, cap)
+                    return None
                 self._lp.fallbacks += 1  # Gavel keeps the previous iteration's allocation
                 break
             x = lp.allocation(res.x)
@@ -736,7 +860,7 @@ class GavelHierarchical(GavelLP):
             # bottlenecks: jobs that cannot exceed their level while the others keep theirs
             n = len(act_idx)
             lp2 = BaseLP(thr, sf, cap, n_extra=n, count=count)
-            eps = self.slack * np.maximum(level[act_idx], 1e-9)
+            eps = self.slack * np.maximum(level[act_idx], 1.0)  # (absolute near level 0)
             lp2.add_job_rows(-coef, -level, which=act_idx, extra_each=eps)
             rest = np.setdiff1d(live_idx, act_idx)
             if len(rest):
@@ -753,5 +877,4 @@ class GavelHierarchical(GavelLP):
             if not stuck.any():
                 break
             frozen[act_idx[stuck]] = True
-        assert x is not None
-        return x[inv]
+        return x

@@ -14,6 +14,7 @@ from scipy.optimize import linprog
 from scheduling.allocation import (
     STATUS_OPTIMAL,
     BaseLP,
+    LPModel,
     LPSolver,
     check_allocation,
     classes_among,
@@ -120,6 +121,38 @@ def test_warm_resolve_gives_the_same_optimum() -> None:
     warm = s.solve(lp.model(c2), warm=True)
     cold = LPSolver("core").solve(lp.model(c2))
     assert warm.objective == pytest.approx(cold.objective) == pytest.approx(-6.0)
+
+
+def test_changed_in_place_model_resolves_to_the_fresh_models_optimum_with_its_duals() -> None:
+    # max x0 + x1 s.t. x0 + x1 <= 1, x0 <= 1/2 (rows 0, 1), x >= 0: optimum 1, row 0 tight
+    # with dual -1 (HiGHS's sign for a tight <= row of a minimisation), row 1 dual 0.
+    # Then x0 + 2 x1 <= 1 and x0 <= 1/4: x1 = 3/8, objective 5/8.
+    def model(a: float, b1: float) -> LPModel:
+        return LPModel(
+            c=-np.ones(2),
+            indptr=np.array([0, 2, 3]),
+            indices=np.array([0, 1, 0]),
+            data=np.array([1.0, 1.0, a]),
+            b=np.array([1.0, b1]),
+            lb=np.zeros(2),
+            ub=np.full(2, np.inf),
+        )
+
+    s = LPSolver("core")
+    s.load(model(1.0, 0.5))
+    first = s.resolve(duals=True)
+    assert first.objective == pytest.approx(-1.0)
+    assert first.row_dual is not None
+    np.testing.assert_allclose(first.row_dual, [-1.0, 0.0], atol=1e-9)
+    s.change_coeffs(np.array([0]), np.array([1]), np.array([2.0]))
+    s.change_row_upper(np.array([1]), np.array([0.25]))
+    for primal in (False, True):
+        again = s.resolve(duals=True, primal=primal)
+        fresh = LPSolver("core").solve(model(2.0, 0.25))
+        assert again.objective == pytest.approx(fresh.objective) == pytest.approx(-5 / 8)
+    assert s.solves == 3
+    with pytest.raises(ValueError, match="backend"):
+        LPSolver("linprog").load(model(1.0, 0.5))
 
 
 def test_isolated_allocation_is_gavels() -> None:
