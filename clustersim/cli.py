@@ -76,6 +76,7 @@ SUMMARY_ROWS = (
     ("energy_kwh", "energy [kWh]"),
     ("carbon_kg", "carbon [kg CO2e]"),
     ("preemptions", "preemptions"),
+    ("resizes", "resizes (elastic jobs)"),
 )
 
 LP_ROWS = (
@@ -198,6 +199,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     failures, cluster = _failure_options(args, cluster)
     stragglers = _straggler_options(args)
     jobs, report = read_trace(args.trace, args.format, limits=_limits())
+    if args.elastic is not None:
+        from clustersim.elastic import apply_elastic
+
+        jobs, _ = apply_elastic(jobs, args.elastic, cluster)
     run = prepare(
         jobs,
         cluster,
@@ -453,6 +458,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--until", type=float, default=float("inf"), help="stop at this time [s]")
     r.add_argument("--restore-s", type=float, default=None, help="checkpoint/restore delay [s]")
+    r.add_argument(
+        "--elastic",
+        default=None,
+        metavar="RULE",
+        help="device-count bounds of the trace's rigid jobs, LO-HI, e.g. x0.5-x2 or 1-8"
+        " (docs/elastic.md); default: as the trace says",
+    )
     r.add_argument(
         "--compat",
         default=None,
