@@ -398,7 +398,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
             start_hour=args.start_hour,
         )
     jobs, notes = generate_with_notes(
-        model, n_jobs=args.jobs, duration_s=args.duration_s, seed=args.seed, arrival=arrival
+        model,
+        n_jobs=args.jobs,
+        duration_s=args.duration_s,
+        seed=args.seed,
+        arrival=arrival,
+        elastic=args.elastic,
     )
     write_jobs_csv(jobs, args.out)
     span = float(jobs.submit_time[-1] - jobs.submit_time[0])
@@ -554,6 +559,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_inspect)
     sy = sub.add_parser("synth", help="generate a synthetic workload (job-table CSV)")
     sy.add_argument("--jobs", type=int, default=None, help="number of jobs")
+    sy.add_argument(
+        "--elastic",
+        default=None,
+        metavar="RULE",
+        help="min_gpus/max_gpus of every job, LO-HI, e.g. x0.5-x2 (docs/elastic.md)",
+    )
     sy.add_argument("--duration-s", type=float, default=None, help="arrivals before this time")
     sy.add_argument("--arrival", choices=("poisson", "diurnal"), default=None)
     sy.add_argument("--rate", type=float, default=None, help="mean arrivals per hour")

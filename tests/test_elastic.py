@@ -268,3 +268,40 @@ def test_no_rule_changes_nothing() -> None:
 def test_bad_rules_are_refused_saying_what_is_accepted(bad: str) -> None:
     with pytest.raises(ClustersimError, match="elastic rule"):
         parse_rule(bad)
+
+
+def test_the_generator_fills_bounds_without_changing_the_draws(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from clustersim.synth import gavel_model, generate, write_jobs_csv
+    from clustersim.traces import read_trace
+
+    plain = generate(gavel_model(), n_jobs=50, seed=4)
+    elastic = generate(gavel_model(), n_jobs=50, seed=4, elastic="x0.5-x2")
+    np.testing.assert_array_equal(plain.work, elastic.work)
+    np.testing.assert_array_equal(plain.num_gpus, elastic.num_gpus)
+    assert not plain.elastic.any()
+    n = elastic.num_gpus
+    np.testing.assert_array_equal(elastic.min_gpus, np.ceil(n / 2).astype(int))
+    np.testing.assert_array_equal(elastic.max_gpus, 2 * n)
+    # written and read back: the bounds survive (an upload of it is elastic)
+    path = tmp_path / "w.csv"
+    write_jobs_csv(elastic, str(path))
+    back, _ = read_trace(str(path), "csv")
+    np.testing.assert_array_equal(back.max_gpus, elastic.max_gpus)
+
+
+def test_cli_run_takes_an_elastic_rule(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from clustersim.cli import main
+
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,submit_time,num_gpus,work\na,0,2,400\nb,0,2,800\n")
+    args = ["run", "--cluster", "v100:4", "--trace", str(path), "--policy", "optimus", "--json"]
+    assert main([*args, "--restore-s", "0"]) == 0
+    rigid = json.loads(capsys.readouterr().out)
+    assert main([*args, "--restore-s", "0", "--elastic", "1-4"]) == 0
+    grown = json.loads(capsys.readouterr().out)
+    assert rigid["resizes"] == 0 and grown["resizes"] >= 1
+    assert grown["jct_mean_s"] < rigid["jct_mean_s"]
+    assert main([*args, "--elastic", "x3-x1"]) == 2
+    assert "elastic rule 'x3-x1'" in capsys.readouterr().err
