@@ -76,6 +76,7 @@ SUMMARY_ROWS = (
     ("energy_kwh", "energy [kWh]"),
     ("carbon_kg", "carbon [kg CO2e]"),
     ("preemptions", "preemptions"),
+    ("resizes", "resizes (elastic jobs)"),
 )
 
 LP_ROWS = (
@@ -243,6 +244,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     stragglers = _straggler_options(args)
     spot = _spot_options(args, cluster, failures)
     jobs, report = read_trace(args.trace, args.format, limits=_limits())
+    if args.elastic is not None:
+        from clustersim.elastic import apply_elastic
+
+        jobs, _ = apply_elastic(jobs, args.elastic, cluster)
     run = prepare(
         jobs,
         cluster,
@@ -447,7 +452,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
             start_hour=args.start_hour,
         )
     jobs, notes = generate_with_notes(
-        model, n_jobs=args.jobs, duration_s=args.duration_s, seed=args.seed, arrival=arrival
+        model,
+        n_jobs=args.jobs,
+        duration_s=args.duration_s,
+        seed=args.seed,
+        arrival=arrival,
+        elastic=args.elastic,
     )
     write_jobs_csv(jobs, args.out)
     span = float(jobs.submit_time[-1] - jobs.submit_time[0])
@@ -507,6 +517,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--until", type=float, default=float("inf"), help="stop at this time [s]")
     r.add_argument("--restore-s", type=float, default=None, help="checkpoint/restore delay [s]")
+    r.add_argument(
+        "--elastic",
+        default=None,
+        metavar="RULE",
+        help="device-count bounds of the trace's rigid jobs, LO-HI, e.g. x0.5-x2 or 1-8"
+        " (docs/elastic.md); default: as the trace says",
+    )
     r.add_argument(
         "--compat",
         default=None,
@@ -611,6 +628,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_inspect)
     sy = sub.add_parser("synth", help="generate a synthetic workload (job-table CSV)")
     sy.add_argument("--jobs", type=int, default=None, help="number of jobs")
+    sy.add_argument(
+        "--elastic",
+        default=None,
+        metavar="RULE",
+        help="min_gpus/max_gpus of every job, LO-HI, e.g. x0.5-x2 (docs/elastic.md)",
+    )
     sy.add_argument("--duration-s", type=float, default=None, help="arrivals before this time")
     sy.add_argument("--arrival", choices=("poisson", "diurnal"), default=None)
     sy.add_argument("--rate", type=float, default=None, help="mean arrivals per hour")

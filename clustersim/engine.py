@@ -38,6 +38,7 @@ from clustersim import kernels
 from clustersim.carbon import DEFAULT_START
 from clustersim.cluster import Cluster
 from clustersim.colocation import CoLocator, PairFactors
+from clustersim.elastic import count_resizes, snapshot_sizes
 from clustersim.errors import SimulationError
 from clustersim.failures import FailureOptions, NodeFailures
 from clustersim.failures import check_engine as check_failures
@@ -367,6 +368,7 @@ class _Run:
         self.alloc_n = ji[JI_ALLOC_N]
         self.preemptions = ji[JI_PREEMPTIONS]
         self.migrations = ji[JI_MIGRATIONS]
+        self.resizes = np.zeros(n, dtype=np.int64)  # clustersim.elastic
         self.max_nodes = ji[JI_MAX_NODES]
         self.epoch = ji[JI_EPOCH]
         self.running = self.jb[JB_RUNNING]
@@ -565,6 +567,7 @@ class _Run:
             nodes_used=self.ji[JI_PLACED],
             power=None if self.power is None else self.power.view(self),
             carbon_start=self.opt.carbon_start,
+            job_rates=self.rates,
         )
         return st
 
@@ -921,7 +924,16 @@ class _Run:
             if types is not None and np.any(types >= self.cluster.n_types):
                 raise SimulationError(f"policy {self.policy.name!r}: unknown accelerator type")
         if self.preemptive:
+            if ndev is None:
+                self._apply_preemptive(run, types, ndev)
+                return
+            # elastic: a running job restarted on another device count is a resize
+            # (clustersim.elastic), not a preemption or a migration; it pays the restore delay
+            before = snapshot_sizes(run, self.running, self.alloc_n, self.migrations)
             self._apply_preemptive(run, types, ndev)
+            count_resizes(
+                before, self.running, self.alloc_n, self.preemptions, self.migrations, self.resizes
+            )
         elif m:
             self._apply_greedy(run, types, ndev)
 
@@ -1274,6 +1286,7 @@ class _Run:
             device_time=self.device_time,
             preemptions=self.preemptions.copy(),
             migrations=self.migrations.copy(),
+            resizes=self.resizes.copy(),
             max_nodes=self.max_nodes.copy(),
             seg_t=seg_t,
             seg_busy=seg_busy,

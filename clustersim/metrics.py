@@ -581,6 +581,7 @@ def summary(
 
     out["preemptions"] = int(np.asarray(result.preemptions).sum())
     out["migrations"] = int(np.asarray(result.migrations).sum())
+    out["resizes"] = int(np.asarray(result.resizes).sum())  # elastic jobs (clustersim.elastic)
     # allocation LPs (scheduling/allocation.py): 0 for policies that solve none
     stats = result.policy_stats
     out["lp_solves"] = int(stats.get("lp_solves", 0))
@@ -922,8 +923,8 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
     """One row per job with its outcome.
 
     Columns: ``job_id, submit, first_start, finish, jct, queue_delay, num_gpus, job_type,
-    user, vc, attained_gpu_s, preemptions, migrations, drop_reason, ftf_rho, held, wait,
-    ref_gpu_s``. Times in seconds; ``queue_delay`` is the first-start delay, ``held`` the
+    user, vc, attained_gpu_s, preemptions, migrations, resizes, drop_reason, ftf_rho, held,
+    wait, ref_gpu_s``. Times in seconds; ``queue_delay`` is the first-start delay, ``held`` the
     wall-clock time the job held devices and ``wait`` its total wait ``jct - held`` (see the
     module docstring); ``attained_gpu_s`` the device-seconds it held, ``ref_gpu_s`` its whole
     work in reference GPU-seconds (``RunResult.ref_gpu_s``, NaN where undefined).
@@ -948,6 +949,7 @@ def per_job_frame(result: RunResult) -> pd.DataFrame:
             "attained_gpu_s": result.attained,
             "preemptions": result.preemptions,
             "migrations": result.migrations,
+            "resizes": result.resizes,
             "drop_reason": result.drop_reason.astype(str),
             "ftf_rho": _ftf_rho(result),
             "held": _held(result),

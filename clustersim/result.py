@@ -98,6 +98,10 @@ class RunResult:
         Device-seconds held on each accelerator type.
     preemptions, migrations : (n,) int64
         Suspensions; restarts on a different type or node set after a suspension.
+    resizes : (n,) int64
+        Restarts of a running elastic job on another device count within one decision
+        (:mod:`clustersim.elastic`); each paid the restore delay and is counted here, not as
+        a preemption or a migration. Zeros for a result built by hand.
     max_nodes : (n,) int64
         Most nodes any placement of the job spanned.
     seg_t : (s + 1,) float64
@@ -165,9 +169,12 @@ class RunResult:
     stragglers: StragglerRecord | None = None
     network: NetworkRecord | None = None
     spot: SpotRecord | None = None
+    resizes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         n = len(self.jobs)
+        if len(self.resizes) == 0:
+            self.resizes = np.zeros(n, dtype=np.int64)
         ref = np.asarray(self.ref_gpu_s, dtype=np.float64)
         if ref.size == 0 and n:
             ref = self.jobs.num_gpus * self.jobs.work

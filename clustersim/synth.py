@@ -837,6 +837,7 @@ def generate(
     seed: int = 0,
     arrival: ArrivalProcess | None = None,
     perf_model: PerformanceModel | None = None,
+    elastic: str | None = None,
 ) -> JobTable:
     """Draw a synthetic workload from ``model``.
 
@@ -854,6 +855,10 @@ def generate(
         Overrides ``model.arrival``.
     perf_model
         Converts typed jobs' durations to steps; default ``PerformanceModel()``.
+    elastic
+        A bounds rule (:func:`clustersim.elastic.parse_rule`, e.g. ``"x0.5-x2"``) giving every
+        job ``min_gpus``/``max_gpus`` around its drawn gang (no cluster cap: the run applies
+        none); ``None``: rigid jobs. Draws nothing, so the rest of the workload is the same.
 
     Returns
     -------
@@ -866,7 +871,7 @@ def generate(
         If neither ``n_jobs`` nor ``duration_s`` is given, either is not positive, or no job
         arrives.
     """
-    return generate_with_notes(model, n_jobs, duration_s, seed, arrival, perf_model)[0]
+    return generate_with_notes(model, n_jobs, duration_s, seed, arrival, perf_model, elastic)[0]
 
 
 def generate_with_notes(
@@ -876,6 +881,7 @@ def generate_with_notes(
     seed: int = 0,
     arrival: ArrivalProcess | None = None,
     perf_model: PerformanceModel | None = None,
+    elastic: str | None = None,
 ) -> tuple[JobTable, list[str]]:
     """:func:`generate`, also returning notes for a report (what was drawn and how)."""
     if n_jobs is None and duration_s is None:
@@ -930,6 +936,11 @@ def generate_with_notes(
             notes.extend(type_notes)
     else:
         notes.append("generic jobs: work in reference seconds")
+    if elastic is not None:
+        from clustersim.elastic import apply_elastic
+
+        jobs, elastic_notes = apply_elastic(jobs, elastic)
+        notes.extend(elastic_notes)
     return jobs, notes
 
 

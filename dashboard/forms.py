@@ -456,6 +456,8 @@ POLICY_FAMILIES = {
     "power_cap": "Power and energy",
     "energy_aware": "Power and energy",
     "comm_wait": "Network-aware",
+    "afs": "Elastic",
+    "optimus": "Elastic",
 }
 BASELINES = "Baselines"
 _BASELINE_MODULES = frozenset({"fifo", "sjf", "srtf", "las", "tiresias", "priority", "edf"})

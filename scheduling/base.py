@@ -31,7 +31,9 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from clustersim.cluster import Cluster
     from clustersim.colocation import PairFactors
+    from clustersim.elastic import Scaling
     from clustersim.jobs import JobTable
+    from clustersim.perf import JobRates
     from clustersim.power import PowerConfig, PowerView
 
 IntArray = npt.NDArray[np.int64]
@@ -135,6 +137,9 @@ class State:
     carbon_start : str
         Calendar instant (ISO 8601, UTC) of simulation time 0 for the hourly carbon
         intensity (``EngineOptions.carbon_start``), for carbon-aware policies.
+    job_rates : JobRates or None
+        The performance model of the run (``None`` in a view built without one); elastic
+        policies ask :meth:`rate_on` rather than read it.
     snapshot : int
         Which snapshot of the run this view shows: the engine reuses one view per run,
         :meth:`renew` ing it for each decision, so ``(view, snapshot)`` names a snapshot.
@@ -171,8 +176,11 @@ class State:
         nodes_used: IntArray | None = None,
         power: PowerView | None = None,
         carbon_start: str = "2023-01-01T00:00:00Z",
+        job_rates: JobRates | None = None,
     ) -> None:
         self.now = now
+        self.job_rates = job_rates
+        self._scaling: Scaling | None = None
         self.carbon_start = carbon_start
         self.power = power
         self.node_free = node_free
@@ -287,6 +295,17 @@ class State:
             self._source.sync_types()
             self._synced_types = True
         return self._type_time
+
+    def rate_on(self, idx: IntArray, types: IntArray, ndev: IntArray) -> FloatArray:
+        """Work units/s of jobs ``idx`` on ``ndev`` devices of ``types``, consolidated on as
+        few nodes as the type's nodes allow (:class:`clustersim.elastic.Scaling`), (m,)
+        float64; 0 for ``ndev`` 0. What elastic policies plan with; the engine rates the
+        placement it actually makes."""
+        if self._scaling is None:
+            from clustersim.elastic import Scaling
+
+            self._scaling = Scaling(self.jobs, self.cluster, self.rate, self.job_rates)
+        return self._scaling.rate(idx, types, ndev)
 
     def queued(self, limit: int | None = None) -> IntArray:
         """Global indices of active jobs not holding devices, in submit order.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduling.afs import AFS
 from scheduling.allox import AlloX
 from scheduling.base import Placement, Policy
 from scheduling.carbon_region import CarbonRegion
@@ -33,6 +34,7 @@ from scheduling.gavel_lp import (
 from scheduling.gavel_mmf_packed import GavelMMFPacked
 from scheduling.gavel_packing import GavelGandiva
 from scheduling.las import LAS
+from scheduling.optimus import Optimus
 from scheduling.placement import (
     CommAware,
     Consolidate,
@@ -85,6 +87,8 @@ POLICIES: dict[str, type[Policy]] = {
         CarbonRegion,
         CommWait,
         Slurm,
+        AFS,
+        Optimus,
     )
 }
 

@@ -598,6 +598,7 @@ def test_per_job_frame_has_the_documented_columns() -> None:
         "attained_gpu_s",
         "preemptions",
         "migrations",
+        "resizes",
         "drop_reason",
         "ftf_rho",
         "held",

@@ -377,3 +377,24 @@ def test_consolidate_uses_one_node_when_it_can_and_topology_one_rack() -> None:
     assert sorted(nodes.tolist()) == [0, 1]  # rack 0 holds 4, rack 1 only 2
     nodes, counts = make_placement("spread").place(cl, free, cand, 4)  # type: ignore[misc]
     assert counts.tolist() == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_policy_runs_an_elastic_trace_within_capacity_and_bounds(name: str) -> None:
+    """The same trace with bounds x0.5-x2 (clustersim.elastic): elastic policies resize,
+    the others run gangs as before; nobody over-allocates or leaves the bounds."""
+    from clustersim.elastic import apply_elastic
+
+    cl = CLUSTERS["two-racks"]
+    t, _ = apply_elastic(random_trace(5), "x0.5-x2", cl)
+    r = simulate(t, cl, Recorder(make_policy(name)), rates=fixed_rates(t, cl))
+    busy = r.seg_busy.sum(axis=2)
+    assert (busy <= cl.devices_per_type()[None, :] + 1e-9).all()
+    done = np.isfinite(r.finish)
+    assert done[r.drop_reason == ""].all()
+    st = r.stints
+    key = st.job * 1_000_003 + np.searchsorted(np.unique(st.start), st.start)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    held = np.bincount(inv, weights=st.devices)
+    j = st.job[first]
+    assert (held >= t.min_gpus[j]).all() and (held <= t.max_gpus[j]).all()

@@ -1,0 +1,231 @@
+"""Elastic jobs: device-count bounds, the scaling model policies plan with, resize accounting.
+
+An elastic job may run on any device count in ``[min_gpus, max_gpus]`` of the job table
+(``num_gpus`` is the count its user asked for and lies in between). A preemptive policy gives
+each job its count in ``Decision.ndev``; the engine places that many devices and rates the
+placement with the performance model (:meth:`clustersim.perf.JobRates.placement_rate`: the
+ring all-reduce model at that count over the slowest link the placement crosses). The whole
+model is in ``docs/elastic.md``; this module holds its three small parts.
+
+Bounds (:func:`parse_rule`, :func:`apply_elastic`)
+--------------------------------------------------
+Traces rarely say how far a job may shrink or grow. A *rule* fills the bounds of the rigid
+jobs of a table (``min_gpus == num_gpus == max_gpus``); jobs the trace already made elastic
+keep their bounds. A rule is ``LO-HI``, each side either ``xF`` (``F`` times ``num_gpus``) or a
+whole number of devices:
+
+* ``min_gpus = clip(ceil(F_lo × n) or K_lo, 1, n)``;
+* ``max_gpus = clip(floor(F_hi × n) or K_hi, n, cap)``, where ``cap`` is the most devices of
+  one accelerator type in the cluster (a job runs on one type), when the cluster is known,
+  but never below ``n`` (a gang larger than every type stays rigid and is dropped as too
+  large, as before).
+
+So ``x0.5-x2`` lets an 8-GPU job run on 4 to 16 devices, ``1-x1`` only shrink, ``x1-64``
+only grow, up to 64. ``none`` (or the empty string) leaves the table as it is: that is the
+default everywhere, so existing runs do not change.
+
+Scaling (:class:`Scaling`)
+--------------------------
+What a policy plans with: the rate of a job on ``n`` devices of a type, consolidated on as
+few nodes as that type's nodes allow (one device: no communication; up to the largest node
+of the type: its intra-node link; more: the type's NIC), evaluated by the performance model.
+A view without a performance model scales the full-gang rate linearly.
+
+Resizes (:func:`snapshot_sizes`, :func:`count_resizes`)
+-------------------------------------------------------
+The engine applies a preemptive decision by suspending every running job that does not keep
+its device count and type, then starting the planned jobs. A running job restarted on another
+count in the same decision is a *resize*: it pays the checkpoint/restore delay, as a resume
+after a preemption does (the performance model's ``restore_s``, or the policy's
+``resume_s``), and is counted in ``RunResult.resizes`` instead of ``preemptions`` and
+``migrations``. A job a decision shrinks to nothing (left out of ``run``) is preempted, as
+before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from clustersim.errors import ClustersimError
+
+if TYPE_CHECKING:
+    from clustersim.cluster import Cluster
+    from clustersim.jobs import JobTable
+    from clustersim.perf import JobRates
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+_SIDE = r"(?:x(\d+(?:\.\d+)?|\.\d+)|(\d+))"
+_RULE = re.compile(rf"^{_SIDE}-{_SIDE}$")
+
+
+@dataclass(frozen=True)
+class ElasticRule:
+    """A parsed rule (see the module doc): each side a factor of ``num_gpus`` or a count."""
+
+    text: str
+    lo_factor: float | None = None
+    lo_count: int | None = None
+    hi_factor: float | None = None
+    hi_count: int | None = None
+
+    def bounds(self, num_gpus: IntArray, cap: int | None = None) -> tuple[IntArray, IntArray]:
+        """``(min_gpus, max_gpus)`` of rigid jobs of ``num_gpus`` devices, (n,) int64 each."""
+        n = np.asarray(num_gpus, dtype=np.int64)
+        if self.lo_factor is not None:
+            lo = np.ceil(self.lo_factor * n - 1e-9).astype(np.int64)
+        else:
+            lo = np.full(len(n), int(self.lo_count or 1), dtype=np.int64)
+        if self.hi_factor is not None:
+            hi = np.floor(self.hi_factor * n + 1e-9).astype(np.int64)
+        else:
+            hi = np.full(len(n), int(self.hi_count or 1), dtype=np.int64)
+        lo = np.clip(lo, 1, n)
+        if cap is not None:
+            hi = np.minimum(hi, cap)
+        hi = np.maximum(hi, n)
+        return lo, hi
+
+
+def parse_rule(text: str | None) -> ElasticRule | None:
+    """The rule ``text`` names, or ``None`` for ``none``/empty (leave the table as it is).
+
+    Raises
+    ------
+    ClustersimError
+        When ``text`` is not of the form ``LO-HI`` (module doc), naming what is accepted.
+    """
+    t = (text or "").strip().lower()
+    if t in ("", "none"):
+        return None
+    m = _RULE.match(t)
+    if m is None:
+        raise ClustersimError(
+            f"elastic rule {text!r}: want LO-HI, each side xF (F times num_gpus) or a device "
+            "count, e.g. x0.5-x2 or 1-8; or none"
+        )
+    lo_f, lo_c, hi_f, hi_c = m.groups()
+    rule = ElasticRule(
+        text=t,
+        lo_factor=None if lo_f is None else float(lo_f),
+        lo_count=None if lo_c is None else int(lo_c),
+        hi_factor=None if hi_f is None else float(hi_f),
+        hi_count=None if hi_c is None else int(hi_c),
+    )
+    if (rule.lo_factor is not None and not 0 < rule.lo_factor <= 1) or rule.lo_count == 0:
+        raise ClustersimError(f"elastic rule {text!r}: the lower side must be in (0, 1] x or >= 1")
+    if (rule.hi_factor is not None and rule.hi_factor < 1) or rule.hi_count == 0:
+        raise ClustersimError(f"elastic rule {text!r}: the upper side must be >= x1 or >= 1")
+    return rule
+
+
+def largest_type(cluster: Cluster) -> int:
+    """The most devices of one accelerator type in ``cluster``."""
+    per_type = cluster.devices_per_type()
+    return int(per_type.max()) if len(per_type) else 0
+
+
+def apply_elastic(
+    jobs: JobTable, rule: str | ElasticRule | None, cluster: Cluster | None = None
+) -> tuple[JobTable, list[str]]:
+    """``jobs`` with the bounds of its rigid jobs set by ``rule`` (module doc), and notes for
+    the run report. ``None``/``"none"``: ``jobs`` itself, unchanged."""
+    r = parse_rule(rule) if not isinstance(rule, ElasticRule) else rule
+    if r is None or not len(jobs):
+        return jobs, []
+    rigid = (jobs.min_gpus == jobs.num_gpus) & (jobs.max_gpus == jobs.num_gpus)
+    cap = None if cluster is None else largest_type(cluster)
+    lo, hi = r.bounds(jobs.num_gpus, cap)
+    out = jobs.replace(
+        min_gpus=np.where(rigid, lo, jobs.min_gpus), max_gpus=np.where(rigid, hi, jobs.max_gpus)
+    )
+    changed = rigid & ((lo != jobs.num_gpus) | (hi != jobs.num_gpus))
+    notes = [
+        f"elastic rule {r.text}: {int(changed.sum()):,} of {len(jobs):,} jobs may run on "
+        f"[min_gpus, max_gpus] devices"
+        + ("" if cap is None else f" (max capped at {cap}, the most devices of one type)")
+    ]
+    kept = int((~rigid).sum())
+    if kept:
+        notes.append(f"{kept:,} jobs were elastic in the trace and keep their bounds")
+    return out, notes
+
+
+class Scaling:
+    """Planning rates of elastic jobs: work units/s on ``n`` consolidated devices of a type.
+
+    Parameters
+    ----------
+    jobs, cluster
+        The run's job table and inventory.
+    rate : (n_jobs, n_types) float64
+        Full-gang consolidated rates (``State.rate``).
+    job_rates
+        The performance model's rates; ``None``: scale ``rate`` linearly in the device count.
+    """
+
+    def __init__(
+        self, jobs: JobTable, cluster: Cluster, rate: FloatArray, job_rates: JobRates | None
+    ) -> None:
+        self.gang = jobs.num_gpus.astype(np.float64)
+        self.full = rate
+        self.job_rates = job_rates
+        from clustersim.perf import PerformanceModel
+
+        intra, node_max, nic = PerformanceModel._links(cluster)
+        self.intra, self.node_max, self.nic = intra, node_max, nic
+
+    def rate(self, idx: IntArray, types: IntArray, ndev: IntArray) -> FloatArray:
+        """(m,) float64: rate of job ``idx[i]`` on ``ndev[i]`` devices of ``types[i]``."""
+        idx = np.asarray(idx, dtype=np.int64)
+        t = np.asarray(types, dtype=np.int64)
+        n = np.asarray(ndev, dtype=np.int64)
+        if self.job_rates is None:
+            out = self.full[idx, t] * n / self.gang[idx]
+        else:
+            link = np.where(
+                n <= 1, np.inf, np.where(n <= self.node_max[t], self.intra[t], self.nic[t])
+            )
+            out = np.asarray(
+                self.job_rates.placement_rate(idx, t, np.maximum(n, 1), link), dtype=np.float64
+            )
+        return np.where((n > 0) & (self.full[idx, t] > 0), out, 0.0)
+
+
+def snapshot_sizes(
+    run: IntArray, running: BoolArray, alloc_n: IntArray, migrations: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Before an elastic decision: the jobs of ``run`` holding devices, their device counts
+    and migration counts (what :func:`count_resizes` compares with afterwards)."""
+    run = np.asarray(run, dtype=np.int64)
+    held = run[running[run] & (alloc_n[run] > 0)]
+    return held, alloc_n[held].copy(), migrations[held].copy()
+
+
+def count_resizes(
+    before: tuple[IntArray, IntArray, IntArray],
+    running: BoolArray,
+    alloc_n: IntArray,
+    preemptions: IntArray,
+    migrations: IntArray,
+    resizes: IntArray,
+) -> None:
+    """After the decision: a job of ``before`` running again on another device count was
+    stopped and restarted (one preemption, perhaps one migration, and the restore delay):
+    count it as one resize instead, in place."""
+    held, n0, mig0 = before
+    if not len(held):
+        return
+    moved = running[held] & (alloc_n[held] != n0) & (alloc_n[held] > 0)
+    js = held[moved]
+    if len(js):
+        resizes[js] += 1
+        preemptions[js] -= 1
+        migrations[js] = mig0[moved]
