@@ -296,13 +296,14 @@ class Slurm(Policy):
             # job that does not fit: the first job the main scheduler cannot start is the
             # highest-ranked of it and of the fitting jobs that no longer fit when reached.
             fits = ((rate[queued] > 0) & (gang[queued, None] <= free[None, :])).any(axis=1)
+            # ties go to the earlier submission, then the lower index: `queued` ascends in
+            # both (the job table is sorted by submit time), so a stable sort keeps them
             cand = np.flatnonzero(fits)
-            cand = cand[np.lexsort((queued[cand], jobs.submit_time[queued[cand]], -prio[cand]))]
+            cand = cand[np.argsort(-prio[cand], kind="stable")]
             rest = np.flatnonzero(~fits)
             block = -1  # position in `queued` of the best-ranked job that does not fit
             if len(rest):
-                best = np.lexsort((queued[rest], jobs.submit_time[queued[rest]], -prio[rest]))
-                block = int(rest[best[0]])
+                block = int(rest[np.argmax(prio[rest])])  # the first of the best
             self._pass(state, queued, prio, cand, block, free, held, run, typ)
         # jobs holding devices after this decision, with their service so far
         started = np.array(run, dtype=np.int64)
