@@ -52,6 +52,7 @@ from scheduling.slurm import Slurm
 from scheduling.srtf import SRTF
 from scheduling.themis import Themis
 from scheduling.tiresias import Tiresias
+from scheduling.yarn_capacity import YarnCapacity
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
@@ -87,6 +88,7 @@ POLICIES: dict[str, type[Policy]] = {
         CarbonRegion,
         CommWait,
         Slurm,
+        YarnCapacity,
         AFS,
         Optimus,
     )
