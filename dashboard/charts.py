@@ -30,7 +30,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from dashboard import fairviews, figures, gantt, modelviews
+from dashboard import fairviews, figures, gantt, modelviews, versus
 from dashboard.access import chart_access
 from dashboard.plotting import Chart, empty
 from dashboard.results import (
@@ -110,7 +110,7 @@ def experiment_chart_names() -> list[str]:
     names += [f"timeline-{k}" for k in figures.TIMELINES]
     names += [f"groups-{c}" for c in figures.GROUPS]
     names += [f"{v}-{c}" for v in FAIR_VIEWS for c in figures.GROUPS]
-    return [*names, "typealloc"]
+    return [*names, "typealloc", "versus"]
 
 
 #: Per-user fairness views (:mod:`dashboard.fairviews`), each for users and for VCs.
@@ -130,6 +130,8 @@ def experiment_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     def build() -> Chart:
         if head == "table":
             return figures.metric_table(grid)
+        if head == "versus":
+            return versus.versus_table(grid, request.GET.get("baseline") or None)
         if head == "cdf":
             return figures.experiment_cdf(grid, config)
         if head == "load":

@@ -18,6 +18,7 @@ from dashboard.gantt import MAX_GANTT_ROWS
 from dashboard.modelviews import run_models
 from dashboard.numbers import RUN_ONCE, count_value, is_count
 from dashboard.results import Grid, experiment_grid, label_of, owned_runs, parse_run_ids
+from dashboard.versus import default_baseline
 from planner.models import ACTIVE_STATES, Experiment, Run, RunState
 
 #: Summary rows of the run and compare pages.
@@ -247,6 +248,7 @@ def experiment_context(exp: Experiment, active: int) -> dict[str, Any]:
         "groups": [c for c in figures.GROUPS if c in groups],
         "configs": [(c.key, grid.config_label(c)) for c in grid.configs],
         "bar_metrics": figures.BAR_METRICS,
+        "baseline": default_baseline(grid),
         "compare_url": (
             f"{reverse('dashboard:compare')}?runs={','.join(map(str, succeeded))}"
             if succeeded

@@ -78,7 +78,7 @@ def test_a_job_of_an_unknown_queue_is_refused_at_submission() -> None:
 
 
 def test_the_default_is_one_equal_queue_per_virtual_cluster() -> None:
-    root, leaves = parse_queues("", ["y", "x", "y"])
+    _, leaves = parse_queues("", ["y", "x", "y"])
     assert [q.path for q in leaves] == ["x", "y"]
     assert [q.abs_capacity for q in leaves] == [0.5, 0.5]
 
