@@ -2,8 +2,9 @@
 
 Both hand out devices one at a time to the active jobs, then run every job that got at least
 its ``min_gpus`` on the count it got (``Decision.ndev``), on its *home* type: the type it runs
-on now, else its fastest type. Each type's devices are handed out separately, so a decision
-never asks for more devices of a type than exist. Both re-decide at arrivals and completions
+on now, else its fastest type among those with at least ``min_gpus`` devices. Each type's
+devices are handed out separately, so a decision never asks for more devices of a type than
+exist. Both re-decide at arrivals and completions
 and every ``interval_s`` (``Decision.wake_at``). The model of elasticity, resizes and their
 cost: :mod:`clustersim.elastic` and ``docs/elastic.md``.
 """
@@ -50,7 +51,10 @@ class Table:
 def planning_table(state: State) -> Table:
     """The :class:`Table` of the active jobs that can run on their home type."""
     a = state.active
-    home = np.where(state.running[a], state.alloc_type[a], np.argmax(state.rate[a], axis=1))
+    # a job not running goes home to its fastest type that can hold its smallest gang
+    fits = state.capacity[None, :] >= state.jobs.min_gpus[a, None]
+    best = np.argmax(np.where(fits, state.rate[a], -1.0), axis=1)
+    home = np.where(state.running[a], state.alloc_type[a], best)
     ok = state.rate[a, home] > 0
     lo = state.jobs.min_gpus[a]
     hi = np.minimum(state.jobs.max_gpus[a], state.capacity[home])

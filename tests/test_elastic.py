@@ -305,3 +305,15 @@ def test_cli_run_takes_an_elastic_rule(tmp_path, capsys) -> None:  # type: ignor
     assert grown["jct_mean_s"] < rigid["jct_mean_s"]
     assert main([*args, "--elastic", "x3-x1"]) == 2
     assert "elastic rule 'x3-x1'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["afs", "optimus"])
+def test_a_gang_larger_than_its_fastest_type_goes_to_a_type_that_holds_it(name: str) -> None:
+    # T0 is twice as fast but has 2 devices; a rigid 3-device job of 30 units runs on T1 (4
+    # devices, 1 unit/s): 0-30. (It once waited for ever for T0.)
+    from tests.simple import cluster, fixed_rates, jobs
+
+    cl = cluster([("T0", 2), ("T1", 4)])
+    t = jobs([(0.0, 3, 30.0)])
+    r = simulate(t, cl, make_policy(name), rates=fixed_rates(t, cl, speed=[2.0, 1.0]))
+    assert r.finish.tolist() == [30.0]
