@@ -3489,3 +3489,178 @@ def gandiva_place(
             out_t[n] = t
             n += 1
     return n
+
+
+@_compiled
+def themis_bundles(
+    crow: IntArray,
+    lo: IntArray,
+    hi: IntArray,
+    g: IntArray,
+    sigma: FloatArray,
+    offered: IntArray,
+    devices: IntArray,
+    capacity: FloatArray,
+    members: IntArray,
+    kmax: IntArray,
+    count: IntArray,
+) -> None:
+    """The bundles of an auction's bidders in ``themis`` (:meth:`scheduling.themis.Themis.
+    _auction`): bidder ``b``'s candidate jobs are ``crow[lo[b]:hi[b]]`` in service order, of
+    which those starting before the offer is spent (their gangs before them sum to less than
+    ``offered.sum()``) count, ``kmax[b]`` of them. Its bundle ``(t, k)`` is the first ``k``
+    of those that can run on type ``t`` (``sigma > 0``, gang within ``offered[t]``) while
+    their gangs fit in ``offered[t]``: ``devices[b, t, k]`` devices (a bundle that cannot be
+    formed: ``offered.sum() + 1``), ``capacity[b, t, k]`` best-type equivalents (the running
+    sum of ``g × sigma[:, t]``), its jobs ``members[b, t, :k]`` (positions of ``g``), the
+    largest such ``k`` being ``count[b, t]``.
+
+    Shapes: ``crow`` (c,); ``lo``, ``hi``, ``kmax`` (n,); ``g`` (m,); ``sigma`` (m, nt);
+    ``offered`` (nt,); ``devices``, ``capacity`` (n, nt, K + 1), ``members`` (n, nt, K) and
+    ``count`` (n, nt), K at least every ``kmax``."""
+    nb, nt, k1 = devices.shape
+    total = 0
+    for t in range(nt):
+        total += offered[t]
+    for b in range(nb):
+        used = 0
+        k = 0
+        for i in range(lo[b], hi[b]):
+            if used >= total:
+                break
+            used += g[crow[i]]
+            k += 1
+        kmax[b] = k
+        for t in range(nt):
+            devices[b, t, 0] = 0
+            capacity[b, t, 0] = 0.0
+            n = 0
+            c = 0
+            cap = 0.0
+            room = offered[t]
+            for i in range(lo[b], lo[b] + k):
+                r = crow[i]
+                gr = g[r]
+                if sigma[r, t] > 0 and gr <= room:
+                    c += gr
+                    if c > room:
+                        break
+                    cap += gr * sigma[r, t]
+                    members[b, t, n] = r
+                    n += 1
+                    devices[b, t, n] = c
+                    capacity[b, t, n] = cap
+            count[b, t] = n
+            for j in range(n + 1, k1):
+                devices[b, t, j] = total + 1
+                capacity[b, t, j] = 0.0
+
+
+@_compiled
+def _pa_enumerate(
+    n_opt: IntArray,
+    opt_t: IntArray,
+    opt_d: IntArray,
+    opt_log: FloatArray,
+    offered: IntArray,
+    skip: int,
+    idx: IntArray,
+    best: IntArray,
+    use: IntArray,
+) -> float:
+    """Every combination of the bidders' options but ``skip``'s (the first bidder's changing
+    slowest, each bidder's options from the last), keeping in ``best`` the first whose summed
+    log-valuation beats the best so far by more than 1e-12 and fits in ``offered``; returns
+    that sum (see :func:`pa_exact`)."""
+    n = len(n_opt)
+    nt = len(offered)
+    for a in range(n):
+        idx[a] = 0 if a == skip else n_opt[a] - 1
+        best[a] = 0
+    best_val = -math.inf
+    while True:
+        val = 0.0
+        for a in range(n):
+            if a != skip:
+                val += opt_log[a, idx[a]]
+        if not val <= best_val + 1e-12:
+            for t in range(nt):
+                use[t] = 0
+            for a in range(n):
+                if a != skip:
+                    use[opt_t[a, idx[a]]] += opt_d[a, idx[a]]
+            fits = True
+            for t in range(nt):
+                if use[t] > offered[t]:
+                    fits = False
+            if fits:
+                best_val = val
+                for a in range(n):
+                    best[a] = idx[a]
+        a = n - 1
+        while a >= 0:
+            if a != skip and idx[a] > 0:
+                idx[a] -= 1
+                break
+            if a != skip:
+                idx[a] = n_opt[a] - 1
+            a -= 1
+        if a < 0:
+            return best_val
+
+
+@_compiled
+def pa_exact(
+    devices: IntArray,
+    value: FloatArray,
+    offered: IntArray,
+    limit: int,
+    pick: IntArray,
+    logs: FloatArray,
+    without: FloatArray,
+) -> bool:
+    """The exact partial-allocation auction of ``themis`` by enumeration
+    (:func:`scheduling.themis._exact`): bidder ``a``'s options are nothing, then each bundle
+    ``(t, k)`` with ``devices[a, t, k] <= offered[t]`` (types, then ``k``, ascending).
+    Writes the bundles maximising the sum of ``log(value)`` to ``pick`` (``(a, 0)`` its
+    type, ``(a, 1)`` its ``k``, ``(0, 0)`` for nothing) and their logs to ``logs``, and, for
+    each bidder, the best sum of the others when it does not bid to ``without``. Returns
+    ``False`` (writing nothing) when the combinations number more than ``limit``.
+
+    Shapes: ``devices``, ``value`` (n, nt, K + 1); ``offered`` (nt,); ``pick`` (n, 2);
+    ``logs``, ``without`` (n,)."""
+    n, nt, k1 = devices.shape
+    m = nt * (k1 - 1) + 1
+    n_opt = np.ones(n, dtype=np.int64)
+    opt_t = np.zeros((n, m), dtype=np.int64)
+    opt_k = np.zeros((n, m), dtype=np.int64)
+    opt_d = np.zeros((n, m), dtype=np.int64)
+    opt_log = np.zeros((n, m))
+    combos = 1
+    for a in range(n):
+        opt_d[a, 0] = devices[a, 0, 0]
+        opt_log[a, 0] = math.log(value[a, 0, 0])
+        c = 1
+        for t in range(nt):
+            for k in range(1, k1):
+                if devices[a, t, k] <= offered[t]:
+                    opt_t[a, c] = t
+                    opt_k[a, c] = k
+                    opt_d[a, c] = devices[a, t, k]
+                    opt_log[a, c] = math.log(value[a, t, k])
+                    c += 1
+        n_opt[a] = c
+        combos *= c
+        if combos > limit:
+            return False
+    idx = np.zeros(n, dtype=np.int64)
+    best = np.zeros(n, dtype=np.int64)
+    use = np.zeros(nt, dtype=np.int64)
+    _pa_enumerate(n_opt, opt_t, opt_d, opt_log, offered, -1, idx, best, use)
+    for a in range(n):
+        pick[a, 0] = opt_t[a, best[a]]
+        pick[a, 1] = opt_k[a, best[a]]
+        logs[a] = opt_log[a, best[a]]
+    for a in range(n):
+        without[a] = _pa_enumerate(n_opt, opt_t, opt_d, opt_log, offered, a, idx, best, use)
+    return True

@@ -21,7 +21,6 @@ not whole).
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Annotated, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import pa_exact, themis_bundles
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
@@ -109,36 +109,6 @@ class Menu:
                 if self.devices[t, k] <= offered[t]:
                     out.append((t, k))
         return out
-
-
-def _log_welfare(menus: Sequence[Menu], pick: Sequence[tuple[int, int]]) -> float:
-    return float(sum(math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True)))
-
-
-def _exact(menus: Sequence[Menu], offered: IntArray) -> list[tuple[int, int]] | None:
-    """The bundles maximising the product of valuations, by enumeration; ``None`` when there
-    are more than :data:`EXACT_LIMIT` combinations. Among equal products the earlier
-    bidders (worse ρ) get the later entries of their option lists (larger bundles)."""
-    opts = [m.options(offered) for m in menus]
-    if math.prod(len(o) for o in opts) > EXACT_LIMIT:
-        return None
-    logs = [[math.log(m.value[t, k]) for t, k in o] for m, o in zip(menus, opts, strict=True)]
-    devs = [[(t, int(m.devices[t, k])) for t, k in o] for m, o in zip(menus, opts, strict=True)]
-    room = [int(x) for x in offered]
-    best, best_val = None, -math.inf
-    # largest bundles first, so a tie goes to the earliest bidder's largest bundle
-    for combo in itertools.product(*(range(len(o) - 1, -1, -1) for o in opts)):
-        val = sum(logs[a][i] for a, i in enumerate(combo))
-        if val <= best_val + 1e-12:
-            continue
-        use = [0] * len(room)
-        for a, i in enumerate(combo):
-            t, d = devs[a][i]
-            use[t] += d
-        if all(u <= r for u, r in zip(use, room, strict=True)):
-            best, best_val = combo, val
-    assert best is not None  # all-empty always fits
-    return [opts[a][i] for a, i in enumerate(best)]
 
 
 def _greedy(
@@ -266,10 +236,12 @@ def pa_auction(
        "PF without a" is the allocation step 1 computes when ``a`` does not bid.
 
     Both steps are exact by enumeration while the bidders' bundle combinations number at
-    most :data:`EXACT_LIMIT`, then by dynamic programming over device counts
-    (:func:`_grid_dp`) while that is small (:data:`DP_LIMIT`); beyond, step 1 is greedy,
-    and "PF without a" continues the greedy from PF with ``a``'s devices returned (one pass
-    per bidder over its own devices), so ``c_a`` is then an estimate, clipped to [0, 1].
+    most :data:`EXACT_LIMIT` (:func:`clustersim.kernels.pa_exact`; among equal products the
+    earlier bidders, worse ρ, get their larger bundles), then by dynamic programming over
+    device counts (:func:`_grid_dp`) while that is small (:data:`DP_LIMIT`); beyond, step 1
+    is greedy, and "PF without a" continues the greedy from PF with ``a``'s devices
+    returned (one pass per bidder over its own devices), so ``c_a`` is then an estimate,
+    clipped to [0, 1].
 
     Returns
     -------
@@ -279,39 +251,57 @@ def pa_auction(
         Each bidder's fraction ``c_a``.
     """
     n = len(menus)
-    exact = _exact(menus, offered)
-    dp = None if exact is not None else _grid_dp(menus, offered)
-    if exact is not None:
-        pick = exact
-    elif dp is not None:
-        pick = dp[0]
-    else:
-        pick = _greedy(menus, offered)
-    vals = np.array([math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True)])
-    total = float(vals.sum())
+    width = np.array([m.devices.shape[1] for m in menus], dtype=np.int64)
+    nt = len(offered)
+    k1 = int(width.max()) if n else 1
+    devices = np.full((n, nt, k1), int(np.sum(offered)) + 1, dtype=np.int64)
+    value = np.ones((n, nt, k1))
+    for a, m in enumerate(menus):
+        devices[a, :, : width[a]] = m.devices
+        value[a, :, : width[a]] = m.value
+    return _pa_stacked(devices, value, np.ascontiguousarray(offered, dtype=np.int64), width)
+
+
+def _pa_stacked(
+    devices: IntArray, value: FloatArray, offered: IntArray, width: IntArray
+) -> tuple[list[tuple[int, int]], FloatArray]:
+    """:func:`pa_auction` on the bidders' menus stacked: ``devices``, ``value`` (n, nt, K + 1),
+    bidder ``a``'s menu being the first ``width[a]`` columns (the others are never
+    offered: more devices than ``offered`` holds)."""
+    n = len(devices)
+    pick_a = np.zeros((n, 2), dtype=np.int64)
+    vals = np.zeros(n)
+    without = np.zeros(n)
     keep = np.ones(n)
+    exact = pa_exact(devices, value, offered, EXACT_LIMIT, pick_a, vals, without)
+    if exact:
+        pick: list[tuple[int, int]] = [(t, k) for t, k in pick_a.tolist()]
+        dp = None
+    else:
+        menus = [Menu(devices[a, :, :w], value[a, :, :w]) for a, w in enumerate(width.tolist())]
+        dp = _grid_dp(menus, offered)
+        pick = dp[0] if dp is not None else _greedy(menus, offered)
+        vals = np.array([math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True)])
+    total = float(vals.sum())
     for a in range(n):
-        if exact is not None:
-            others = [m for b, m in enumerate(menus) if b != a]
-            alt = _exact(others, offered)
-            assert alt is not None  # fewer bidders: fewer combinations
-            without = _log_welfare(others, alt)
+        if exact:
+            out = float(without[a])
         elif dp is not None:
-            without = float(dp[1][a])
+            out = float(dp[1][a])
         elif not pick[a][1]:
             continue  # nothing to keep a fraction of: spare the greedy pass
         else:
             start = list(pick)
             start[a] = (0, 0)
             alt_pick = _greedy(menus, offered, start=start, skip=a)
-            without = float(
+            out = float(
                 sum(
                     math.log(m.value[t, k])
                     for b, (m, (t, k)) in enumerate(zip(menus, alt_pick, strict=True))
                     if b != a
                 )
             )
-        keep[a] = min(1.0, math.exp((total - vals[a]) - without))
+        keep[a] = min(1.0, math.exp((total - vals[a]) - out))
     return pick, keep
 
 
@@ -547,9 +537,10 @@ class Themis(Policy):
         if running.any():
             ri = np.flatnonzero(running)
             held[ri] = gf[ri] * sigma[ri, state.alloc_type[active[ri]]]
-        app_of = self._apps(state)
-        app = app_of[active]
-        n_all = int(app_of.max()) + 1
+        # apps numbered among the active ones (in the order of their indices), so that the
+        # per-app arrays are as long as the apps present, not every app of the trace
+        apps, app = np.unique(self._apps(state)[active], return_inverse=True)
+        n_all = len(apps)
 
         def per_app(w: FloatArray) -> FloatArray:
             return np.bincount(app, weights=w, minlength=n_all).astype(np.float64)
@@ -595,36 +586,27 @@ class Themis(Policy):
         order = wanting[np.lexsort((wanting, -rho_now))]
         n_bid = bidder_count(len(order), self.fairness_knob)
         bidders, others = order[:n_bid], order[n_bid:]
-        self.last_bidders = bidders
+        self.last_bidders = apps[bidders]
         # candidate jobs of each app, in service order: running first, then by arrival
         crow = np.flatnonzero(cand)
         crow = crow[np.argsort(app[crow] * 2 + ~running[crow], kind="stable")]
         capp = app[crow]
         total_off = int(offered.sum())
-        menus: list[Menu] = []
-        lists: list[list[IntArray]] = []
-        for a in bidders.tolist():
-            lo, hi = np.searchsorted(capp, [a, a + 1])
-            rows = crow[lo:hi]
-            rows = rows[np.cumsum(g[rows]) - g[rows] < total_off]
-            kmax = len(rows)
-            devs = np.full((nt, kmax + 1), total_off + 1, dtype=np.int64)
-            capv = np.zeros((nt, kmax + 1))
-            per_type = []
-            for t in range(nt):
-                ok = rows[(sigma[rows, t] > 0) & (g[rows] <= offered[t])]
-                c = np.cumsum(g[ok])
-                ok, c = ok[c <= offered[t]], c[c <= offered[t]]
-                per_type.append(ok)
-                devs[t, 0] = 0
-                devs[t, 1 : len(ok) + 1] = c
-                capv[t, 1 : len(ok) + 1] = np.cumsum(gf[ok] * sigma[ok, t])
-            val = 1.0 / rho(kept_cap[a] + capv.ravel(), np.full(capv.size, a)).reshape(capv.shape)
-            val[devs > total_off] = val[0, 0]  # bundles that cannot be formed: never chosen
-            menus.append(Menu(devs, val))
-            lists.append(per_type)
+        nb = len(bidders)
+        lo = np.searchsorted(capp, bidders)
+        hi = np.searchsorted(capp, bidders + 1)
+        kk = max(min(int((hi - lo).max()), total_off), 1)
+        devs = np.empty((nb, nt, kk + 1), dtype=np.int64)
+        capv = np.empty((nb, nt, kk + 1))
+        members = np.empty((nb, nt, kk), dtype=np.int64)
+        kmax = np.empty(nb, dtype=np.int64)
+        count = np.empty((nb, nt), dtype=np.int64)
+        themis_bundles(crow, lo, hi, g, sigma, offered, devs, capv, members, kmax, count)
+        at = bidders[:, None, None]
+        val = 1.0 / rho(kept_cap[at] + capv, at)
+        val = np.where(devs > total_off, val[:, :1, :1], val)  # never chosen
         self.auctions += 1
-        pick, keep = pa_auction(menus, offered)
+        pick, keep = _pa_stacked(devs, val, offered, kmax + 1)
         run_rows: list[IntArray] = []
         run_types: list[IntArray] = []
         room = offered.copy()
@@ -632,9 +614,9 @@ class Themis(Policy):
         for i, (t, k) in enumerate(pick):
             if not k:
                 continue
-            budget = keep[i] * menus[i].devices[t, k] + 1e-9
-            kk = int(np.searchsorted(menus[i].devices[t, 1 : k + 1], budget, side="right"))
-            rows = lists[i][t][:kk]
+            budget = keep[i] * devs[i, t, k] + 1e-9
+            n_run = int(np.searchsorted(devs[i, t, 1 : k + 1], budget, side="right"))
+            rows = members[i, t, : min(n_run, count[i, t])]
             run_rows.append(rows)
             run_types.append(np.full(len(rows), t, dtype=np.int64))
             room[t] -= int(g[rows].sum())
