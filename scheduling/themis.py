@@ -29,7 +29,14 @@ from typing import Annotated, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from clustersim.kernels import pa_exact, themis_bundles
+from clustersim.jobs import JobTable
+from clustersim.kernels import (
+    N_THEMIS_STATS,
+    pa_exact,
+    themis_apps,
+    themis_bundles,
+    themis_values,
+)
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
@@ -69,7 +76,8 @@ def finish_time_fairness(
     ``T_shared = elapsed + max(work_left / capacity, longest_left)``: time since the app
     started plus the time its remaining work needs at ``capacity`` (devices, counted in the
     app's best-type equivalents), never less than its longest job needs on its own gang
-    (a job cannot use more devices than its gang). Zero capacity gives ``inf``.
+    (a job cannot use more devices than its gang). Zero capacity gives ``inf``. The policy
+    computes the same, one value at a time, in :func:`clustersim.kernels.themis_rho`.
 
     Parameters
     ----------
@@ -398,6 +406,7 @@ class Themis(Policy):
         self._round = -1
         self._last: tuple[State, int, Decision] | None = None
         self._app_of: IntArray | None = None
+        self._jobs: tuple[JobTable, IntArray, FloatArray, FloatArray] | None = None
         self.auctions = 0
         self.last_bidders: IntArray = EMPTY
 
@@ -422,6 +431,18 @@ class Themis(Policy):
                 app_of[blank] = app_of.max() + 1 + np.arange(len(blank))
                 self._app_of = app_of
         return self._app_of
+
+    def _job_arrays(self, jobs: JobTable) -> tuple[IntArray, FloatArray, FloatArray]:
+        """Gangs, work and submit times of the trace's jobs as the kernels take them (once
+        per run)."""
+        if self._jobs is None or self._jobs[0] is not jobs:
+            self._jobs = (
+                jobs,
+                np.ascontiguousarray(jobs.num_gpus, dtype=np.int64),
+                np.ascontiguousarray(jobs.work, dtype=np.float64),
+                np.ascontiguousarray(jobs.submit_time, dtype=np.float64),
+            )
+        return self._jobs[1:]
 
     # ------------------------------------------------------------------ decision
     def schedule(self, state: State) -> Decision:
@@ -526,75 +547,58 @@ class Themis(Policy):
     ) -> Decision:
         jobs = state.jobs
         nt = state.cluster.n_types
-        cap = state.capacity.astype(np.float64)
+        k = len(active)
         best = state.best_rate[active]
         g = jobs.num_gpus[active].astype(np.int64)
-        gf = g.astype(np.float64)
         sigma = state.rate[active] / best[:, None]  # (k, nt) device worth per type
-        left_t = state.remaining[active] / best  # s on the best type with the whole gang
-        total_t = jobs.work[active] / best
-        held = np.zeros(len(active))
-        if running.any():
-            ri = np.flatnonzero(running)
-            held[ri] = gf[ri] * sigma[ri, state.alloc_type[active[ri]]]
         # apps numbered among the active ones (in the order of their indices), so that the
-        # per-app arrays are as long as the apps present, not every app of the trace
-        apps, app = np.unique(self._apps(state)[active], return_inverse=True)
-        n_all = len(apps)
-
-        def per_app(w: FloatArray) -> FloatArray:
-            return np.bincount(app, weights=w, minlength=n_all).astype(np.float64)
-
-        gangs = per_app(gf)
-        present = np.flatnonzero(gangs > 0)
-        n_app = len(present)
-        w_left = per_app(left_t * gf)
-        w_total = per_app(total_t * gf)
-        longest = np.zeros(n_all)
-        np.maximum.at(longest, app, left_t)
-        longest_total = np.zeros(n_all)
-        np.maximum.at(longest_total, app, total_t)
-        start = np.full(n_all, np.inf)
-        np.minimum.at(start, app, jobs.submit_time[active])
-        # the app's worth of one device of each type: device-weighted mean over its jobs
-        worth = per_app(gf * (sigma @ cap))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.minimum(worth / np.maximum(gangs, 1.0) / n_app, gangs)
-            t_id = np.maximum(np.maximum(w_total / share, longest_total), 1e-9)
-        elapsed = state.now - start
-
-        def rho(capacity: FloatArray, apps: IntArray) -> FloatArray:
-            """ρ of ``apps`` holding ``capacity``; with none, ρ after waiting one lease
-            and then running at the 1/N share."""
-            r = finish_time_fairness(
-                elapsed[apps], w_left[apps], longest[apps], capacity, t_id[apps]
-            )
-            idle = finish_time_fairness(
-                elapsed[apps] + self.lease_s,
-                w_left[apps],
-                longest[apps],
-                share[apps],
-                t_id[apps],
-            )
-            return np.where(np.asarray(capacity) > 0, r, idle)
-
-        prev_cap = per_app(held)
-        kept_cap = prev_cap if not boundary else np.zeros(n_all)
-        wanting = np.flatnonzero(np.bincount(app[cand], minlength=n_all))
-        rho_now = rho(prev_cap[wanting], wanting)
+        # per-app arrays are as long as the apps present, not every app of the trace;
+        # their finish-time fairness figures (see the class docstring) in ``stats``
+        app = np.empty(k, dtype=np.int64)
+        apps = np.empty(k, dtype=np.int64)
+        stats = np.empty((N_THEMIS_STATS, k))
+        wanting = np.empty(k, dtype=np.int64)
+        rho_now = np.empty(k)
+        crow = np.empty(k, dtype=np.int64)
+        app_lo = np.empty(k, dtype=np.int64)
+        app_hi = np.empty(k, dtype=np.int64)
+        gang, work, submit = self._job_arrays(jobs)
+        n_all, n_want = themis_apps(
+            np.ascontiguousarray(active, dtype=np.int64),
+            self._apps(state),
+            gang,
+            np.ascontiguousarray(state.remaining, dtype=np.float64),
+            work,
+            submit,
+            np.ascontiguousarray(state.alloc_type, dtype=np.int64),
+            running,
+            cand,
+            best,
+            sigma,
+            sigma @ state.capacity.astype(np.float64),  # each job's worth of the cluster
+            float(state.now),
+            self.lease_s,
+            boundary,
+            app,
+            apps,
+            stats,
+            wanting,
+            rho_now,
+            crow,
+            app_lo,
+            app_hi,
+        )
+        wanting = wanting[:n_want]
+        crow = crow[: app_hi[n_all - 1]]
         # worst ρ first; ties by app index
-        order = wanting[np.lexsort((wanting, -rho_now))]
+        order = wanting[np.lexsort((wanting, -rho_now[:n_want]))]
         n_bid = bidder_count(len(order), self.fairness_knob)
         bidders, others = order[:n_bid], order[n_bid:]
         self.last_bidders = apps[bidders]
-        # candidate jobs of each app, in service order: running first, then by arrival
-        crow = np.flatnonzero(cand)
-        crow = crow[np.argsort(app[crow] * 2 + ~running[crow], kind="stable")]
-        capp = app[crow]
+        capp = app[crow]  # candidates in service order: running first, then by arrival
         total_off = int(offered.sum())
         nb = len(bidders)
-        lo = np.searchsorted(capp, bidders)
-        hi = np.searchsorted(capp, bidders + 1)
+        lo, hi = app_lo[bidders], app_hi[bidders]
         kk = max(min(int((hi - lo).max()), total_off), 1)
         devs = np.empty((nb, nt, kk + 1), dtype=np.int64)
         capv = np.empty((nb, nt, kk + 1))
@@ -602,9 +606,8 @@ class Themis(Policy):
         kmax = np.empty(nb, dtype=np.int64)
         count = np.empty((nb, nt), dtype=np.int64)
         themis_bundles(crow, lo, hi, g, sigma, offered, devs, capv, members, kmax, count)
-        at = bidders[:, None, None]
-        val = 1.0 / rho(kept_cap[at] + capv, at)
-        val = np.where(devs > total_off, val[:, :1, :1], val)  # never chosen
+        val = np.empty((nb, nt, kk + 1))
+        themis_values(bidders, stats, self.lease_s, total_off, devs, capv, val)
         self.auctions += 1
         pick, keep = _pa_stacked(devs, val, offered, kmax + 1)
         run_rows: list[IntArray] = []

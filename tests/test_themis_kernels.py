@@ -18,7 +18,7 @@ from clustersim.spec import cluster_from_shorthand
 from clustersim.synth import gavel_model, generate
 from scheduling import themis
 from scheduling.registry import make_policy
-from scheduling.themis import EXACT_LIMIT, Menu, pa_auction
+from scheduling.themis import EXACT_LIMIT, Menu, finish_time_fairness, pa_auction
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -218,3 +218,134 @@ def test_themis_runs_are_the_same_without_numba(
         assert kernels.use_compiled()
     assert plain.finish.tobytes() == fast.finish.tobytes()
     assert plain.attained.tobytes() == fast.attained.tobytes()
+
+
+# ------------------------------------------------------------------------- the apps
+
+
+def _apps_reference(
+    active: np.ndarray, app_of: np.ndarray, gang: np.ndarray, remaining: np.ndarray,
+    work: np.ndarray, submit: np.ndarray, alloc_type: np.ndarray, running: np.ndarray,
+    cand: np.ndarray, best: np.ndarray, sigma: np.ndarray, cap: np.ndarray, now: float,
+    lease_s: float,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """The per-app figures the way the policy computed them with numpy."""
+    g = gang[active].astype(np.float64)
+    left_t = remaining[active] / best
+    total_t = work[active] / best
+    held = np.zeros(len(active))
+    ri = np.flatnonzero(running)
+    held[ri] = g[ri] * sigma[ri, alloc_type[active[ri]]]
+    apps, app = np.unique(app_of[active], return_inverse=True)
+    n_all = len(apps)
+
+    def per_app(w: np.ndarray) -> np.ndarray:
+        return np.bincount(app, weights=w, minlength=n_all).astype(np.float64)
+
+    gangs = per_app(g)
+    n_app = len(np.flatnonzero(gangs > 0))
+    w_left, w_total = per_app(left_t * g), per_app(total_t * g)
+    longest, longest_total = np.zeros(n_all), np.zeros(n_all)
+    np.maximum.at(longest, app, left_t)
+    np.maximum.at(longest_total, app, total_t)
+    start = np.full(n_all, np.inf)
+    np.minimum.at(start, app, submit[active])
+    worth = per_app(g * (sigma @ cap))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.minimum(worth / np.maximum(gangs, 1.0) / n_app, gangs)
+        t_id = np.maximum(np.maximum(w_total / share, longest_total), 1e-9)
+    elapsed = now - start
+    prev_cap = per_app(held)
+    wanting = np.flatnonzero(np.bincount(app[cand], minlength=n_all))
+    rho = finish_time_fairness(
+        elapsed[wanting], w_left[wanting], longest[wanting], prev_cap[wanting], t_id[wanting]
+    )
+    idle = finish_time_fairness(
+        elapsed[wanting] + lease_s, w_left[wanting], longest[wanting], share[wanting],
+        t_id[wanting],
+    )  # fmt: skip
+    crow = np.flatnonzero(cand)
+    crow = crow[np.argsort(app[crow] * 2 + ~running[crow], kind="stable")]
+    return {
+        "app": app, "apps": apps, "elapsed": elapsed, "w_left": w_left, "longest": longest,
+        "t_id": t_id, "share": share, "held": prev_cap, "wanting": wanting,
+        "rho_now": np.where(prev_cap[wanting] > 0, rho, idle), "crow": crow,
+    }  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), compiled=st.booleans(), boundary=st.booleans())
+def test_the_apps_figures_are_the_numpy_ones(seed: int, compiled: bool, boundary: bool) -> None:
+    """Random jobs, apps, rates (some zero), running and waiting jobs: every per-app figure,
+    the wanting apps, their ρ and the candidates' order are the numpy ones, bit for bit; the
+    valuations are 1 / ρ with each bundle."""
+    rng = np.random.default_rng(seed)
+    n, nt = int(rng.integers(1, 30)), int(rng.integers(1, 4))
+    gang = rng.choice([1, 2, 4, 8], n).astype(np.int64)
+    remaining = rng.uniform(0.0, 1e4, n)
+    work = remaining + rng.uniform(0.0, 1e4, n)
+    submit = np.sort(rng.uniform(0.0, 1e4, n))
+    rate = rng.uniform(0.1, 3.0, (n, nt)) * (rng.random((n, nt)) < 0.8)
+    rate[:, 0] = np.maximum(rate[:, 0], 0.05)  # every job runs somewhere
+    app_of = rng.integers(0, max(n // 2, 1), n).astype(np.int64)
+    active = np.flatnonzero(rng.random(n) < 0.8).astype(np.int64)
+    if not len(active):
+        active = np.zeros(1, dtype=np.int64)
+    k = len(active)
+    running = rng.random(k) < 0.4
+    alloc_type = np.full(n, -1, dtype=np.int64)
+    alloc_type[active[running]] = rng.integers(0, nt, int(running.sum()))
+    cand = np.ones(k, dtype=bool) if boundary else ~running
+    if not cand.any():
+        cand[0] = True
+    best = rate[active].max(axis=1)
+    sigma = rate[active] / best[:, None]
+    cap = rng.integers(1, 9, nt).astype(np.float64)
+    now, lease_s = float(submit.max() + rng.uniform(0, 100)), 600.0
+    want = _apps_reference(
+        active, app_of, gang, remaining, work, submit, alloc_type, running, cand, best, sigma,
+        cap, now, lease_s,
+    )  # fmt: skip
+    app, apps, wanting, crow, lo, hi = (np.empty(k, dtype=np.int64) for _ in range(6))
+    stats, rho_now = np.empty((kernels.N_THEMIS_STATS, k)), np.empty(k)
+    fn = kernels.themis_apps if compiled else kernels.themis_apps.py_func
+    n_all, n_want = fn(
+        active, app_of, gang, remaining, work, submit, alloc_type, running, cand, best, sigma,
+        sigma @ cap, now, lease_s, boundary, app, apps, stats, wanting, rho_now, crow, lo, hi,
+    )  # fmt: skip
+    assert app.tolist() == want["app"].tolist()
+    assert apps[:n_all].tolist() == want["apps"].tolist()
+    for row, name in [
+        (kernels.TS_ELAPSED, "elapsed"),
+        (kernels.TS_W_LEFT, "w_left"),
+        (kernels.TS_LONGEST, "longest"),
+        (kernels.TS_T_ID, "t_id"),
+        (kernels.TS_SHARE, "share"),
+    ]:
+        assert stats[row, :n_all].tobytes() == want[name].tobytes(), name
+    kept = np.zeros(n_all) if boundary else want["held"]
+    assert stats[kernels.TS_KEPT, :n_all].tobytes() == kept.tobytes()
+    assert wanting[:n_want].tolist() == want["wanting"].tolist()
+    assert rho_now[:n_want].tobytes() == want["rho_now"].tobytes()
+    assert crow[: hi[n_all - 1]].tolist() == want["crow"].tolist()
+    capp = app[crow[: hi[n_all - 1]]]
+    for a in range(n_all):
+        assert (capp[lo[a] : hi[a]] == a).all()
+    # the valuations of some bundles of the wanting apps
+    bidders = wanting[:n_want]
+    total = 10
+    devices = rng.integers(0, total + 2, (n_want, nt, 4)).astype(np.int64)
+    devices[:, :, 0] = 0
+    capacity = rng.uniform(0.0, 6.0, (n_want, nt, 4))
+    capacity[:, :, 0] = 0.0
+    value = np.empty((n_want, nt, 4))
+    fv = kernels.themis_values if compiled else kernels.themis_values.py_func
+    fv(bidders, stats, lease_s, total, devices, capacity, value)
+    at = bidders[:, None, None]
+    c = stats[kernels.TS_KEPT][at] + capacity
+    st_ = {name: stats[row][at] for name, row in [("e", 0), ("w", 1), ("l", 2), ("t", 3), ("s", 4)]}
+    r = finish_time_fairness(st_["e"], st_["w"], st_["l"], c, st_["t"])
+    idle = finish_time_fairness(st_["e"] + lease_s, st_["w"], st_["l"], st_["s"], st_["t"])
+    val = 1.0 / np.where(c > 0, r, idle)
+    val = np.where(devices > total, val[:, :1, :1], val)
+    assert value.tobytes() == val.tobytes()
