@@ -3858,3 +3858,70 @@ def themis_values(
                 else:
                     rho = themis_rho(stats, a, kept + capacity[b, t, k], lease_s)
                     value[b, t, k] = _fdiv(1.0, rho)
+
+
+@_compiled
+def themis_leftovers(
+    order: IntArray,
+    n_bid: int,
+    app_lo: IntArray,
+    app_hi: IntArray,
+    crow: IntArray,
+    taken: BoolArray,
+    active: IntArray,
+    gang: IntArray,
+    rate: FloatArray,
+    alloc_type: IntArray,
+    running: BoolArray,
+    room: IntArray,
+    out_r: IntArray,
+    out_t: IntArray,
+) -> int:
+    """The devices a ``themis`` auction left over (:meth:`scheduling.themis.Themis._auction`):
+    first to the apps that did not bid (``order[n_bid:]``), then to every app (``order``),
+    worst ρ first; within an app, its candidates not ``taken`` in their order
+    (``crow[app_lo[a]:app_hi[a]]``, positions in ``active``), each where it fits: a running
+    job on its type if that has room, else the fastest type with room (the first of equal
+    rates), until no device is left (:meth:`scheduling.themis.Themis._fill`).
+
+    Writes the positions started and their types to ``out_r``/``out_t`` in that order and
+    returns how many; updates ``room`` and ``taken``."""
+    nt = len(room)
+    n = 0
+    for first in (n_bid, 0):
+        most = 0
+        for t in range(nt):
+            most = max(most, room[t])
+        if most == 0:
+            break
+        for q in range(first, len(order)):
+            a = order[q]
+            for c in range(app_lo[a], app_hi[a]):
+                i = crow[c]
+                if taken[i]:
+                    continue
+                j = active[i]
+                gi = gang[j]
+                if gi > most:
+                    continue
+                t = alloc_type[j] if running[i] else -1
+                if t < 0 or room[t] < gi:
+                    t = -1
+                    fastest = 0.0
+                    for tt in range(nt):
+                        if room[tt] >= gi and rate[j, tt] > fastest:
+                            t = tt
+                            fastest = rate[j, tt]
+                    if t < 0:
+                        continue
+                out_r[n] = i
+                out_t[n] = t
+                n += 1
+                taken[i] = True
+                room[t] -= gi
+                most = 0
+                for tt in range(nt):
+                    most = max(most, room[tt])
+                if most == 0:
+                    return n
+    return n

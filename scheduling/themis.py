@@ -35,6 +35,7 @@ from clustersim.kernels import (
     pa_exact,
     themis_apps,
     themis_bundles,
+    themis_leftovers,
     themis_values,
 )
 from scheduling.base import EMPTY, Decision, Policy, State
@@ -563,6 +564,7 @@ class Themis(Policy):
         app_lo = np.empty(k, dtype=np.int64)
         app_hi = np.empty(k, dtype=np.int64)
         gang, work, submit = self._job_arrays(jobs)
+        alloc_type = np.ascontiguousarray(state.alloc_type, dtype=np.int64)
         n_all, n_want = themis_apps(
             np.ascontiguousarray(active, dtype=np.int64),
             self._apps(state),
@@ -570,7 +572,7 @@ class Themis(Policy):
             np.ascontiguousarray(state.remaining, dtype=np.float64),
             work,
             submit,
-            np.ascontiguousarray(state.alloc_type, dtype=np.int64),
+            alloc_type,
             running,
             cand,
             best,
@@ -593,9 +595,8 @@ class Themis(Policy):
         # worst ρ first; ties by app index
         order = wanting[np.lexsort((wanting, -rho_now[:n_want]))]
         n_bid = bidder_count(len(order), self.fairness_knob)
-        bidders, others = order[:n_bid], order[n_bid:]
+        bidders = order[:n_bid]
         self.last_bidders = apps[bidders]
-        capp = app[crow]  # candidates in service order: running first, then by arrival
         total_off = int(offered.sum())
         nb = len(bidders)
         lo, hi = app_lo[bidders], app_hi[bidders]
@@ -614,31 +615,38 @@ class Themis(Policy):
         run_types: list[IntArray] = []
         room = offered.copy()
         taken = np.zeros(len(active), dtype=bool)
-        for i, (t, k) in enumerate(pick):
-            if not k:
+        for i, (t, kb) in enumerate(pick):
+            if not kb:
                 continue
-            budget = keep[i] * devs[i, t, k] + 1e-9
-            n_run = int(np.searchsorted(devs[i, t, 1 : k + 1], budget, side="right"))
+            budget = keep[i] * devs[i, t, kb] + 1e-9
+            n_run = int(np.searchsorted(devs[i, t, 1 : kb + 1], budget, side="right"))
             rows = members[i, t, : min(n_run, count[i, t])]
             run_rows.append(rows)
             run_types.append(np.full(len(rows), t, dtype=np.int64))
             room[t] -= int(g[rows].sum())
             taken[rows] = True
         # leftovers: apps that did not bid, then everyone, worst ρ first
-        for group in (others, order):
-            if not room.any():
-                break
-            rank = np.full(n_all, len(group), dtype=np.int64)
-            rank[group] = np.arange(len(group))
-            left = crow[~taken[crow] & (rank[capp] < len(group))]
-            left = left[g[left] <= room.max()]
-            if not len(left):
-                continue
-            left = left[np.argsort(rank[app[left]], kind="stable")]
-            rows, types = self._fill(state, active, left, room, running)
-            run_rows.append(rows)
-            run_types.append(types)
-            taken[rows] = True
+        if room.any():
+            out_r = np.empty(k, dtype=np.int64)
+            out_t = np.empty(k, dtype=np.int64)
+            n_left = themis_leftovers(
+                order,
+                n_bid,
+                app_lo,
+                app_hi,
+                crow,
+                taken,
+                active,
+                gang,
+                np.ascontiguousarray(state.rate, dtype=np.float64),
+                alloc_type,
+                running,
+                room,
+                out_r,
+                out_t,
+            )
+            run_rows.append(out_r[:n_left])
+            run_types.append(out_t[:n_left])
         rows_a = np.concatenate(run_rows) if run_rows else EMPTY
         types_a = np.concatenate(run_types) if run_types else EMPTY
         return self._decision(state, active, running, boundary, rows_a, types_a)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from clustersim.spec import cluster_from_shorthand
 from clustersim.synth import gavel_model, generate
 from scheduling import themis
 from scheduling.registry import make_policy
-from scheduling.themis import EXACT_LIMIT, Menu, finish_time_fairness, pa_auction
+from scheduling.themis import EXACT_LIMIT, Menu, Themis, finish_time_fairness, pa_auction
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -349,3 +350,75 @@ def test_the_apps_figures_are_the_numpy_ones(seed: int, compiled: bool, boundary
     val = 1.0 / np.where(c > 0, r, idle)
     val = np.where(devices > total, val[:, :1, :1], val)
     assert value.tobytes() == val.tobytes()
+
+
+# ------------------------------------------------------------------------- the leftovers
+
+
+def _leftovers_reference(
+    order: np.ndarray, n_bid: int, app: np.ndarray, crow: np.ndarray, taken: np.ndarray,
+    active: np.ndarray, gang: np.ndarray, rate: np.ndarray, alloc_type: np.ndarray,
+    running: np.ndarray, room: np.ndarray,
+) -> tuple[list[int], list[int]]:  # fmt: skip
+    """The leftover pass the way the policy did it with numpy and :meth:`Themis._fill`."""
+    state = SimpleNamespace(jobs=SimpleNamespace(num_gpus=gang), rate=rate, alloc_type=alloc_type)
+    g = gang[active]
+    capp = app[crow]
+    n_all = int(app.max()) + 1
+    out_r: list[int] = []
+    out_t: list[int] = []
+    for group in (order[n_bid:], order):
+        if not room.any():
+            break
+        rank = np.full(n_all, len(group), dtype=np.int64)
+        rank[group] = np.arange(len(group))
+        left = crow[~taken[crow] & (rank[capp] < len(group))]
+        left = left[g[left] <= room.max()]
+        if not len(left):
+            continue
+        left = left[np.argsort(rank[app[left]], kind="stable")]
+        rows, types = Themis._fill(state, active, left, room, running)  # type: ignore[arg-type]
+        out_r += rows.tolist()
+        out_t += types.tolist()
+        taken[rows] = True
+    return out_r, out_t
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), compiled=st.booleans())
+def test_the_leftovers_are_the_numpy_pass(seed: int, compiled: bool) -> None:
+    """Random candidates, some taken by the auction, running jobs whose type is full, types
+    a job cannot run on: the kernel starts what the numpy pass started, in its order."""
+    rng = np.random.default_rng(seed)
+    n, nt = int(rng.integers(1, 25)), int(rng.integers(1, 4))
+    gang = rng.choice([1, 1, 2, 4, 8], n).astype(np.int64)
+    rate = rng.choice([0.0, 0.5, 1.0, 2.0], (n, nt))
+    active = np.flatnonzero(rng.random(n) < 0.8).astype(np.int64)
+    if not len(active):
+        active = np.zeros(1, dtype=np.int64)
+    k = len(active)
+    running = rng.random(k) < 0.3
+    alloc_type = np.full(n, -1, dtype=np.int64)
+    alloc_type[active[running]] = rng.integers(0, nt, int(running.sum()))
+    _, app = np.unique(rng.integers(0, 6, k), return_inverse=True)
+    app = app.astype(np.int64)
+    n_all = int(app.max()) + 1
+    cand = np.flatnonzero(rng.random(k) < 0.8)
+    crow = cand[np.argsort(app[cand] * 2 + ~running[cand], kind="stable")].astype(np.int64)
+    lo = np.searchsorted(app[crow], np.arange(n_all)).astype(np.int64)
+    hi = np.searchsorted(app[crow], np.arange(n_all) + 1).astype(np.int64)
+    order = rng.permutation(np.unique(app[crow])).astype(np.int64)
+    n_bid = int(rng.integers(0, len(order) + 1))
+    taken = rng.random(k) < 0.2
+    room = rng.integers(0, 9, nt).astype(np.int64)
+    want_taken, want_room = taken.copy(), room.copy()
+    want = _leftovers_reference(
+        order, n_bid, app, crow, want_taken, active, gang, rate, alloc_type, running, want_room
+    )
+    out_r, out_t = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
+    fn = kernels.themis_leftovers if compiled else kernels.themis_leftovers.py_func
+    m = fn(order, n_bid, lo, hi, crow, taken, active, gang, rate, alloc_type, running, room,
+           out_r, out_t)  # fmt: skip
+    assert (out_r[:m].tolist(), out_t[:m].tolist()) == want
+    assert room.tolist() == want_room.tolist()
+    assert taken.tolist() == want_taken.tolist()
