@@ -565,8 +565,9 @@ class Themis(Policy):
         app_hi = np.empty(k, dtype=np.int64)
         gang, work, submit = self._job_arrays(jobs)
         alloc_type = np.ascontiguousarray(state.alloc_type, dtype=np.int64)
+        act = np.ascontiguousarray(active, dtype=np.int64)
         n_all, n_want = themis_apps(
-            np.ascontiguousarray(active, dtype=np.int64),
+            act,
             self._apps(state),
             gang,
             np.ascontiguousarray(state.remaining, dtype=np.float64),
@@ -636,7 +637,7 @@ class Themis(Policy):
                 app_hi,
                 crow,
                 taken,
-                active,
+                act,
                 gang,
                 np.ascontiguousarray(state.rate, dtype=np.float64),
                 alloc_type,
