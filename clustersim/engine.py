@@ -1323,6 +1323,7 @@ def warm_up() -> None:
     process uses the compiled kernels from then on, whatever the size of its runs.
     """
     from clustersim.presets import preset
+    from clustersim.spec import cluster_from_shorthand
     from clustersim.synth import gavel_model, generate
     from scheduling.registry import make_placement, make_policy
 
@@ -1354,6 +1355,10 @@ def warm_up() -> None:
         simulate(jobs, cluster, make_policy(name, centre=True), rates=rates, options=whole)
     # gavel-gandiva's placement (and the co-location module's paths)
     simulate(jobs, cluster, make_policy("gavel-gandiva"), rates=rates, options=whole)
+    # themis's auctions (its bundles and exact enumeration) need contention: a small cluster
+    small = cluster_from_shorthand("v100:2,p100:2,k80:2")
+    head = jobs.take(np.arange(20))
+    simulate(head, small, make_policy("themis"), rates=PerformanceModel().prepare(head, small))
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)

@@ -18,7 +18,10 @@ Newton iterations of the centre tie-breaks of Gavel's LP policies in compatibili
 recomputations a run, where numpy's per-call costs were most of a run's time) are the
 policy-side loops here. Those two are slow as plain Python at any run size, so the policies
 that call them ask for the compiled kernels from the start
-(:attr:`scheduling.base.Policy.compiled_kernels`).
+(:attr:`scheduling.base.Policy.compiled_kernels`). Themis's auctions (:func:`themis_apps`,
+:func:`themis_bundles`, :func:`themis_values`, :func:`pa_exact`: its per-app finish-time
+figures, the bidders' menus and valuations, and the exact auction's enumeration, a few
+dozen numpy calls per auction before) are at the end.
 
 The kernels are plain Python over numpy arrays, and every one carries the :func:`_compiled`
 decorator, which makes it a :class:`Kernel`: calling it calls either its plain-Python source
@@ -3488,4 +3491,437 @@ def gandiva_place(
             out_e[n] = e
             out_t[n] = t
             n += 1
+    return n
+
+
+@_compiled
+def themis_bundles(
+    crow: IntArray,
+    lo: IntArray,
+    hi: IntArray,
+    g: IntArray,
+    sigma: FloatArray,
+    offered: IntArray,
+    devices: IntArray,
+    capacity: FloatArray,
+    members: IntArray,
+    kmax: IntArray,
+    count: IntArray,
+) -> None:
+    """The bundles of an auction's bidders in ``themis`` (:meth:`scheduling.themis.Themis.
+    _auction`): bidder ``b``'s candidate jobs are ``crow[lo[b]:hi[b]]`` in service order, of
+    which those starting before the offer is spent (their gangs before them sum to less than
+    ``offered.sum()``) count, ``kmax[b]`` of them. Its bundle ``(t, k)`` is the first ``k``
+    of those that can run on type ``t`` (``sigma > 0``, gang within ``offered[t]``) while
+    their gangs fit in ``offered[t]``: ``devices[b, t, k]`` devices (a bundle that cannot be
+    formed: ``offered.sum() + 1``), ``capacity[b, t, k]`` best-type equivalents (the running
+    sum of ``g × sigma[:, t]``), its jobs ``members[b, t, :k]`` (positions of ``g``), the
+    largest such ``k`` being ``count[b, t]``.
+
+    Shapes: ``crow`` (c,); ``lo``, ``hi``, ``kmax`` (n,); ``g`` (m,); ``sigma`` (m, nt);
+    ``offered`` (nt,); ``devices``, ``capacity`` (n, nt, K + 1), ``members`` (n, nt, K) and
+    ``count`` (n, nt), K at least every ``kmax``."""
+    nb, nt, k1 = devices.shape
+    total = 0
+    for t in range(nt):
+        total += offered[t]
+    for b in range(nb):
+        used = 0
+        k = 0
+        for i in range(lo[b], hi[b]):
+            if used >= total:
+                break
+            used += g[crow[i]]
+            k += 1
+        kmax[b] = k
+        for t in range(nt):
+            devices[b, t, 0] = 0
+            capacity[b, t, 0] = 0.0
+            n = 0
+            c = 0
+            cap = 0.0
+            room = offered[t]
+            for i in range(lo[b], lo[b] + k):
+                r = crow[i]
+                gr = g[r]
+                if sigma[r, t] > 0 and gr <= room:
+                    c += gr
+                    if c > room:
+                        break
+                    cap += gr * sigma[r, t]
+                    members[b, t, n] = r
+                    n += 1
+                    devices[b, t, n] = c
+                    capacity[b, t, n] = cap
+            count[b, t] = n
+            for j in range(n + 1, k1):
+                devices[b, t, j] = total + 1
+                capacity[b, t, j] = 0.0
+
+
+@_compiled
+def _pa_enumerate(
+    n_opt: IntArray,
+    opt_t: IntArray,
+    opt_d: IntArray,
+    opt_log: FloatArray,
+    offered: IntArray,
+    skip: int,
+    idx: IntArray,
+    best: IntArray,
+    use: IntArray,
+) -> float:
+    """Every combination of the bidders' options but ``skip``'s (the first bidder's changing
+    slowest, each bidder's options from the last), keeping in ``best`` the first whose summed
+    log-valuation beats the best so far by more than 1e-12 and fits in ``offered``; returns
+    that sum (see :func:`pa_exact`)."""
+    n = len(n_opt)
+    nt = len(offered)
+    for a in range(n):
+        idx[a] = 0 if a == skip else n_opt[a] - 1
+        best[a] = 0
+    best_val = -math.inf
+    while True:
+        val = 0.0
+        for a in range(n):
+            if a != skip:
+                val += opt_log[a, idx[a]]
+        if not val <= best_val + 1e-12:
+            for t in range(nt):
+                use[t] = 0
+            for a in range(n):
+                if a != skip:
+                    use[opt_t[a, idx[a]]] += opt_d[a, idx[a]]
+            fits = True
+            for t in range(nt):
+                if use[t] > offered[t]:
+                    fits = False
+            if fits:
+                best_val = val
+                for a in range(n):
+                    best[a] = idx[a]
+        a = n - 1
+        while a >= 0:
+            if a != skip and idx[a] > 0:
+                idx[a] -= 1
+                break
+            if a != skip:
+                idx[a] = n_opt[a] - 1
+            a -= 1
+        if a < 0:
+            return best_val
+
+
+@_compiled
+def pa_exact(
+    devices: IntArray,
+    value: FloatArray,
+    offered: IntArray,
+    limit: int,
+    pick: IntArray,
+    logs: FloatArray,
+    without: FloatArray,
+) -> bool:
+    """The exact partial-allocation auction of ``themis`` by enumeration
+    (:func:`scheduling.themis._exact`): bidder ``a``'s options are nothing, then each bundle
+    ``(t, k)`` with ``devices[a, t, k] <= offered[t]`` (types, then ``k``, ascending).
+    Writes the bundles maximising the sum of ``log(value)`` to ``pick`` (``(a, 0)`` its
+    type, ``(a, 1)`` its ``k``, ``(0, 0)`` for nothing) and their logs to ``logs``, and, for
+    each bidder, the best sum of the others when it does not bid to ``without``. Returns
+    ``False`` (writing nothing) when the combinations number more than ``limit``.
+
+    Shapes: ``devices``, ``value`` (n, nt, K + 1); ``offered`` (nt,); ``pick`` (n, 2);
+    ``logs``, ``without`` (n,)."""
+    n, nt, k1 = devices.shape
+    m = nt * (k1 - 1) + 1
+    n_opt = np.ones(n, dtype=np.int64)
+    opt_t = np.zeros((n, m), dtype=np.int64)
+    opt_k = np.zeros((n, m), dtype=np.int64)
+    opt_d = np.zeros((n, m), dtype=np.int64)
+    opt_log = np.zeros((n, m))
+    combos = 1
+    for a in range(n):
+        opt_d[a, 0] = devices[a, 0, 0]
+        opt_log[a, 0] = math.log(value[a, 0, 0])
+        c = 1
+        for t in range(nt):
+            for k in range(1, k1):
+                if devices[a, t, k] <= offered[t]:
+                    opt_t[a, c] = t
+                    opt_k[a, c] = k
+                    opt_d[a, c] = devices[a, t, k]
+                    opt_log[a, c] = math.log(value[a, t, k])
+                    c += 1
+        n_opt[a] = c
+        combos *= c
+        if combos > limit:
+            return False
+    idx = np.zeros(n, dtype=np.int64)
+    best = np.zeros(n, dtype=np.int64)
+    use = np.zeros(nt, dtype=np.int64)
+    _pa_enumerate(n_opt, opt_t, opt_d, opt_log, offered, -1, idx, best, use)
+    for a in range(n):
+        pick[a, 0] = opt_t[a, best[a]]
+        pick[a, 1] = opt_k[a, best[a]]
+        logs[a] = opt_log[a, best[a]]
+    for a in range(n):
+        without[a] = _pa_enumerate(n_opt, opt_t, opt_d, opt_log, offered, a, idx, best, use)
+    return True
+
+
+#: Rows of the per-app statistics of :func:`themis_apps` (``stats``, (N_THEMIS_STATS, k)).
+TS_ELAPSED = 0  # seconds since the app's oldest active job arrived
+TS_W_LEFT = 1  # remaining work, best-type device-seconds
+TS_LONGEST = 2  # the longest remaining job's time on its best type, s
+TS_T_ID = 3  # T_independent, s
+TS_SHARE = 4  # the app's 1/N share, best-type devices
+TS_KEPT = 5  # devices it keeps through the auction (best-type equivalents)
+N_THEMIS_STATS = 6
+
+
+@_compiled
+def _fdiv(a: float, b: float) -> float:
+    """``a / b`` as numpy divides (inf or nan where ``b`` is zero, no exception)."""
+    if b != 0.0:
+        return a / b
+    if a != a or a == 0.0:
+        return math.nan
+    return math.inf if (a > 0.0) == (math.copysign(1.0, b) > 0.0) else -math.inf
+
+
+@_compiled
+def _nanmax(a: float, b: float) -> float:
+    """``np.maximum(a, b)``: nan if either is."""
+    return a if (a != a or a >= b) else b
+
+
+@_compiled
+def _nanmin(a: float, b: float) -> float:
+    """``np.minimum(a, b)``: nan if either is."""
+    return a if (a != a or a <= b) else b
+
+
+@_compiled
+def themis_rho(stats: FloatArray, a: int, capacity: float, lease_s: float) -> float:
+    """ρ of app ``a`` (a column of :func:`themis_apps`'s ``stats``) holding ``capacity``;
+    with none, after waiting ``lease_s`` and then running at its share
+    (:func:`scheduling.themis.finish_time_fairness`, one value)."""
+    elapsed = stats[TS_ELAPSED, a]
+    if not capacity > 0:
+        capacity = stats[TS_SHARE, a]
+        elapsed = elapsed + lease_s
+    rem = stats[TS_W_LEFT, a] / capacity if capacity > 0 else math.inf
+    rem = _nanmax(rem, stats[TS_LONGEST, a])
+    return _fdiv(elapsed + rem, stats[TS_T_ID, a])
+
+
+@_compiled
+def themis_apps(
+    active: IntArray,
+    app_of: IntArray,
+    gang: IntArray,
+    remaining: FloatArray,
+    work: FloatArray,
+    submit: FloatArray,
+    alloc_type: IntArray,
+    running: BoolArray,
+    cand: BoolArray,
+    best: FloatArray,
+    sigma: FloatArray,
+    worth: FloatArray,
+    now: float,
+    lease_s: float,
+    boundary: bool,
+    app: IntArray,
+    apps: IntArray,
+    stats: FloatArray,
+    wanting: IntArray,
+    rho_now: FloatArray,
+    crow: IntArray,
+    app_lo: IntArray,
+    app_hi: IntArray,
+) -> tuple[int, int]:
+    """The apps of a ``themis`` auction (:meth:`scheduling.themis.Themis._auction`).
+
+    Numbers the apps of the ``k`` active jobs by their indices in ``app_of`` (``apps``: the
+    app of each number, ``app``: each job's), and gives each, in ``stats`` (rows ``TS_*``):
+    the time since its oldest job arrived, its remaining work and longest remaining job in
+    best-type device-seconds, its T_independent and 1/N share, and the devices it holds now
+    (best-type equivalents; kept through the auction unless ``boundary``). The apps with a
+    candidate job (``cand``) go to ``wanting``, ascending, with their ρ now in ``rho_now``;
+    the candidates to ``crow``, grouped by app in app order, running ones first, then by
+    position, app ``a``'s being ``crow[app_lo[a]:app_hi[a]]``.
+
+    Shapes: ``active`` (k,), positions of the job arrays ``app_of``, ``gang``,
+    ``remaining``, ``work``, ``submit``, ``alloc_type``; ``running``, ``cand``, ``best``
+    (each job's best rate), ``worth`` (its ``sigma @ capacity``), ``app``, ``apps``,
+    ``wanting``, ``rho_now``, ``crow``, ``app_lo``, ``app_hi`` (k,); ``sigma`` (k, nt),
+    its rates over ``best``; ``stats`` (N_THEMIS_STATS, k).
+
+    Returns
+    -------
+    (int, int)
+        How many apps, how many of them want devices.
+    """
+    k = len(active)
+    ag = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        ag[i] = app_of[active[i]]
+    u = np.unique(ag)
+    n_all = len(u)
+    for a in range(n_all):
+        apps[a] = u[a]
+    gangs = np.zeros(n_all)
+    w_total = np.zeros(n_all)
+    longest_total = np.zeros(n_all)
+    start = np.full(n_all, math.inf)
+    worth_app = np.zeros(n_all)
+    held = np.zeros(n_all)
+    for a in range(n_all):
+        stats[TS_W_LEFT, a] = 0.0
+        stats[TS_LONGEST, a] = 0.0
+    for i in range(k):
+        a = np.searchsorted(u, ag[i])
+        app[i] = a
+        j = active[i]
+        gf = float(gang[j])
+        left_t = _fdiv(remaining[j], best[i])
+        total_t = _fdiv(work[j], best[i])
+        gangs[a] += gf
+        stats[TS_W_LEFT, a] += left_t * gf
+        w_total[a] += total_t * gf
+        stats[TS_LONGEST, a] = _nanmax(stats[TS_LONGEST, a], left_t)
+        longest_total[a] = _nanmax(longest_total[a], total_t)
+        start[a] = _nanmin(start[a], submit[j])
+        worth_app[a] += gf * worth[i]
+        held[a] += gf * sigma[i, alloc_type[j]] if running[i] else 0.0
+    n_app = 0
+    for a in range(n_all):
+        if gangs[a] > 0:
+            n_app += 1
+    for a in range(n_all):
+        share = _nanmin(_fdiv(worth_app[a] / _nanmax(gangs[a], 1.0), float(n_app)), gangs[a])
+        stats[TS_SHARE, a] = share
+        stats[TS_T_ID, a] = _nanmax(_nanmax(_fdiv(w_total[a], share), longest_total[a]), 1e-9)
+        stats[TS_ELAPSED, a] = now - start[a]
+        stats[TS_KEPT, a] = 0.0 if boundary else held[a]
+    # candidates by (app, waiting, position): a counting sort
+    count = np.zeros(2 * n_all + 1, dtype=np.int64)
+    for i in range(k):
+        if cand[i]:
+            count[2 * app[i] + (0 if running[i] else 1) + 1] += 1
+    for key in range(2 * n_all):
+        count[key + 1] += count[key]
+    for a in range(n_all):
+        app_lo[a] = count[2 * a]
+        app_hi[a] = count[2 * a + 2]
+    for i in range(k):
+        if cand[i]:
+            key = 2 * app[i] + (0 if running[i] else 1)
+            crow[count[key]] = i
+            count[key] += 1
+    n_want = 0
+    for a in range(n_all):
+        if app_hi[a] > app_lo[a]:
+            wanting[n_want] = a
+            rho_now[n_want] = themis_rho(stats, a, held[a], lease_s)
+            n_want += 1
+    return n_all, n_want
+
+
+@_compiled
+def themis_values(
+    bidders: IntArray,
+    stats: FloatArray,
+    lease_s: float,
+    total: int,
+    devices: IntArray,
+    capacity: FloatArray,
+    value: FloatArray,
+) -> None:
+    """Each ``themis`` bidder's valuation of its bundles (:func:`themis_bundles`), 1 / ρ
+    with the devices it keeps plus the bundle's (:func:`themis_rho`); a bundle that cannot
+    be formed (more devices than the ``total`` offered) is valued as nothing, so that it is
+    never chosen.
+
+    Shapes: ``bidders`` (n,), app numbers of :func:`themis_apps`; ``devices``,
+    ``capacity``, ``value`` (n, nt, K + 1)."""
+    nb, nt, k1 = devices.shape
+    for b in range(nb):
+        a = bidders[b]
+        kept = stats[TS_KEPT, a]
+        nothing = _fdiv(1.0, themis_rho(stats, a, kept + capacity[b, 0, 0], lease_s))
+        for t in range(nt):
+            for k in range(k1):
+                if devices[b, t, k] > total:
+                    value[b, t, k] = nothing
+                else:
+                    rho = themis_rho(stats, a, kept + capacity[b, t, k], lease_s)
+                    value[b, t, k] = _fdiv(1.0, rho)
+
+
+@_compiled
+def themis_leftovers(
+    order: IntArray,
+    n_bid: int,
+    app_lo: IntArray,
+    app_hi: IntArray,
+    crow: IntArray,
+    taken: BoolArray,
+    active: IntArray,
+    gang: IntArray,
+    rate: FloatArray,
+    alloc_type: IntArray,
+    running: BoolArray,
+    room: IntArray,
+    out_r: IntArray,
+    out_t: IntArray,
+) -> int:
+    """The devices a ``themis`` auction left over (:meth:`scheduling.themis.Themis._auction`):
+    first to the apps that did not bid (``order[n_bid:]``), then to every app (``order``),
+    worst ρ first; within an app, its candidates not ``taken`` in their order
+    (``crow[app_lo[a]:app_hi[a]]``, positions in ``active``), each where it fits: a running
+    job on its type if that has room, else the fastest type with room (the first of equal
+    rates), until no device is left (:meth:`scheduling.themis.Themis._fill`).
+
+    Writes the positions started and their types to ``out_r``/``out_t`` in that order and
+    returns how many; updates ``room`` and ``taken``."""
+    nt = len(room)
+    n = 0
+    for first in (n_bid, 0):
+        most = 0
+        for t in range(nt):
+            most = max(most, room[t])
+        if most == 0:
+            break
+        for q in range(first, len(order)):
+            a = order[q]
+            for c in range(app_lo[a], app_hi[a]):
+                i = crow[c]
+                if taken[i]:
+                    continue
+                j = active[i]
+                gi = gang[j]
+                if gi > most:
+                    continue
+                t = alloc_type[j] if running[i] else -1
+                if t < 0 or room[t] < gi:
+                    t = -1
+                    fastest = 0.0
+                    for tt in range(nt):
+                        if room[tt] >= gi and rate[j, tt] > fastest:
+                            t = tt
+                            fastest = rate[j, tt]
+                    if t < 0:
+                        continue
+                out_r[n] = i
+                out_t[n] = t
+                n += 1
+                taken[i] = True
+                room[t] -= gi
+                most = 0
+                for tt in range(nt):
+                    most = max(most, room[tt])
+                if most == 0:
+                    return n
     return n

@@ -21,7 +21,6 @@ not whole).
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,15 @@ from typing import Annotated, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.jobs import JobTable
+from clustersim.kernels import (
+    N_THEMIS_STATS,
+    pa_exact,
+    themis_apps,
+    themis_bundles,
+    themis_leftovers,
+    themis_values,
+)
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
@@ -69,7 +77,8 @@ def finish_time_fairness(
     ``T_shared = elapsed + max(work_left / capacity, longest_left)``: time since the app
     started plus the time its remaining work needs at ``capacity`` (devices, counted in the
     app's best-type equivalents), never less than its longest job needs on its own gang
-    (a job cannot use more devices than its gang). Zero capacity gives ``inf``.
+    (a job cannot use more devices than its gang). Zero capacity gives ``inf``. The policy
+    computes the same, one value at a time, in :func:`clustersim.kernels.themis_rho`.
 
     Parameters
     ----------
@@ -109,36 +118,6 @@ class Menu:
                 if self.devices[t, k] <= offered[t]:
                     out.append((t, k))
         return out
-
-
-def _log_welfare(menus: Sequence[Menu], pick: Sequence[tuple[int, int]]) -> float:
-    return float(sum(math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True)))
-
-
-def _exact(menus: Sequence[Menu], offered: IntArray) -> list[tuple[int, int]] | None:
-    """The bundles maximising the product of valuations, by enumeration; ``None`` when there
-    are more than :data:`EXACT_LIMIT` combinations. Among equal products the earlier
-    bidders (worse ρ) get the later entries of their option lists (larger bundles)."""
-    opts = [m.options(offered) for m in menus]
-    if math.prod(len(o) for o in opts) > EXACT_LIMIT:
-        return None
-    logs = [[math.log(m.value[t, k]) for t, k in o] for m, o in zip(menus, opts, strict=True)]
-    devs = [[(t, int(m.devices[t, k])) for t, k in o] for m, o in zip(menus, opts, strict=True)]
-    room = [int(x) for x in offered]
-    best, best_val = None, -math.inf
-    # largest bundles first, so a tie goes to the earliest bidder's largest bundle
-    for combo in itertools.product(*(range(len(o) - 1, -1, -1) for o in opts)):
-        val = sum(logs[a][i] for a, i in enumerate(combo))
-        if val <= best_val + 1e-12:
-            continue
-        use = [0] * len(room)
-        for a, i in enumerate(combo):
-            t, d = devs[a][i]
-            use[t] += d
-        if all(u <= r for u, r in zip(use, room, strict=True)):
-            best, best_val = combo, val
-    assert best is not None  # all-empty always fits
-    return [opts[a][i] for a, i in enumerate(best)]
 
 
 def _greedy(
@@ -266,10 +245,12 @@ def pa_auction(
        "PF without a" is the allocation step 1 computes when ``a`` does not bid.
 
     Both steps are exact by enumeration while the bidders' bundle combinations number at
-    most :data:`EXACT_LIMIT`, then by dynamic programming over device counts
-    (:func:`_grid_dp`) while that is small (:data:`DP_LIMIT`); beyond, step 1 is greedy,
-    and "PF without a" continues the greedy from PF with ``a``'s devices returned (one pass
-    per bidder over its own devices), so ``c_a`` is then an estimate, clipped to [0, 1].
+    most :data:`EXACT_LIMIT` (:func:`clustersim.kernels.pa_exact`; among equal products the
+    earlier bidders, worse ρ, get their larger bundles), then by dynamic programming over
+    device counts (:func:`_grid_dp`) while that is small (:data:`DP_LIMIT`); beyond, step 1
+    is greedy, and "PF without a" continues the greedy from PF with ``a``'s devices
+    returned (one pass per bidder over its own devices), so ``c_a`` is then an estimate,
+    clipped to [0, 1].
 
     Returns
     -------
@@ -279,39 +260,57 @@ def pa_auction(
         Each bidder's fraction ``c_a``.
     """
     n = len(menus)
-    exact = _exact(menus, offered)
-    dp = None if exact is not None else _grid_dp(menus, offered)
-    if exact is not None:
-        pick = exact
-    elif dp is not None:
-        pick = dp[0]
-    else:
-        pick = _greedy(menus, offered)
-    vals = np.array([math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True)])
-    total = float(vals.sum())
+    width = np.array([m.devices.shape[1] for m in menus], dtype=np.int64)
+    nt = len(offered)
+    k1 = int(width.max()) if n else 1
+    devices = np.full((n, nt, k1), int(np.sum(offered)) + 1, dtype=np.int64)
+    value = np.ones((n, nt, k1))
+    for a, m in enumerate(menus):
+        devices[a, :, : width[a]] = m.devices
+        value[a, :, : width[a]] = m.value
+    return _pa_stacked(devices, value, np.ascontiguousarray(offered, dtype=np.int64), width)
+
+
+def _pa_stacked(
+    devices: IntArray, value: FloatArray, offered: IntArray, width: IntArray
+) -> tuple[list[tuple[int, int]], FloatArray]:
+    """:func:`pa_auction` on the bidders' menus stacked: ``devices``, ``value`` (n, nt, K + 1),
+    bidder ``a``'s menu being the first ``width[a]`` columns (the others are never
+    offered: more devices than ``offered`` holds)."""
+    n = len(devices)
+    pick_a = np.zeros((n, 2), dtype=np.int64)
+    vals = np.zeros(n)
+    without = np.zeros(n)
     keep = np.ones(n)
+    exact = pa_exact(devices, value, offered, EXACT_LIMIT, pick_a, vals, without)
+    if exact:
+        pick: list[tuple[int, int]] = [(t, k) for t, k in pick_a.tolist()]
+        dp = None
+    else:
+        menus = [Menu(devices[a, :, :w], value[a, :, :w]) for a, w in enumerate(width.tolist())]
+        dp = _grid_dp(menus, offered)
+        pick = dp[0] if dp is not None else _greedy(menus, offered)
+        vals = np.array([math.log(m.value[t, k]) for m, (t, k) in zip(menus, pick, strict=True)])
+    total = float(vals.sum())
     for a in range(n):
-        if exact is not None:
-            others = [m for b, m in enumerate(menus) if b != a]
-            alt = _exact(others, offered)
-            assert alt is not None  # fewer bidders: fewer combinations
-            without = _log_welfare(others, alt)
+        if exact:
+            out = float(without[a])
         elif dp is not None:
-            without = float(dp[1][a])
+            out = float(dp[1][a])
         elif not pick[a][1]:
             continue  # nothing to keep a fraction of: spare the greedy pass
         else:
             start = list(pick)
             start[a] = (0, 0)
             alt_pick = _greedy(menus, offered, start=start, skip=a)
-            without = float(
+            out = float(
                 sum(
                     math.log(m.value[t, k])
                     for b, (m, (t, k)) in enumerate(zip(menus, alt_pick, strict=True))
                     if b != a
                 )
             )
-        keep[a] = min(1.0, math.exp((total - vals[a]) - without))
+        keep[a] = min(1.0, math.exp((total - vals[a]) - out))
     return pick, keep
 
 
@@ -408,6 +407,7 @@ class Themis(Policy):
         self._round = -1
         self._last: tuple[State, int, Decision] | None = None
         self._app_of: IntArray | None = None
+        self._jobs: tuple[JobTable, IntArray, FloatArray, FloatArray] | None = None
         self.auctions = 0
         self.last_bidders: IntArray = EMPTY
 
@@ -432,6 +432,18 @@ class Themis(Policy):
                 app_of[blank] = app_of.max() + 1 + np.arange(len(blank))
                 self._app_of = app_of
         return self._app_of
+
+    def _job_arrays(self, jobs: JobTable) -> tuple[IntArray, FloatArray, FloatArray]:
+        """Gangs, work and submit times of the trace's jobs as the kernels take them (once
+        per run)."""
+        if self._jobs is None or self._jobs[0] is not jobs:
+            self._jobs = (
+                jobs,
+                np.ascontiguousarray(jobs.num_gpus, dtype=np.int64),
+                np.ascontiguousarray(jobs.work, dtype=np.float64),
+                np.ascontiguousarray(jobs.submit_time, dtype=np.float64),
+            )
+        return self._jobs[1:]
 
     # ------------------------------------------------------------------ decision
     def schedule(self, state: State) -> Decision:
@@ -536,124 +548,106 @@ class Themis(Policy):
     ) -> Decision:
         jobs = state.jobs
         nt = state.cluster.n_types
-        cap = state.capacity.astype(np.float64)
+        k = len(active)
         best = state.best_rate[active]
         g = jobs.num_gpus[active].astype(np.int64)
-        gf = g.astype(np.float64)
         sigma = state.rate[active] / best[:, None]  # (k, nt) device worth per type
-        left_t = state.remaining[active] / best  # s on the best type with the whole gang
-        total_t = jobs.work[active] / best
-        held = np.zeros(len(active))
-        if running.any():
-            ri = np.flatnonzero(running)
-            held[ri] = gf[ri] * sigma[ri, state.alloc_type[active[ri]]]
-        app_of = self._apps(state)
-        app = app_of[active]
-        n_all = int(app_of.max()) + 1
-
-        def per_app(w: FloatArray) -> FloatArray:
-            return np.bincount(app, weights=w, minlength=n_all).astype(np.float64)
-
-        gangs = per_app(gf)
-        present = np.flatnonzero(gangs > 0)
-        n_app = len(present)
-        w_left = per_app(left_t * gf)
-        w_total = per_app(total_t * gf)
-        longest = np.zeros(n_all)
-        np.maximum.at(longest, app, left_t)
-        longest_total = np.zeros(n_all)
-        np.maximum.at(longest_total, app, total_t)
-        start = np.full(n_all, np.inf)
-        np.minimum.at(start, app, jobs.submit_time[active])
-        # the app's worth of one device of each type: device-weighted mean over its jobs
-        worth = per_app(gf * (sigma @ cap))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.minimum(worth / np.maximum(gangs, 1.0) / n_app, gangs)
-            t_id = np.maximum(np.maximum(w_total / share, longest_total), 1e-9)
-        elapsed = state.now - start
-
-        def rho(capacity: FloatArray, apps: IntArray) -> FloatArray:
-            """ρ of ``apps`` holding ``capacity``; with none, ρ after waiting one lease
-            and then running at the 1/N share."""
-            r = finish_time_fairness(
-                elapsed[apps], w_left[apps], longest[apps], capacity, t_id[apps]
-            )
-            idle = finish_time_fairness(
-                elapsed[apps] + self.lease_s,
-                w_left[apps],
-                longest[apps],
-                share[apps],
-                t_id[apps],
-            )
-            return np.where(np.asarray(capacity) > 0, r, idle)
-
-        prev_cap = per_app(held)
-        kept_cap = prev_cap if not boundary else np.zeros(n_all)
-        wanting = np.flatnonzero(np.bincount(app[cand], minlength=n_all))
-        rho_now = rho(prev_cap[wanting], wanting)
+        # apps numbered among the active ones (in the order of their indices), so that the
+        # per-app arrays are as long as the apps present, not every app of the trace;
+        # their finish-time fairness figures (see the class docstring) in ``stats``
+        app = np.empty(k, dtype=np.int64)
+        apps = np.empty(k, dtype=np.int64)
+        stats = np.empty((N_THEMIS_STATS, k))
+        wanting = np.empty(k, dtype=np.int64)
+        rho_now = np.empty(k)
+        crow = np.empty(k, dtype=np.int64)
+        app_lo = np.empty(k, dtype=np.int64)
+        app_hi = np.empty(k, dtype=np.int64)
+        gang, work, submit = self._job_arrays(jobs)
+        alloc_type = np.ascontiguousarray(state.alloc_type, dtype=np.int64)
+        act = np.ascontiguousarray(active, dtype=np.int64)
+        n_all, n_want = themis_apps(
+            act,
+            self._apps(state),
+            gang,
+            np.ascontiguousarray(state.remaining, dtype=np.float64),
+            work,
+            submit,
+            alloc_type,
+            running,
+            cand,
+            best,
+            sigma,
+            sigma @ state.capacity.astype(np.float64),  # each job's worth of the cluster
+            float(state.now),
+            self.lease_s,
+            boundary,
+            app,
+            apps,
+            stats,
+            wanting,
+            rho_now,
+            crow,
+            app_lo,
+            app_hi,
+        )
+        wanting = wanting[:n_want]
+        crow = crow[: app_hi[n_all - 1]]
         # worst ρ first; ties by app index
-        order = wanting[np.lexsort((wanting, -rho_now))]
+        order = wanting[np.lexsort((wanting, -rho_now[:n_want]))]
         n_bid = bidder_count(len(order), self.fairness_knob)
-        bidders, others = order[:n_bid], order[n_bid:]
-        self.last_bidders = bidders
-        # candidate jobs of each app, in service order: running first, then by arrival
-        crow = np.flatnonzero(cand)
-        crow = crow[np.argsort(app[crow] * 2 + ~running[crow], kind="stable")]
-        capp = app[crow]
+        bidders = order[:n_bid]
+        self.last_bidders = apps[bidders]
         total_off = int(offered.sum())
-        menus: list[Menu] = []
-        lists: list[list[IntArray]] = []
-        for a in bidders.tolist():
-            lo, hi = np.searchsorted(capp, [a, a + 1])
-            rows = crow[lo:hi]
-            rows = rows[np.cumsum(g[rows]) - g[rows] < total_off]
-            kmax = len(rows)
-            devs = np.full((nt, kmax + 1), total_off + 1, dtype=np.int64)
-            capv = np.zeros((nt, kmax + 1))
-            per_type = []
-            for t in range(nt):
-                ok = rows[(sigma[rows, t] > 0) & (g[rows] <= offered[t])]
-                c = np.cumsum(g[ok])
-                ok, c = ok[c <= offered[t]], c[c <= offered[t]]
-                per_type.append(ok)
-                devs[t, 0] = 0
-                devs[t, 1 : len(ok) + 1] = c
-                capv[t, 1 : len(ok) + 1] = np.cumsum(gf[ok] * sigma[ok, t])
-            val = 1.0 / rho(kept_cap[a] + capv.ravel(), np.full(capv.size, a)).reshape(capv.shape)
-            val[devs > total_off] = val[0, 0]  # bundles that cannot be formed: never chosen
-            menus.append(Menu(devs, val))
-            lists.append(per_type)
+        nb = len(bidders)
+        lo, hi = app_lo[bidders], app_hi[bidders]
+        kk = max(min(int((hi - lo).max()), total_off), 1)
+        devs = np.empty((nb, nt, kk + 1), dtype=np.int64)
+        capv = np.empty((nb, nt, kk + 1))
+        members = np.empty((nb, nt, kk), dtype=np.int64)
+        kmax = np.empty(nb, dtype=np.int64)
+        count = np.empty((nb, nt), dtype=np.int64)
+        themis_bundles(crow, lo, hi, g, sigma, offered, devs, capv, members, kmax, count)
+        val = np.empty((nb, nt, kk + 1))
+        themis_values(bidders, stats, self.lease_s, total_off, devs, capv, val)
         self.auctions += 1
-        pick, keep = pa_auction(menus, offered)
+        pick, keep = _pa_stacked(devs, val, offered, kmax + 1)
         run_rows: list[IntArray] = []
         run_types: list[IntArray] = []
         room = offered.copy()
         taken = np.zeros(len(active), dtype=bool)
-        for i, (t, k) in enumerate(pick):
-            if not k:
+        for i, (t, kb) in enumerate(pick):
+            if not kb:
                 continue
-            budget = keep[i] * menus[i].devices[t, k] + 1e-9
-            kk = int(np.searchsorted(menus[i].devices[t, 1 : k + 1], budget, side="right"))
-            rows = lists[i][t][:kk]
+            budget = keep[i] * devs[i, t, kb] + 1e-9
+            n_run = int(np.searchsorted(devs[i, t, 1 : kb + 1], budget, side="right"))
+            rows = members[i, t, : min(n_run, count[i, t])]
             run_rows.append(rows)
             run_types.append(np.full(len(rows), t, dtype=np.int64))
             room[t] -= int(g[rows].sum())
             taken[rows] = True
         # leftovers: apps that did not bid, then everyone, worst ρ first
-        for group in (others, order):
-            if not room.any():
-                break
-            rank = np.full(n_all, len(group), dtype=np.int64)
-            rank[group] = np.arange(len(group))
-            left = crow[~taken[crow] & (rank[capp] < len(group))]
-            left = left[g[left] <= room.max()]
-            if not len(left):
-                continue
-            left = left[np.argsort(rank[app[left]], kind="stable")]
-            rows, types = self._fill(state, active, left, room, running)
-            run_rows.append(rows)
-            run_types.append(types)
-            taken[rows] = True
+        if room.any():
+            out_r = np.empty(k, dtype=np.int64)
+            out_t = np.empty(k, dtype=np.int64)
+            n_left = themis_leftovers(
+                order,
+                n_bid,
+                app_lo,
+                app_hi,
+                crow,
+                taken,
+                act,
+                gang,
+                np.ascontiguousarray(state.rate, dtype=np.float64),
+                alloc_type,
+                running,
+                room,
+                out_r,
+                out_t,
+            )
+            run_rows.append(out_r[:n_left])
+            run_types.append(out_t[:n_left])
         rows_a = np.concatenate(run_rows) if run_rows else EMPTY
         types_a = np.concatenate(run_types) if run_types else EMPTY
         return self._decision(state, active, running, boundary, rows_a, types_a)
