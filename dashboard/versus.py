@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.figures import METRICS
+from dashboard.figures import METRICS, NO_RUNS
 from dashboard.numbers import mean_spread
-from dashboard.plotting import Chart, empty, finite_or_none
+from dashboard.plotting import Chart, colours, empty, finite_or_none
 from dashboard.results import Grid
 
 #: Policies that model a scheduler operators run today (``docs/production-schedulers.md``).
@@ -69,7 +69,9 @@ def versus_table(grid: Grid, baseline: str | None) -> Chart:
     """Every other policy against ``baseline`` (a policy label; ``None`` or unknown: the
     default), per configuration."""
     title = "As run today vs research policies (change from the baseline policy)"
-    if not grid.runs or len(grid.policies) < 2:
+    if not grid.runs:
+        return empty(title, NO_RUNS)
+    if len(grid.policies) < 2:
         return empty(title, "The side by side needs at least two policies with finished runs.")
     base = baseline if baseline in grid.policies else default_baseline(grid)
     assert base is not None
@@ -81,6 +83,7 @@ def versus_table(grid: Grid, baseline: str | None) -> Chart:
         {"key": k, "label": METRICS[k].short or METRICS[k].label, "help": METRICS[k].label}
         for k in VERSUS_METRICS
     ]
+    colour = colours(grid.policies)  # each policy's colour in every chart of the page
     rows: list[dict[str, Any]] = []
     export: list[dict[str, Any]] = []
     for config in grid.configs:
@@ -94,6 +97,7 @@ def versus_table(grid: Grid, baseline: str | None) -> Chart:
                 continue
             row: dict[str, Any] = {
                 "policy": policy,
+                "colour": colour[policy],
                 "config": grid.config_label(config),
                 "group": config.key,
             }
