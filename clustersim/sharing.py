@@ -795,3 +795,22 @@ def study(
     else:
         raise ClustersimError(f"unknown order {order!r}; choose inflation or arrival")
     return [place(nodes, seq, p, seed=seed, typical=typical) for p in placements]
+
+
+def node_frags(
+    nodes: Nodes, typical: Typical, gpu_left: IntArray, cpu_left: IntArray
+) -> FloatArray:
+    """Every node's fragmentation (expected idle GPU milli a typical pod could not use) for
+    the milli left per GPU ``gpu_left`` (nodes × GPUs, 0 beyond a node's GPUs) and the free
+    CPU ``cpu_left``."""
+    access = _access_matrix(nodes, typical.spec)
+    return np.array(
+        [
+            _node_frag(
+                int(cpu_left[i]), gpu_left[i], int(nodes.gpus[i]), typical.cpu,
+                typical.milli, typical.gpus, typical.prob, access[i],
+            )
+            for i in range(len(nodes))
+        ],
+        dtype=np.float64,
+    )  # fmt: skip
