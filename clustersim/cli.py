@@ -393,6 +393,46 @@ def cmd_policies(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sharing(args: argparse.Namespace) -> int:
+    from clustersim import sharing
+
+    nodes = sharing.load_nodes(args.nodes)
+    pods = sharing.load_pods(args.pods)
+    names = sharing.PLACEMENTS if args.placement == "all" else (args.placement,)
+    if args.placement != "all" and args.placement not in sharing.PLACEMENTS:
+        raise ClustersimError(
+            f"unknown placement {args.placement!r}; choose all or one of "
+            + ", ".join(sharing.PLACEMENTS)
+        )
+    runs = sharing.study(nodes, pods, names, seed=args.seed, order=args.order, tune=args.tune)
+    summaries = [r.summary() for r in runs]
+    if args.json:
+        print(json.dumps({"dropped": pods.dropped, "runs": summaries}))
+        return 0
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.2f}%"
+
+    first = summaries[0]
+    print(
+        f"{len(nodes)} nodes, {first['gpu_capacity']} GPUs; {first['pods']} pods"
+        f" ({args.order} order, seed {args.seed}), asking for {pct(first['arrived_share'])}"
+        " of the GPUs"
+    )
+    if pods.dropped:
+        print("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(pods.dropped.items())))
+    header = ("placement", "placed", "1st fail", "alloc@1st fail", "alloc final", "frag rate")
+    print("{:<15}{:>8}{:>10}{:>16}{:>13}{:>11}".format(*header))
+    for s in summaries:
+        fail = "-" if s["first_failure_pod"] is None else str(s["first_failure_pod"])
+        print(
+            f"{s['placement']:<15}{s['placed']:>8}{fail:>10}"
+            f"{pct(s['allocated_share_at_first_failure']):>16}"
+            f"{pct(s['allocated_share_final']):>13}{pct(s['frag_rate_final']):>11}"
+        )
+    return 0
+
+
 def cmd_presets(args: argparse.Namespace) -> int:
     from clustersim.presets import PRESETS, preset
 
@@ -659,6 +699,28 @@ def build_parser() -> argparse.ArgumentParser:
     ic.add_argument("--out", default=None, help="write the spec JSON here (default: stdout)")
     ic.add_argument("--json", action="store_true", help="print report and spec as one object")
     ic.set_defaults(func=cmd_import_cluster)
+    sh = sub.add_parser(
+        "sharing", help="GPU-sharing placement study (FGD paper): allocated GPU share per placement"
+    )
+    sh.add_argument("--nodes", required=True, help="openb node list CSV")
+    sh.add_argument("--pods", required=True, help="openb pod list CSV")
+    sh.add_argument(
+        "--placement",
+        default="fgd",
+        help="fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random-fit or all",
+    )
+    sh.add_argument("--seed", type=int, default=42, help="shuffle, top-up and random-fit seed")
+    sh.add_argument(
+        "--order",
+        choices=("inflation", "arrival"),
+        default="inflation",
+        help="inflation: the FGD paper's shuffled, topped-up workload; arrival: creation order",
+    )
+    sh.add_argument(
+        "--tune", type=float, default=1.3, help="inflation: top up to this times the GPU capacity"
+    )
+    sh.add_argument("--json", action="store_true", help="print one JSON object")
+    sh.set_defaults(func=cmd_sharing)
     sub.add_parser("policies", help="list the policy registry").set_defaults(func=cmd_policies)
     sub.add_parser("presets", help="list cluster presets").set_defaults(func=cmd_presets)
     sub.add_parser("formats", help="list trace formats").set_defaults(func=cmd_formats)
