@@ -34,9 +34,14 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from clustersim.cluster import Cluster
+    from clustersim.jobs import JobTable
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -376,3 +381,99 @@ def load(name: str, directory: str | None = None) -> Application | None:
         max_local=int(max_local if max_local is not None else all_local.max()),
         fixed_batch=FIXED_BATCH.get(name),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# The engine plugin: running profiled jobs progress at their goodput
+
+
+def type_factors(cluster: Cluster) -> FloatArray:
+    """(n_types,) speed of each type relative to the profiles' T4 (1 where unknown)."""
+    from clustersim.jobtypes import reference_speed
+
+    t4 = reference_speed(PROFILE_TYPE) or 1.0
+    out = np.ones(cluster.n_types)
+    for t, name in enumerate(cluster.type_names):
+        s = reference_speed(name)
+        if s:
+            out[t] = s / t4
+    return out
+
+
+class JobGoodput:
+    """Each job's profiled model (if any) and how its work maps to Pollux's progress.
+
+    A profiled job's work (any unit, e.g. the reference seconds a trace reader gave it) is
+    taken to be proportional to its progress: ``progress = (1 − remaining / work) ×
+    total_progress``. Jobs whose ``job_type`` is not a profiled model have no entry.
+    """
+
+    def __init__(self, jobs: JobTable, cluster: Cluster) -> None:
+        self.apps: dict[int, Application] = {}
+        for name in np.unique(jobs.job_type).tolist():
+            app = load(str(name))
+            if app is None:
+                continue
+            for j in np.flatnonzero(jobs.job_type == name).tolist():
+                self.apps[j] = app
+        self.profiled = np.array(sorted(self.apps), dtype=np.int64)
+        self.work = jobs.work
+        self.factor = type_factors(cluster)
+
+    def epoch(self, j: int, remaining: float) -> int:
+        """Epoch job ``j`` is in with ``remaining`` work left."""
+        app = self.apps[j]
+        w = float(self.work[j])
+        done = 1.0 - remaining / w if w > 0 else 1.0
+        return app.epoch(max(done, 0.0) * app.total_progress)
+
+    def rate(self, j: int, placement: tuple[int, ...], type_: int, remaining: float) -> float:
+        """Work units/s of profiled job ``j`` on ``placement`` of type ``type_`` at its best
+        batch size now (0 when the profiles hold no valid configuration there)."""
+        app = self.apps[j]
+        cfg = app.best(_normal(placement), self.epoch(j, remaining))
+        if cfg.goodput <= 0:
+            cfg = app.best(consolidated(sum(placement)), self.epoch(j, remaining))
+        return cfg.goodput * self.factor[type_] * float(self.work[j]) / app.total_progress
+
+
+class GoodputRates:
+    """Engine plugin (loaded when the policy sets ``goodput``): after every decision, every
+    running profiled job is re-rated to its goodput on the placement it holds, at its
+    progress now, with the best batch size there (:meth:`Application.best`). Efficiency
+    therefore changes at decisions (every ``interval_s`` for ``pollux``), not in between."""
+
+    def __init__(self, jobs: JobTable, cluster: Cluster) -> None:
+        self.model = JobGoodput(jobs, cluster)
+        self.rerates = 0
+
+    def after_decision(self, eng: Any) -> None:
+        from clustersim.colocation import rerate
+        from clustersim.kernels import (
+            JB_RUNNING,
+            JF_CRATE,
+            JF_REMAINING,
+            JI_ALLOC_TYPE,
+            JI_PLACED,
+            JI_SLOT,
+        )
+
+        prof = self.model.profiled
+        if not len(prof):
+            return
+        js = prof[eng.jb[JB_RUNNING, prof]]
+        if not len(js):
+            return
+        eng.sync("remaining")
+        new = np.empty(len(js))
+        for k, j in enumerate(js.tolist()):
+            o, n = int(eng.ji[JI_SLOT, j]), int(eng.ji[JI_PLACED, j])
+            placement = tuple(int(c) for c in eng.slots[1, o : o + n])
+            t = int(eng.ji[JI_ALLOC_TYPE, j])
+            r = self.model.rate(j, placement, t, float(eng.jf[JF_REMAINING, j]))
+            new[k] = r if r > 0 else eng.jf[JF_CRATE, j]
+        old = eng.jf[JF_CRATE, js]
+        change = np.abs(new - old) > 1e-12 * np.maximum(np.abs(old), 1.0)
+        if change.any():
+            rerate(eng, js[change], new[change])
+            self.rerates += int(change.sum())
