@@ -42,6 +42,7 @@ from clustersim.elastic import count_resizes, snapshot_sizes
 from clustersim.errors import SimulationError
 from clustersim.failures import FailureOptions, NodeFailures
 from clustersim.failures import check_engine as check_failures
+from clustersim.goodput import GoodputRates
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
     BAD_TWICE,
@@ -472,6 +473,12 @@ class _Run:
             )
             self.network = NetworkContention(cluster, rates, n, options.network)
         placement.bind_network(None if self.network is None else self.network.view)
+        # Pollux's goodput model (clustersim.goodput): profiled jobs progress at their goodput
+        self.goodput: GoodputRates | None = None
+        if policy.goodput:
+            if self.coloc is not None:
+                raise SimulationError(f"policy {policy.name!r}: goodput with co-location")
+            self.goodput = GoodputRates(jobs, cluster)
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -885,6 +892,8 @@ class _Run:
                 self.power.after_decision(self, d)
             if self.stragglers is not None:
                 self.stragglers.after_decision(self, d)
+            if self.goodput is not None:
+                self.goodput.after_decision(self)
             return
         coloc.detach(self)
         self._apply_decision(d)

@@ -474,6 +474,11 @@ class Policy:
         this configuration (switch-off threshold, budget), shows it as ``State.power`` and
         applies ``Decision.power_cap``. ``None`` (the default): no power model, nodes never
         power down, and the run costs nothing more.
+    goodput : bool
+        The policy plans with Pollux's goodput model (:mod:`clustersim.goodput`): the engine
+        then re-rates every running job of a profiled model to its goodput (throughput ×
+        statistical efficiency at its progress, best batch size) after each decision.
+        ``False`` (the default): rates come from the performance model only.
     steers_regions : bool
         The policy's decisions say which region each starting job goes to
         (``Decision.region``); the engine then places every start through the placement
@@ -500,6 +505,7 @@ class Policy:
     compiled_kernels: bool = False
     power: PowerConfig | None = None
     steers_regions: ClassVar[bool] = False
+    goodput: ClassVar[bool] = False
 
     @classmethod
     def cluster_problems(cls, params: Mapping[str, Any], cluster: Cluster) -> list[str]:

@@ -44,6 +44,7 @@ from scheduling.placement import (
     TopologyAware,
     Yarn,
 )
+from scheduling.pollux import Pollux
 from scheduling.power_cap import PowerCap
 from scheduling.power_down import PowerDown
 from scheduling.priority import StrictPriority
@@ -91,6 +92,7 @@ POLICIES: dict[str, type[Policy]] = {
         YarnCapacity,
         AFS,
         Optimus,
+        Pollux,
     )
 }
 
