@@ -272,3 +272,58 @@ def count_resizes(
         resizes[js] += 1
         preemptions[js] -= 1
         migrations[js] = mig0[moved]
+
+
+def device_counts(
+    job: IntArray, devices: IntArray, start: FloatArray, end: FloatArray
+) -> tuple[IntArray, FloatArray, IntArray]:
+    """Each job's device count over time, from a run's stints (:class:`clustersim.result.
+    Stints`: one row per job, node and uninterrupted stint).
+
+    A job holds the sum of the devices of its stints that cover a time. The series is a step
+    function per job: at ``t[i]`` job ``job[i]`` starts holding ``count[i]`` devices, until
+    its next point (0 after its last: it finished or was suspended). Points where the count
+    does not change are left out (a stint ending where the next begins on as many devices).
+
+    Parameters
+    ----------
+    job, devices : (k,) int64
+        Each stint's job and devices.
+    start, end : (k,) float64
+        Each stint's bounds, s.
+
+    Returns
+    -------
+    job, t, count : (p,) int64, float64, int64
+        The points, by job, then time.
+    """
+    job = np.asarray(job, dtype=np.int64)
+    dev = np.asarray(devices, dtype=np.int64)
+    jj = np.concatenate([job, job])
+    tt = np.concatenate([np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)])
+    dd = np.concatenate([dev, -dev])
+    order = np.lexsort((tt, jj))
+    jj, tt, dd = jj[order], tt[order], dd[order]
+    level = np.cumsum(dd)  # over all jobs: each job's own sum returns to 0 at its last end
+    # keep the last change at each (job, time), then only the points that change the count
+    last = np.ones(len(jj), dtype=bool)
+    last[:-1] = (jj[1:] != jj[:-1]) | (tt[1:] != tt[:-1])
+    jj, tt, level = jj[last], tt[last], level[last]
+    changed = np.ones(len(jj), dtype=bool)
+    changed[1:] = (level[1:] != level[:-1]) | (jj[1:] != jj[:-1])
+    return jj[changed], tt[changed], level[changed]
+
+
+def resized_jobs(job: IntArray, count: IntArray, limit: int | None = None) -> IntArray:
+    """The jobs of a :func:`device_counts` series that ran on more than one device count,
+    most changes first (ties: lower job), at most ``limit`` of them; (r,) int64."""
+    job = np.asarray(job, dtype=np.int64)
+    count = np.asarray(count, dtype=np.int64)
+    if not len(job):
+        return np.zeros(0, dtype=np.int64)
+    # changes between two positive counts of the same job (a resize, not a start or stop)
+    resize = (job[1:] == job[:-1]) & (count[1:] > 0) & (count[:-1] > 0)
+    n = np.bincount(job[1:][resize], minlength=int(job.max()) + 1)
+    jobs = np.flatnonzero(n > 0)
+    jobs = jobs[np.argsort(-n[jobs], kind="stable")]
+    return (jobs if limit is None else jobs[:limit]).astype(np.int64)

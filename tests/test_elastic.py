@@ -472,3 +472,46 @@ def test_cli_run_takes_an_elastic_rule(tmp_path, capsys) -> None:  # type: ignor
     assert grown["jct_mean_s"] < rigid["jct_mean_s"]
     assert main([*args, "--elastic", "x3-x1"]) == 2
     assert "elastic rule 'x3-x1'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- device count series
+
+
+def test_device_counts_follow_the_stints_by_hand() -> None:
+    """Job 0: 2 devices on node 0 over 0-4, then resized to 4 (2 + 2 on two nodes) 4-10.
+    Job 1: 1 device 2-5, suspended, 1 device again 7-9; its stints 7-8 and 8-9 (a
+    placement change at 8 on as many devices) are one stretch at 1 device. Job 2: rigid,
+    3 devices 1-6."""
+    from clustersim.elastic import device_counts, resized_jobs
+
+    job = np.array([0, 0, 0, 1, 1, 1, 2])
+    dev = np.array([2, 2, 2, 1, 1, 1, 3])
+    start = np.array([0.0, 4.0, 4.0, 2.0, 7.0, 8.0, 1.0])
+    end = np.array([4.0, 10.0, 10.0, 5.0, 8.0, 9.0, 6.0])
+    j, t, n = device_counts(job, dev, start, end)
+    got = list(zip(j.tolist(), t.tolist(), n.tolist(), strict=True))
+    assert got == [
+        (0, 0.0, 2),
+        (0, 4.0, 4),
+        (0, 10.0, 0),
+        (1, 2.0, 1),
+        (1, 5.0, 0),
+        (1, 7.0, 1),
+        (1, 9.0, 0),
+        (2, 1.0, 3),
+        (2, 6.0, 0),
+    ]
+    # only job 0 ran on two positive counts one after the other
+    assert resized_jobs(j, n).tolist() == [0]
+    assert resized_jobs(j[:0], n[:0]).tolist() == []
+
+
+def test_the_device_counts_of_an_elastic_run_match_its_resizes() -> None:
+    r = run("optimus", SUBLINEAR)
+    from clustersim.elastic import device_counts, resized_jobs
+
+    j, t, n = device_counts(r.stints.job, r.stints.devices, r.stints.start, r.stints.end)
+    # A on 2 devices 0-5; B on 2 then, at A's completion, on 4 until 5 + 8/2.2
+    np.testing.assert_allclose(t[j == 1], [0.0, 5.0, 5.0 + 8.0 / 2.2])
+    assert n[j == 1].tolist() == [2, 4, 0] and n[j == 0].tolist() == [2, 0]
+    assert resized_jobs(j, n).tolist() == [1]
