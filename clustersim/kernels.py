@@ -3666,8 +3666,16 @@ def afs_allocate(
     unit goes to the winner of a tournament over them in row (submit) order, each match
     decided by :func:`_afs_first`. A job that stops being a candidate never becomes one again
     in the decision (its count only changes when it wins, ``left`` only falls), so it is
-    dropped from the list. O(units handed out × candidates), compiled; the rule is not a
-    total order (three jobs can beat each other in a circle), so no heap reproduces it.
+    dropped from the list. The rule is not a total order (three jobs can beat each other in
+    a circle), so no heap reproduces it in general, and a tournament costs O(candidates).
+
+    One case is cheap and common (long queues): a job that holds nothing plays a holder
+    as ``O`` with the gain exactly 1, so it wins unless the holder's next device more than
+    doubles its rate; and two jobs that hold nothing are ordered by their time on their
+    first unit. So while no live holder's next unit is super-linear in that sense, the
+    tournament's winner is the first job, in order of time on the first unit (ties: row),
+    that holds nothing and is still a candidate: read off a sorted list. Otherwise (and
+    once every job holds something) the full tournament runs. Same choices either way.
 
     Parameters
     ----------
@@ -3684,27 +3692,55 @@ def afs_allocate(
     now = np.zeros(m)
     nxt = np.empty(m)
     step = lo.copy()
+    dead = np.zeros(m, dtype=np.bool_)
+    sup = np.zeros(m, dtype=np.bool_)  # a holder whose next unit more than doubles its rate
+    n_sup = 0
     live = np.arange(m)
     n = m
+    key = np.empty(m)
     for i in range(m):
         nxt[i] = rate[i, min(lo[i], hi[i])]
-    while n > 0:
+        key[i] = _time_left(remaining[i], nxt[i])
+    first = np.argsort(key, kind="mergesort")  # jobs holding nothing, by time on lo, row
+    zp = 0
+    while True:
         best = -1
-        k = 0
-        for p in range(n):
-            i = live[p]
-            if alloc[i] + step[i] > hi[i] or left[home[i]] < step[i] or not nxt[i] > now[i]:
-                continue  # out for the rest of the decision
-            live[k] = i
-            k += 1
-            best = i if best < 0 else _afs_first(best, i, now, nxt, remaining)
-        n = k
-        if best < 0:
-            break
+        if n_sup == 0:
+            while zp < m:
+                i = first[zp]
+                if alloc[i] == 0 and not dead[i]:
+                    if lo[i] > hi[i] or left[home[i]] < lo[i] or not nxt[i] > 0.0:
+                        dead[i] = True
+                    else:
+                        best = i
+                        break
+                zp += 1
+        if best < 0:  # the full tournament
+            k = 0
+            for p in range(n):
+                i = live[p]
+                if dead[i]:
+                    continue
+                if alloc[i] + step[i] > hi[i] or left[home[i]] < step[i] or not nxt[i] > now[i]:
+                    dead[i] = True  # out for the rest of the decision
+                    if sup[i]:
+                        sup[i] = False
+                        n_sup -= 1
+                    continue
+                live[k] = i
+                k += 1
+                best = i if best < 0 else _afs_first(best, i, now, nxt, remaining)
+            n = k
+            if best < 0:
+                break
         alloc[best] += step[best]
         left[home[best]] -= step[best]
         step[best] = 1
         now[best] = nxt[best]
         a = alloc[best]
         nxt[best] = rate[best, a + 1] if a + 1 <= hi[best] else 0.0
+        s_new = nxt[best] > now[best] and (nxt[best] - now[best]) / now[best] > 1.0
+        if s_new != sup[best]:
+            n_sup += 1 if s_new else -1
+            sup[best] = s_new
     return alloc

@@ -52,8 +52,9 @@ class AFS(ElasticPolicy):
     and cheap re-adjustments are not modelled: each resize pays the checkpoint/restore
     delay. Decisions are revisited at arrivals, completions and every ``interval_s``.
     Heterogeneous types are handled as in :class:`scheduling.optimus.Optimus` (each job on its
-    home type). The loop is compiled: :func:`clustersim.kernels.afs_allocate`, O(units ×
-    candidates) per decision.
+    home type). The loop is compiled: :func:`clustersim.kernels.afs_allocate`; a unit costs
+    O(log) while jobs that hold nothing are waiting and no holder scales super-linearly,
+    else a tournament over the candidates.
     """
 
     name = "afs"

@@ -242,12 +242,14 @@ def random_table(seed: int):  # type: ignore[no-untyped-def]
     rate = np.maximum(rate, 0.25)
     rate[:, 0] = 0.0
     rate[np.arange(k + 1)[None, :] > hi[:, None]] = 0.0
+    if seed % 2:  # steps that more than double a rate (AFS's kernel takes its slow path)
+        rate = rate**1.7
     rem = rng.choice([1.0, 2.0, 4.0, 8.0, 0.0], m)
     left = rng.integers(0, 9, 2).astype(np.int64)
     return home, lo, hi, rate, rem, left
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(200))
 def test_allocation_kernels_match_their_plain_loops_bit_for_bit(seed: int) -> None:
     from clustersim import kernels
 
