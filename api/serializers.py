@@ -920,6 +920,11 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
     spot = SpotSettingsSerializer(
         read_only=True, allow_null=True, help_text="Spot reclaims; null: off."
     )
+    elastic = serializers.CharField(
+        read_only=True,
+        help_text="Device-count bounds of the rigid jobs (docs/elastic.md); blank: as the "
+        "workloads say.",
+    )
 
     class Meta:
         model = Experiment
@@ -940,6 +945,7 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
             "network",
             "stragglers",
             "spot",
+            "elastic",
             "state",
             "runs_total",
             "progress",
@@ -1051,6 +1057,17 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         " depend on the seed: every run is repeated per seed. Refused with the power model."
         " Null: off.",
     )
+    elastic = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=32,
+        help_text="Let the rigid jobs of every run shrink and grow: `LO-HI`, each side `xF` (F"
+        " times the job's num_gpus) or a device count, e.g. `x0.5-x2` (half to twice),"
+        " `1-x1` (only shrink), `x1-64` (only grow); jobs a workload already made elastic"
+        " keep their bounds. Only elastic policies (afs, optimus) resize jobs"
+        " (docs/elastic.md). Blank or `none`: as the workloads say.",
+    )
 
     def get_fields(self) -> dict[str, Any]:
         from scheduling.registry import PLACEMENTS
@@ -1077,6 +1094,15 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
             raise serializers.ValidationError(errors)
         return value
 
+    def validate_elastic(self, value: str) -> str:
+        """A rule :func:`clustersim.elastic.parse_rule` accepts, normalised."""
+        try:
+            return services.checked_elastic(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(
+                [m.removeprefix("elastic: ") for m in exc.messages]
+            ) from None
+
     def validate_workloads(self, value: list[Workload]) -> list[Workload]:
         not_ready = [w.name for w in value if w.status != WorkloadStatus.READY]
         if not_ready:
@@ -1095,7 +1121,7 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
 def _experiment_error(exc: DjangoValidationError) -> serializers.ValidationError:
     """The service's refusal, under the field it names when every message names one of the
     physical models (``network: ...``, ``stragglers.share: ...``), else as a list."""
-    fields = ("failures", "network", "stragglers", "spot")
+    fields = ("failures", "network", "stragglers", "spot", "elastic")
     named: dict[str, list[str]] = {}
     for message in exc.messages:
         field = message.split(":", 1)[0].split(".", 1)[0]

@@ -181,6 +181,12 @@ class Scaling:
 
         intra, node_max, nic = PerformanceModel._links(cluster)
         self.intra, self.node_max, self.nic = intra, node_max, nic
+        # memo of :meth:`table`: job j's rates on 1 .. max_gpus[j] devices of type
+        # _memo_type[j] (-1: none yet) at _flat[_off[j] : _off[j + 1]]
+        width = np.maximum(jobs.max_gpus.astype(np.int64), 1)
+        self._off = np.concatenate([[0], np.cumsum(width)]).astype(np.int64)
+        self._flat = np.zeros(int(self._off[-1]))
+        self._memo_type = np.full(len(width), -1, dtype=np.int64)
 
     def rate(self, idx: IntArray, types: IntArray, ndev: IntArray) -> FloatArray:
         """(m,) float64: rate of job ``idx[i]`` on ``ndev[i]`` devices of ``types[i]``."""
@@ -197,6 +203,43 @@ class Scaling:
                 self.job_rates.placement_rate(idx, t, np.maximum(n, 1), link), dtype=np.float64
             )
         return np.where((n > 0) & (self.full[idx, t] > 0), out, 0.0)
+
+    def table(self, idx: IntArray, types: IntArray, hi: IntArray) -> FloatArray:
+        """(m, max(hi) + 1) float64: ``out[i, n]`` = :meth:`rate` of job ``idx[i]`` on ``n``
+        devices of ``types[i]`` for ``n = 0 .. hi[i]`` (``hi[i] <= max_gpus``), 0 past it.
+
+        A job's rates on a type do not change during a run, so the performance model
+        evaluates each job's row once per type it is planned on (the values are the ones
+        :meth:`rate` gives, element for element); only the mask of jobs that cannot run on
+        the type is applied anew.
+        """
+        idx = np.asarray(idx, dtype=np.int64)
+        t = np.asarray(types, dtype=np.int64)
+        hi = np.asarray(hi, dtype=np.int64)
+        k = int(hi.max()) if len(hi) else 0
+        out = np.zeros((len(idx), k + 1))
+        if not len(idx) or k == 0:
+            return out
+        if self.job_rates is not None:
+            miss = self._memo_type[idx] != t
+            if miss.any():
+                js, ts = idx[miss], t[miss]
+                width = self._off[js + 1] - self._off[js]
+                rows = np.repeat(js, width)
+                n = np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width) + 1
+                self._flat[np.repeat(self._off[js], width) + n - 1] = self.rate(
+                    rows, np.repeat(ts, width), n
+                )
+                self._memo_type[js] = ts
+        pos = np.repeat(np.arange(len(idx)), hi)
+        n = np.arange(int(hi.sum())) - np.repeat(np.cumsum(hi) - hi, hi) + 1
+        if self.job_rates is None:
+            out[pos, n] = self.rate(idx[pos], t[pos], n)
+        else:
+            ok = self.full[idx, t] > 0
+            vals = self._flat[self._off[idx][pos] + n - 1]
+            out[pos, n] = np.where(ok[pos], vals, 0.0)
+        return out
 
 
 def snapshot_sizes(
@@ -229,3 +272,58 @@ def count_resizes(
         resizes[js] += 1
         preemptions[js] -= 1
         migrations[js] = mig0[moved]
+
+
+def device_counts(
+    job: IntArray, devices: IntArray, start: FloatArray, end: FloatArray
+) -> tuple[IntArray, FloatArray, IntArray]:
+    """Each job's device count over time, from a run's stints (:class:`clustersim.result.
+    Stints`: one row per job, node and uninterrupted stint).
+
+    A job holds the sum of the devices of its stints that cover a time. The series is a step
+    function per job: at ``t[i]`` job ``job[i]`` starts holding ``count[i]`` devices, until
+    its next point (0 after its last: it finished or was suspended). Points where the count
+    does not change are left out (a stint ending where the next begins on as many devices).
+
+    Parameters
+    ----------
+    job, devices : (k,) int64
+        Each stint's job and devices.
+    start, end : (k,) float64
+        Each stint's bounds, s.
+
+    Returns
+    -------
+    job, t, count : (p,) int64, float64, int64
+        The points, by job, then time.
+    """
+    job = np.asarray(job, dtype=np.int64)
+    dev = np.asarray(devices, dtype=np.int64)
+    jj = np.concatenate([job, job])
+    tt = np.concatenate([np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)])
+    dd = np.concatenate([dev, -dev])
+    order = np.lexsort((tt, jj))
+    jj, tt, dd = jj[order], tt[order], dd[order]
+    level = np.cumsum(dd)  # over all jobs: each job's own sum returns to 0 at its last end
+    # keep the last change at each (job, time), then only the points that change the count
+    last = np.ones(len(jj), dtype=bool)
+    last[:-1] = (jj[1:] != jj[:-1]) | (tt[1:] != tt[:-1])
+    jj, tt, level = jj[last], tt[last], level[last]
+    changed = np.ones(len(jj), dtype=bool)
+    changed[1:] = (level[1:] != level[:-1]) | (jj[1:] != jj[:-1])
+    return jj[changed], tt[changed], level[changed]
+
+
+def resized_jobs(job: IntArray, count: IntArray, limit: int | None = None) -> IntArray:
+    """The jobs of a :func:`device_counts` series that ran on more than one device count,
+    most changes first (ties: lower job), at most ``limit`` of them; (r,) int64."""
+    job = np.asarray(job, dtype=np.int64)
+    count = np.asarray(count, dtype=np.int64)
+    if not len(job):
+        return np.zeros(0, dtype=np.int64)
+    # changes between two positive counts of the same job (a resize, not a start or stop)
+    resize = (job[1:] == job[:-1]) & (count[1:] > 0) & (count[:-1] > 0)
+    n = np.bincount(job[1:][resize], minlength=int(job.max()) + 1)
+    jobs = np.flatnonzero(n > 0)
+    jobs = jobs[np.argsort(-n[jobs], kind="stable")]
+    return (jobs if limit is None else jobs[:limit]).astype(np.int64)

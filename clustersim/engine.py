@@ -1350,6 +1350,8 @@ def warm_up() -> None:
         ("gavel-las", "consolidate"),
         ("las", "consolidate"),
         ("gandiva-fair", "consolidate"),
+        ("optimus", "consolidate"),  # the elastic allocation kernels
+        ("afs", "consolidate"),
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
     # network contention (clustersim.network): its share kernel

@@ -3925,3 +3925,258 @@ def themis_leftovers(
                 if most == 0:
                     return n
     return n
+
+
+@_compiled
+def _gain_before(g1: float, i1: int, g2: float, i2: int) -> bool:
+    """Order of :func:`optimus_allocate`'s heap: larger gain first, then lower row."""
+    return g1 > g2 or (g1 == g2 and i1 < i2)
+
+
+@_compiled
+def _gain_push(hg: FloatArray, hi: IntArray, size: int, g: float, i: int) -> int:
+    """Push ``(g, i)`` on the max-heap ``hg``/``hi`` of ``size`` entries; the new size."""
+    k = size
+    while k > 0:
+        p = (k - 1) // 2
+        if not _gain_before(g, i, hg[p], hi[p]):
+            break
+        hg[k] = hg[p]
+        hi[k] = hi[p]
+        k = p
+    hg[k] = g
+    hi[k] = i
+    return size + 1
+
+
+@_compiled
+def _gain_pop(hg: FloatArray, hi: IntArray, size: int) -> int:
+    """Remove the top of the max-heap (read ``hg[0]``/``hi[0]`` before); the new size."""
+    size -= 1
+    g = hg[size]
+    i = hi[size]
+    k = 0
+    while True:
+        c = 2 * k + 1
+        if c >= size:
+            break
+        if c + 1 < size and _gain_before(hg[c + 1], hi[c + 1], hg[c], hi[c]):
+            c += 1
+        if not _gain_before(hg[c], hi[c], g, i):
+            break
+        hg[k] = hg[c]
+        hi[k] = hi[c]
+        k = c
+    if size > 0:
+        hg[k] = g
+        hi[k] = i
+    return size
+
+
+@_compiled
+def _time_left(remaining: float, rate: float) -> float:
+    """``remaining / rate``, ``inf`` where the rate is 0 (as
+    :func:`scheduling.elastic_base.time_left`)."""
+    if rate > 0.0:
+        return remaining / rate
+    return np.inf
+
+
+@_compiled
+def optimus_allocate(
+    home: IntArray,
+    lo: IntArray,
+    hi: IntArray,
+    rate: FloatArray,
+    remaining: FloatArray,
+    order: IntArray,
+    left: IntArray,
+) -> IntArray:
+    """The devices :class:`scheduling.optimus.Optimus` gives each job of a planning table.
+
+    First every job in ``order`` gets its ``lo`` devices while its home type has them (and it
+    can run: a finite time on ``lo``); then, one device at a time, the job whose remaining
+    time one more device shortens most (``remaining × (1/rate(n) − 1/rate(n+1))``, larger
+    than 0; ties: the lower row) gets it, up to its ``hi``, while its type has devices. The
+    gains live in a max-heap: only the job that got a device changes its gain, and a job whose
+    type has run out never gets one again (``left`` only falls), so its entry is dropped when
+    it comes up. O(m log m + devices handed out × log m); the same choices, and the same
+    floating-point gains, as the loop that takes the argmax over all jobs each time.
+
+    Parameters
+    ----------
+    home, lo, hi : (m,) int64
+        Each job's type and fewest and most devices.
+    rate : (m, K + 1) float64
+        ``rate[i, n]``: rate of job ``i`` on ``n`` devices (0 for ``n = 0``).
+    remaining : (m,) float64
+        Work left.
+    order : (m,) int64
+        Rows in the order they get their ``lo`` (shortest time on ``lo`` first).
+    left : (n_types,) int64
+        Devices of each type to hand out; used up in place.
+
+    Returns
+    -------
+    (m,) int64
+        Devices of each job: 0 or within ``[lo, hi]``.
+    """
+    m = len(home)
+    top = rate.shape[1] - 1
+    alloc = np.zeros(m, dtype=np.int64)
+    for i in order:
+        t = home[i]
+        if _time_left(remaining[i], rate[i, lo[i]]) < np.inf and left[t] >= lo[i]:
+            alloc[i] = lo[i]
+            left[t] -= lo[i]
+    hg = np.empty(m)
+    hr = np.empty(m, dtype=np.int64)
+    size = 0
+    for i in range(m):
+        a = alloc[i]
+        if a > 0 and a + 1 <= hi[i]:
+            now = rate[i, a]
+            more = rate[i, min(a + 1, top)]
+            if more > now:
+                g = _time_left(remaining[i], now) - _time_left(remaining[i], more)
+                if g > 0.0:
+                    size = _gain_push(hg, hr, size, g, i)
+    while size > 0:
+        i = hr[0]
+        size = _gain_pop(hg, hr, size)
+        t = home[i]
+        if left[t] < 1:
+            continue  # its type has run out: never again in this decision
+        alloc[i] += 1
+        left[t] -= 1
+        a = alloc[i]
+        if a + 1 <= hi[i]:
+            now = rate[i, a]
+            more = rate[i, min(a + 1, top)]
+            if more > now:
+                g = _time_left(remaining[i], now) - _time_left(remaining[i], more)
+                if g > 0.0:
+                    size = _gain_push(hg, hr, size, g, i)
+    return alloc
+
+
+@_compiled
+def _afs_first(
+    c: int,
+    i: int,
+    now: FloatArray,
+    nxt: FloatArray,
+    remaining: FloatArray,
+) -> int:
+    """AFS-L's pairwise priority of two candidates (``c`` before ``i`` in submit order):
+    which one gets the next unit (:class:`scheduling.afs.AFS`, rules 2-4)."""
+    rt_c = _time_left(remaining[c], now[c])
+    rt_i = _time_left(remaining[i], now[i])
+    if rt_i < rt_c:
+        s, o = i, c
+    else:
+        s, o = c, i
+    if now[s] <= 0.0:  # neither holds anything: the shorter on its first unit, ties c
+        if _time_left(remaining[i], nxt[i]) < _time_left(remaining[c], nxt[c]):
+            return i
+        return c
+    # the shorter keeps priority only if its relative gain beats the other's
+    if (nxt[s] - now[s]) / now[s] > (nxt[o] - now[o]) / nxt[o]:
+        return s
+    return o
+
+
+@_compiled
+def afs_allocate(
+    home: IntArray,
+    lo: IntArray,
+    hi: IntArray,
+    rate: FloatArray,
+    remaining: FloatArray,
+    left: IntArray,
+) -> IntArray:
+    """The devices :class:`scheduling.afs.AFS` (AFS-L) gives each job of a planning table.
+
+    Unit by unit (a job's ``lo`` while it holds none, then one device): the candidates are
+    the jobs whose next unit fits within ``hi`` and on their type and makes them faster; the
+    unit goes to the winner of a tournament over them in row (submit) order, each match
+    decided by :func:`_afs_first`. A job that stops being a candidate never becomes one again
+    in the decision (its count only changes when it wins, ``left`` only falls), so it is
+    dropped from the list. The rule is not a total order (three jobs can beat each other in
+    a circle), so no heap reproduces it in general, and a tournament costs O(candidates).
+
+    One case is cheap and common (long queues): a job that holds nothing plays a holder
+    as ``O`` with the gain exactly 1, so it wins unless the holder's next device more than
+    doubles its rate; and two jobs that hold nothing are ordered by their time on their
+    first unit. So while no live holder's next unit is super-linear in that sense, the
+    tournament's winner is the first job, in order of time on the first unit (ties: row),
+    that holds nothing and is still a candidate: read off a sorted list. Otherwise (and
+    once every job holds something) the full tournament runs. Same choices either way.
+
+    Parameters
+    ----------
+    home, lo, hi, rate, remaining, left
+        As :func:`optimus_allocate`.
+
+    Returns
+    -------
+    (m,) int64
+        Devices of each job: 0 or within ``[lo, hi]``.
+    """
+    m = len(home)
+    alloc = np.zeros(m, dtype=np.int64)
+    now = np.zeros(m)
+    nxt = np.empty(m)
+    step = lo.copy()
+    dead = np.zeros(m, dtype=np.bool_)
+    sup = np.zeros(m, dtype=np.bool_)  # a holder whose next unit more than doubles its rate
+    n_sup = 0
+    live = np.arange(m)
+    n = m
+    key = np.empty(m)
+    for i in range(m):
+        nxt[i] = rate[i, min(lo[i], hi[i])]
+        key[i] = _time_left(remaining[i], nxt[i])
+    first = np.argsort(key, kind="mergesort")  # jobs holding nothing, by time on lo, row
+    zp = 0
+    while True:
+        best = -1
+        if n_sup == 0:
+            while zp < m:
+                i = first[zp]
+                if alloc[i] == 0 and not dead[i]:
+                    if lo[i] > hi[i] or left[home[i]] < lo[i] or not nxt[i] > 0.0:
+                        dead[i] = True
+                    else:
+                        best = i
+                        break
+                zp += 1
+        if best < 0:  # the full tournament
+            k = 0
+            for p in range(n):
+                i = live[p]
+                if dead[i]:
+                    continue
+                if alloc[i] + step[i] > hi[i] or left[home[i]] < step[i] or not nxt[i] > now[i]:
+                    dead[i] = True  # out for the rest of the decision
+                    if sup[i]:
+                        sup[i] = False
+                        n_sup -= 1
+                    continue
+                live[k] = i
+                k += 1
+                best = i if best < 0 else _afs_first(best, i, now, nxt, remaining)
+            n = k
+            if best < 0:
+                break
+        alloc[best] += step[best]
+        left[home[best]] -= step[best]
+        step[best] = 1
+        now[best] = nxt[best]
+        a = alloc[best]
+        nxt[best] = rate[best, a + 1] if a + 1 <= hi[best] else 0.0
+        s_new = nxt[best] > now[best] and (nxt[best] - now[best]) / now[best] > 1.0
+        if s_new != sup[best]:
+            n_sup += 1 if s_new else -1
+            sup[best] = s_new
+    return alloc

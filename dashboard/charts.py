@@ -181,7 +181,7 @@ def _experiment_fair_view(
 # -- runs ----------------------------------------------------------------------------------------
 
 #: Run charts shown only when the run has the model (:func:`dashboard.modelviews.run_models`).
-MODEL_RUN_CHARTS = ("power", "uplinks", "failures")
+MODEL_RUN_CHARTS = ("power", "uplinks", "failures", "devices")
 RUN_CHARTS = (
     "gantt",
     "placement",
@@ -239,6 +239,8 @@ def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return modelviews.uplinks(run)
         if name == "failures":
             return modelviews.failures(run)
+        if name == "devices":
+            return modelviews.device_count(run)
         kind = name.partition("-")[2]
         series = figures.compare_series([run])
         return figures.timeline_chart(

@@ -119,6 +119,14 @@ class ExperimentForm(forms.Form):
         help_text="To compare with a reference simulator's numbers; it accepts only the policies"
         " it has (gavel: Gavel's policies, gavel-*; tiresias: fifo, tiresias).",
     )
+    elastic = forms.CharField(
+        required=False,
+        max_length=32,
+        label="Elastic jobs",
+        help_text="Let rigid jobs shrink and grow: LO-HI, each side xF (F times the job's"
+        " devices) or a device count, e.g. x0.5-x2 (half to twice), 1-x1 (only shrink)."
+        " Only the elastic policies (afs, optimus) resize jobs. Blank: as the workloads say.",
+    )
     cost_horizon_hours = forms.FloatField(
         required=False,
         min_value=0.0,
@@ -245,6 +253,12 @@ class ExperimentForm(forms.Form):
         if any(v < 0 for v in values):
             raise ValidationError("seeds must be non-negative")
         return values
+
+    def clean_elastic(self) -> str:
+        try:
+            return services.checked_elastic(self.cleaned_data.get("elastic"))
+        except ValidationError as exc:
+            raise ValidationError([m.removeprefix("elastic: ") for m in exc.messages]) from None
 
     def clean_cost_horizon_hours(self) -> float | None:
         value = self.cleaned_data.get("cost_horizon_hours")
@@ -428,6 +442,8 @@ class ExperimentForm(forms.Form):
                 self.add_error("stragglers", message)
             elif message.startswith("failures:"):
                 self.add_error("failures", message)
+            elif message.startswith("elastic"):
+                self.add_error("elastic", message)
             elif message.startswith("spot.trace"):
                 self.add_error("spot_trace", message)
             elif message.startswith("spot"):
@@ -1319,6 +1335,7 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
         "seeds": _numbers_text(exp.seeds),
         "placement": exp.placement,
         "compat": exp.compat,
+        "elastic": exp.elastic,
         "cost_horizon_hours": exp.cost_horizon_hours,
     }
     if exp.failures is not None:  # node failures on, with their settings

@@ -36,6 +36,9 @@ from planner.models import Run, RunState
 POWER_TITLE = "Power and carbon intensity over time"
 UPLINK_TITLE = "Rack uplink utilisation over time"
 FAILURE_TITLE = "Node failures and lost work"
+DEVICES_TITLE = "Device count over time of resized jobs"
+#: Resized jobs drawn at most, most resizes first (exports list every job's series).
+MAX_DEVICE_JOBS = 12
 PARETO_TITLE = "Carbon vs mean JCT, with savings against each run's baseline"
 #: Markers of shifted jobs drawn at most (the longest delays; exports list them all).
 MAX_SHIFT_MARKERS = 2000
@@ -60,8 +63,14 @@ def _policy_flags(run: Run) -> tuple[bool, bool]:
 def run_models(run: Run) -> dict[str, bool]:
     """Which model charts a succeeded run can show: ``power`` (a power policy, a carbon
     policy, or a carbon intensity that varies over the run), ``uplinks`` (network
-    contention on) and ``failures`` (node failures on)."""
-    out = {"power": False, "uplinks": False, "failures": False}
+    contention on), ``failures`` (node failures on) and ``devices`` (jobs were resized:
+    elastic jobs under an elastic policy)."""
+    out = {"power": False, "uplinks": False, "failures": False, "devices": False}
+    out["devices"] = (
+        run.state == RunState.SUCCEEDED
+        and run.stints_id is not None
+        and bool((run.summary or {}).get("resizes"))
+    )
     if run.state != RunState.SUCCEEDED or not run.timeseries_id:
         return out
     power, carbon = _policy_flags(run)
@@ -381,6 +390,67 @@ def failures(run: Run) -> Chart:
 
     figure = {"data": traces, "layout": lay}
     return Chart(title=FAILURE_TITLE, figure=figure, data=export, note=note)
+
+
+def device_count(run: Run) -> Chart:
+    """The device count of the most resized jobs over time, one step line each (from the
+    run's stints: :func:`clustersim.elastic.device_counts`)."""
+    from clustersim.elastic import device_counts, resized_jobs
+    from dashboard.results import stint_columns
+
+    if run.stints_id is None:
+        return empty(DEVICES_TITLE, "This run kept no stints (re-run it to see its devices).")
+    st = stint_columns(run.stints_id)
+    job, t, count = device_counts(st.job, st.devices, st.start, st.end)
+    every = resized_jobs(job, count)
+    if not len(every):
+        return empty(
+            DEVICES_TITLE,
+            "No job changed its device count in this run: only the elastic policies (afs,"
+            " optimus) resize jobs, and only jobs with bounds (the experiment's elastic rule,"
+            " e.g. x0.5-x2, or min_gpus/max_gpus columns in the workload).",
+        )
+    shown = every[:MAX_DEVICE_JOBS]
+    ids = parquet_columns(run.per_job_id, ["job_id"])["job_id"].astype(str).to_numpy()
+    unit, scale = time_unit([float(t.max())])
+    traces = []
+    for k, j in enumerate(shown.tolist()):
+        m = job == j
+        name = f"job {ids[j]}" if j < len(ids) else f"job row {j}"
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "x": rounded_array(t[m] / scale),
+                "y": count[m].tolist(),
+                "line": {"shape": "hv", "width": 1.5, "color": PALETTE[k % len(PALETTE)]},
+                "hovertemplate": f"{name}: %{{y}} devices from %{{x:.4g}} {unit}<extra></extra>",
+            }
+        )
+    lay = layout(
+        DEVICES_TITLE,
+        axis("Time since trace start", unit),
+        axis("Devices held", rangemode="tozero"),
+    )
+    note = (
+        f"{len(every)} jobs ran on more than one device count; the {len(shown)} resized most"
+        " often are drawn (0: waiting or suspended). The export has every job's series."
+    )
+
+    def export() -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "job": job,
+                "job_id": [ids[j] if j < len(ids) else "" for j in job.tolist()],
+                "t_s": t,
+                "devices": count,
+            }
+        )
+
+    return Chart(
+        title=DEVICES_TITLE, figure={"data": traces, "layout": lay}, data=export, note=note
+    )
 
 
 def savings_label(saving: dict[str, Any], baseline_label: str) -> str:

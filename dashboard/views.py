@@ -393,6 +393,7 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 network=d.get("network_settings"),
                 stragglers=d.get("straggler_settings"),
                 spot=d.get("spot_settings"),
+                elastic=d.get("elastic") or "",
             )
         except ValidationError as exc:
             form.add_service_error(exc)

@@ -314,7 +314,9 @@ class Experiment(Owned):
     run is marked ``seed_independent``; the others get one run per seed. ``seeds`` keeps every
     seed asked for; ``runs_total`` counts the runs made. ``failures`` (null: off) turns node
     failures on for every run, ``network`` network contention, ``stragglers`` slow nodes and
-    ``spot`` the reclaims of the clusters' spot pools likewise.
+    ``spot`` the reclaims of the clusters' spot pools likewise. ``elastic`` (blank: as the
+    workloads say) is the rule that lets every run's rigid jobs shrink and grow
+    (:func:`clustersim.elastic.apply_elastic`, ``docs/elastic.md``).
     """
 
     class State(models.TextChoices):
@@ -378,6 +380,14 @@ class Experiment(Owned):
         help_text="reclaims of the spot pools (clustersim.spot.check_settings): trace (rows of "
         "node, reclaimed_at_s, returned_at_s; null: drawn at the pools' rates), "
         "checkpoint_interval_s, checkpoint_overhead_s; null: off",
+    )
+    elastic = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="device-count bounds of the rigid jobs, LO-HI, each side xF (F times "
+        "num_gpus) or a count, e.g. x0.5-x2 (clustersim.elastic.parse_rule); blank: as the "
+        "workloads say",
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     runs_total = models.PositiveIntegerField(default=0)

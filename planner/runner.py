@@ -271,6 +271,10 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         spot = spot_options(run.experiment.spot)
         if failures is not None:  # the jobs' checkpoints are the failures' (equal, checked)
             spot = dataclasses.replace(spot, checkpoint_interval_s=None, checkpoint_overhead_s=None)
+    if run.experiment.elastic:  # device-count bounds of the rigid jobs (clustersim.elastic)
+        from clustersim.elastic import apply_elastic
+
+        jobs, _ = apply_elastic(jobs, run.experiment.elastic, cluster)
     compat = run.experiment.compat or None
     prepared = prepare(
         jobs, cluster, run.policy, _params(run.params), run.placement or None, compat=compat

@@ -279,6 +279,7 @@ def create_experiment(
     network: dict[str, Any] | None = None,
     stragglers: dict[str, Any] | None = None,
     spot: dict[str, Any] | None = None,
+    elastic: str = "",
     description: str = "",
     enqueue: bool = True,
 ) -> Experiment:
@@ -300,7 +301,10 @@ def create_experiment(
     reclaims of the clusters' spot pools on (:func:`clustersim.spot.check_settings`: a
     reclaim ``trace`` or ``None`` for draws at the pools' rates, the checkpoint knobs, which
     must equal the failures' when both are on); a trace naming a node that is not spot in
-    one of the clusters is refused naming ``spot.trace`` and the cluster.
+    one of the clusters is refused naming ``spot.trace`` and the cluster. ``elastic`` is the
+    rule that sets the device-count bounds of every run's rigid jobs
+    (:func:`clustersim.elastic.parse_rule`, e.g. ``x0.5-x2``; blank or ``none``: as the
+    workloads say); stored normalised, a bad rule refused naming ``elastic``.
 
     A policy whose results cannot depend on the seed with its placement
     (:func:`seed_independent`) gets one run per cluster × workload × load factor, with the
@@ -349,6 +353,7 @@ def create_experiment(
             raise ValidationError(str(exc)) from None
     if spot is not None:
         spot = _checked_spot(spot, failures, clusters)
+    elastic = checked_elastic(elastic)
     _check_models(
         policies,
         where,
@@ -389,6 +394,7 @@ def create_experiment(
             network=network,
             stragglers=stragglers,
             spot=spot,
+            elastic=elastic,
             runs_total=len(grid),
         )
         exp.clusters.set(clusters)
@@ -412,6 +418,19 @@ def create_experiment(
         if enqueue:
             launch(exp.pk)
     return exp
+
+
+def checked_elastic(text: str | None) -> str:
+    """An experiment's elastic rule normalised (``""`` for none), or :class:`ValidationError`
+    ``elastic: ...`` saying what is accepted (:func:`clustersim.elastic.parse_rule`)."""
+    from clustersim.elastic import parse_rule
+    from clustersim.errors import ClustersimError
+
+    try:
+        rule = parse_rule(text)
+    except ClustersimError as exc:
+        raise ValidationError(f"elastic: {exc}") from None
+    return "" if rule is None else rule.text
 
 
 def _checked_spot(

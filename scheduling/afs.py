@@ -2,54 +2,59 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from clustersim.kernels import afs_allocate
 from scheduling.base import IntArray
-from scheduling.elastic_base import ElasticPolicy, Table, next_step, time_left
+from scheduling.elastic_base import ElasticPolicy, Table
 
 
 class AFS(ElasticPolicy):
-    """Hand out devices one unit at a time: to the shortest job, unless another job gains more.
+    """Hand out devices one unit at a time; each unit to the winner of a pairwise tournament
+    in which the shorter job keeps priority only when a unit helps it relatively more.
 
-    The rule implemented (our statement of AFS-L, the variant that knows job lengths), per
-    decision, repeated until no unit can be given: a job's next *unit* is its ``min_gpus``
-    devices while it holds none, else one device; ``W_j(n)`` is its rate on ``n``
-    consolidated devices of its type (:mod:`clustersim.elastic`), ``l_j`` its remaining
-    work, ``a_j`` the devices it was given so far.
+    The rule (AFS-L, the variant that knows job lengths), per decision, repeated until no
+    unit can be given. A job's next *unit* is its ``min_gpus`` devices while it holds none,
+    else one device; ``W_j(n)`` is its rate on ``n`` consolidated devices of its type
+    (:mod:`clustersim.elastic`), ``l_j`` its remaining work, ``a_j`` the devices it was given
+    so far, ``u_j`` its next unit.
 
-    1. ``A`` = the job that would finish first with its next unit: least
-       ``l / W(a + unit)`` (ties: the earlier job).
-    2. For every other job ``B`` that can take its unit, compare the two jobs' summed
-       completion times if the unit goes to ``A`` or to ``B``, assuming that ``A`` finishes
-       first and that ``B`` then also takes ``A``'s devices (rate ``R = W_B(min(a + b +
-       unit_B, max_B))``)::
+    1. The candidates are the jobs whose next unit fits (within ``max_gpus``, free on their
+       type) and makes them faster, ``W(a + u) > W(a)``.
+    2. A tournament over the candidates in submit order: the first is the leader, and each
+       next candidate plays the leader; the winner leads on.
+    3. In a match, ``S`` is the job with the shorter remaining time ``l / W(a)`` (``inf``
+       for a job holding nothing; ties: the earlier job) and ``O`` the other. If ``S``
+       holds nothing (so neither does), the one that would finish first on its first unit,
+       ``l / W(u)``, wins (ties: the earlier job).
+    4. Otherwise ``S`` wins if its relative gain exceeds ``O``'s::
 
-           to A:  T1 (2 - W_B(b) / R)            T1 = l_A / W_A(a + unit_A)
-           to B:  T2 (2 - W_B(b + unit_B) / R)   T2 = l_A / W_A(a)     (inf when a = 0)
+           (W_S(a_S + u_S) - W_S(a_S)) / W_S(a_S)  >  (W_O(a_O + u_O) - W_O(a_O)) / W_O(a_O + u_O)
 
-       (plus ``l_B / R`` in both). ``B`` gets the unit instead of ``A`` when the first
-       exceeds the second, and of several such ``B`` the one with the largest difference.
-    3. Otherwise ``A`` gets it, if it makes ``A`` faster; a unit that makes nobody faster is
-       not given.
+       else ``O`` wins (ties go to ``O``). A job holding nothing has the gain 1 as ``O``,
+       so it takes its first unit from any job that the unit would not more than double.
+    5. The tournament's winner gets its unit.
 
-    So a job that holds nothing and is the shortest always gets its gang (short jobs first,
-    as SRTF), with linear scaling the shortest job takes every device it can use (SRTF is
-    optimal there, the paper's first observation), and with sub-linear scaling a longer job
-    takes a device when its relative gain ``1 - W_B(b) / W_B(b + 1)`` outweighs what the
-    device still adds to the shortest job: the paper's trade of short-job priority against
-    resource efficiency. The rule compares the gain of a device against the jobs' remaining
-    lengths through ``T1`` and ``T2`` (the shortest job's remaining time), and is apathetic
-    about the future in that it credits ``B`` with nothing more than ``A``'s devices once
-    ``A`` ends (no later arrivals, no other job's devices).
+    Rule 4 is what the two jobs' summed completion times say when the unit goes to ``S``
+    (it finishes in ``T1 = l_S / W_S(a + u)``) or to ``O`` (``S`` finishes in ``T2 = l_S /
+    W_S(a)``), assuming ``S`` finishes first and that ``O`` then runs on ``a_O + u_O``
+    devices (the contested unit comes back to it, nothing more: the paper's apathy about
+    the future): ``O`` gains ``W_O(a_O + u_O) T2 − W_O(a_O) T1 − W_O(a_O + u_O)(T2 − T1)``
+    work, which outweighs ``S``'s loss ``T2 − T1`` exactly when rule 4 picks ``O``. So
+    lengths only decide who is ``S``; the gains decide the rest. With linear scaling the
+    devices are split roughly evenly (``S`` on ``a`` keeps a unit against ``O`` on ``b``
+    only while ``a <= b``), not given to the shortest job.
 
-    Where it departs from the paper: AFS-L's pairwise comparison is derived here from the
-    two-job completion-time sums stated above rather than copied from the paper's
-    pseudocode, and is applied greedily against the currently shortest job. Remaining work
-    is known exactly (AFS-L's assumption; the paper's AFS-P, which estimates lengths, is not
-    implemented). CoDDL's placement and its cheap re-adjustments are not modelled: each
-    resize pays the full checkpoint/restore delay. Decisions are revisited at arrivals,
-    completions and every ``interval_s``. Heterogeneous types are handled as in
-    :class:`scheduling.optimus.Optimus` (each job on its home type).
+    Where it departs from AFS-L as published and the public implementation we compared
+    with (``docs/elastic.md``, "AFS-L, rule by rule"): units of ``min_gpus`` for jobs that
+    hold nothing (AFS-L hands out single GPUs; our jobs have a smallest gang); a unit that
+    makes nobody faster is kept idle instead of handed to a job up to its demand (our
+    performance model slows a job that leaves a node); ties of rule 3 go to the earlier job.
+    Remaining work is exact (AFS-L's assumption; AFS-P is not implemented). CoDDL's placement
+    and cheap re-adjustments are not modelled: each resize pays the checkpoint/restore
+    delay. Decisions are revisited at arrivals, completions and every ``interval_s``.
+    Heterogeneous types are handled as in :class:`scheduling.optimus.Optimus` (each job on its
+    home type). The loop is compiled: :func:`clustersim.kernels.afs_allocate`; a unit costs
+    O(log) while jobs that hold nothing are waiting and no holder scales super-linearly,
+    else a tournament over the candidates.
     """
 
     name = "afs"
@@ -58,33 +63,4 @@ class AFS(ElasticPolicy):
     )
 
     def allocate(self, table: Table, left: IntArray) -> IntArray:
-        m = len(table.jobs)
-        rows = np.arange(m)
-        alloc = np.zeros(m, dtype=np.int64)
-        rem = table.remaining
-        top = table.rate.shape[1] - 1
-        while True:
-            step, can = next_step(table, alloc, left)
-            if not can.any():
-                break
-            now = table.rate[rows, alloc]
-            nxt = table.rate[rows, np.minimum(alloc + step, top)]
-            can &= nxt > now
-            if not can.any():
-                break
-            t_next = np.where(can, time_left(rem, nxt), np.inf)
-            a = int(np.argmin(t_next))
-            t1 = t_next[a]
-            t2 = time_left(rem[a : a + 1], now[a : a + 1])[0]
-            pick = a
-            if np.isfinite(t2):
-                r_b = table.rate[rows, np.minimum(alloc[a] + alloc + step, table.hi)]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    d = t1 * (2.0 - now / r_b) - t2 * (2.0 - nxt / r_b)
-                d = np.where(can & (r_b > 0) & (rows != a), d, -np.inf)
-                b = int(np.argmax(d))
-                if d[b] > 0:
-                    pick = b
-            alloc[pick] += step[pick]
-            left[table.home[pick]] -= step[pick]
-        return alloc
+        return afs_allocate(table.home, table.lo, table.hi, table.rate, table.remaining, left)

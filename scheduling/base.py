@@ -307,6 +307,17 @@ class State:
             self._scaling = Scaling(self.jobs, self.cluster, self.rate, self.job_rates)
         return self._scaling.rate(idx, types, ndev)
 
+    def rate_table(self, idx: IntArray, types: IntArray, hi: IntArray) -> FloatArray:
+        """(m, max(hi) + 1) float64: :meth:`rate_on` of job ``idx[i]`` on ``n = 0 ..
+        hi[i]`` devices of ``types[i]`` (``hi[i] <= max_gpus``), 0 past ``hi[i]``; each
+        job's row is evaluated once per run and type (:meth:`clustersim.elastic.Scaling.
+        table`)."""
+        if self._scaling is None:
+            from clustersim.elastic import Scaling
+
+            self._scaling = Scaling(self.jobs, self.cluster, self.rate, self.job_rates)
+        return self._scaling.table(idx, types, hi)
+
     def queued(self, limit: int | None = None) -> IntArray:
         """Global indices of active jobs not holding devices, in submit order.
 

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import numpy as np
 
-from scheduling.base import EMPTY, BoolArray, Decision, FloatArray, IntArray, Policy, State
+from scheduling.base import EMPTY, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
 
 
@@ -60,13 +60,7 @@ def planning_table(state: State) -> Table:
     hi = np.minimum(state.jobs.max_gpus[a], state.capacity[home])
     ok &= lo <= hi
     a, home, lo, hi = a[ok], home[ok], lo[ok], hi[ok]
-    k = int(hi.max()) if len(hi) else 0
-    rate = np.zeros((len(a), k + 1))
-    if len(a):
-        counts = hi  # rows i hold n = 1 .. hi[i]
-        rows = np.repeat(np.arange(len(a)), counts)
-        n = np.arange(1, int(counts.sum()) + 1) - np.repeat(np.cumsum(counts) - counts, counts)
-        rate[rows, n] = state.rate_on(a[rows], home[rows], n.astype(np.int64))
+    rate = state.rate_table(a, home, hi)
     return Table(
         jobs=a, home=home, lo=lo, hi=hi, rate=rate, remaining=state.remaining[a].astype(float)
     )
@@ -82,6 +76,7 @@ class ElasticPolicy(Policy):
     """
 
     preemptive = True
+    compiled_kernels = True  # the allocation loops (clustersim.kernels) are slow as Python
 
     def __init__(self, interval_s: Annotated[float, POSITIVE] = 600.0) -> None:
         self.interval_s = interval_s
@@ -107,14 +102,6 @@ class ElasticPolicy(Policy):
             types=table.home[order].astype(np.int64),
             wake_at=wake,
         )
-
-
-def next_step(table: Table, alloc: IntArray, left: IntArray) -> tuple[IntArray, BoolArray]:
-    """Each job's next unit (its ``lo`` devices while it has none, else one more) and
-    whether that unit can be given (within ``hi``, and free on its home type)."""
-    step = np.where(alloc == 0, table.lo, 1)
-    can = (alloc + step <= table.hi) & (left[table.home] >= step)
-    return step, can
 
 
 def time_left(remaining: FloatArray, rate: FloatArray) -> FloatArray:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from clustersim.kernels import optimus_allocate
 from scheduling.base import IntArray
-from scheduling.elastic_base import ElasticPolicy, Table, next_step, time_left
+from scheduling.elastic_base import ElasticPolicy, Table, time_left
 
 
 class Optimus(ElasticPolicy):
@@ -18,7 +19,8 @@ class Optimus(ElasticPolicy):
     2. then, one device at a time, the job with the largest reduction of its remaining time
        ``remaining × (1 / rate(n) − 1 / rate(n + 1))`` gets one more device (up to its
        ``max_gpus``), until no device is left or no job would get faster; ties go to the
-       earlier job.
+       earlier job. The gains are kept in a heap (only the job that got a device changes
+       its gain), compiled: :func:`clustersim.kernels.optimus_allocate`.
 
     ``rate(n)`` is the performance model's rate on ``n`` consolidated devices of the job's
     type (ring all-reduce over the type's links; :mod:`clustersim.elastic`), so the greedy
@@ -47,27 +49,8 @@ class Optimus(ElasticPolicy):
     )
 
     def allocate(self, table: Table, left: IntArray) -> IntArray:
-        m = len(table.jobs)
-        rows = np.arange(m)
-        alloc = np.zeros(m, dtype=np.int64)
-        rem = table.remaining
-        first = time_left(rem, table.rate[rows, table.lo])
-        for i in np.argsort(first, kind="stable").tolist():
-            t, lo = int(table.home[i]), int(table.lo[i])
-            if np.isfinite(first[i]) and left[t] >= lo:
-                alloc[i] = lo
-                left[t] -= lo
-        while True:
-            _, can = next_step(table, alloc, left)
-            can &= alloc > 0
-            if not can.any():
-                break
-            now = table.rate[rows, alloc]
-            more = table.rate[rows, np.minimum(alloc + 1, table.rate.shape[1] - 1)]
-            gain = np.where(can & (more > now), time_left(rem, now) - time_left(rem, more), -1.0)
-            i = int(np.argmax(gain))
-            if gain[i] <= 0:
-                break
-            alloc[i] += 1
-            left[table.home[i]] -= 1
-        return alloc
+        first = time_left(table.remaining, table.rate[np.arange(len(table.jobs)), table.lo])
+        order = np.argsort(first, kind="stable").astype(np.int64)
+        return optimus_allocate(
+            table.home, table.lo, table.hi, table.rate, table.remaining, order, left
+        )

@@ -64,16 +64,17 @@ def test_optimus_with_linear_scaling_shares_then_gives_the_survivor_everything()
     assert r.preemptions.tolist() == [0, 0]
 
 
-def test_afs_with_linear_scaling_is_srtf() -> None:
-    """A is the shortest and holds nothing: gang first. Then for each device, with
-    T1 = l_A / W_A(a+1), T2 = l_A / W_A(a), R = W_B(a + b + 1), B wins when
-    T1 (2 - W_B(b)/R) > T2 (2 - W_B(b+1)/R):
-    a=1: 4*2 = 8 < 8*(2 - 1/2) = 12;  a=2: (8/3)*2 = 5.33 < 4*(2 - 1/3) = 6.67;
-    a=3: 2*2 = 4 < (8/3)*(2 - 1/4) = 4.67. A gets all 4, ends at 2; B then runs on 4: 16/4,
-    ends at 6."""
+def test_afs_with_linear_scaling_splits_the_devices() -> None:
+    """AFS-L (scheduling/afs.py, rules 3-4). Unit 1: neither holds anything, A finishes
+    first on one device (8 < 16): A. Then S is the job with the shorter remaining time and O
+    the other; S keeps the unit only if (W(a+1) - W(a)) / W(a) > (W(b+1) - W(b)) / W(b+1):
+    unit 2: A (8 < inf) 1/1 against B 1/1: not more, B (b=1); unit 3: A (8 < 16) 1/1
+    against 1/2: A (a=2); unit 4: A (4 < 16) 1/2 against 1/2: B (b=2). A on 2 ends at 4;
+    B has done 8 and runs its last 8 on 4: ends at 6 (one resize, 2 -> 4). Not SRTF (that
+    would end A at 2)."""
     r = run("afs", LINEAR)
-    np.testing.assert_allclose(r.finish, [2.0, 6.0])
-    assert r.resizes.tolist() == [0, 0]
+    np.testing.assert_allclose(r.finish, [4.0, 6.0])
+    assert r.resizes.tolist() == [0, 1]
 
 
 def test_optimus_with_sublinear_scaling() -> None:
@@ -84,15 +85,30 @@ def test_optimus_with_sublinear_scaling() -> None:
     np.testing.assert_allclose(r.finish, [5.0, 5.0 + 8.0 / 2.2])
 
 
-def test_afs_with_sublinear_scaling_trades_short_first_for_efficiency() -> None:
-    """A gets its gang. Unit 2: T1 = 8/1.6 = 5, T2 = 8, R = W(2) = 1.6: 5*2 = 10 against
-    8*(2 - 1/1.6) = 11: A (a=2). Unit 3: T1 = 8/2 = 4, T2 = 5, R = W(3) = 2: 4*2 = 8 against
-    5*(2 - 1/2) = 7.5: B gets its gang (b=1). Unit 4: A is still shortest (4 < 16/1.6);
-    T1 = 4, T2 = 5, R = W(4): 4 (2 - 1/2.2) = 6.18 against 5 (2 - 1.6/2.2) = 6.36: A (a=3).
-    A on 3 ends at 8/2 = 4; B has done 4 and runs its last 12 on 4: 12/2.2, ends at 9.4545."""
+def test_afs_with_sublinear_scaling() -> None:
+    """W = 0, 1, 1.6, 2, 2.2. Unit 1: A (8 < 16 on one device). Unit 2: A (8 < inf) gains
+    0.6 / 1 = 0.6 against B's 1 / 1: B. Unit 3: A (8 < 16) 0.6 against B's 0.6 / 1.6 =
+    0.375: A (a=2). Unit 4: A (5 < 16) 0.4 / 1.6 = 0.25 against 0.375: B (b=2). A on 2 ends
+    at 8 / 1.6 = 5; B has done 8, its last 8 on 4: ends at 5 + 8 / 2.2."""
     r = run("afs", SUBLINEAR)
-    np.testing.assert_allclose(r.finish, [4.0, 4.0 + 12.0 / 2.2])
+    np.testing.assert_allclose(r.finish, [5.0, 5.0 + 8.0 / 2.2])
     assert r.resizes.tolist() == [0, 1]
+
+
+def test_afs_favours_the_short_job_where_optimus_weighs_lengths() -> None:
+    """A has 2 units, B 100, linear scaling. Optimus: gangs, then gains A 2 (1 - 1/2) = 1
+    against B 100 (1/2 - 1/3) = 16.7, then 100 (1/3 - 1/4) = 8.3 (after 100/2 = 50): B
+    takes all three, A on 1 ends at 2, B has done 6 and runs 94 on 4: 2 + 23.5 = 25.5.
+    AFS-L: as in the linear case above, 2 + 2: A ends at 2 / 2 = 1, B has done 2 and runs
+    98 on 4: 1 + 24.5 = 25.5."""
+    t = jobs([(0, 1, 2), (0, 1, 100)], min_gpus=[1, 1], max_gpus=[4, 4])
+    rates = table_rates(LINEAR, 2)
+    np.testing.assert_allclose(
+        simulate(t, FOUR, make_policy("afs"), rates=rates).finish, [1.0, 25.5]
+    )
+    np.testing.assert_allclose(
+        simulate(t, FOUR, make_policy("optimus"), rates=rates).finish, [2.0, 25.5]
+    )
 
 
 def test_a_device_that_adds_nothing_is_not_given() -> None:
@@ -134,6 +150,159 @@ def test_the_interval_wakes_the_policy_and_the_parameter_is_checked(name: str) -
     assert calls == [0.0, 5.0, 10.0, 15.0]
     errors = policy_errors(name, {"interval_s": 0}, "p")
     assert len(errors) == 1 and errors[0].startswith("p.params.interval_s")
+
+
+# ---------------------------------------------------------------- the compiled allocations
+
+
+def optimus_loop(home, lo, hi, rate, rem, left):  # type: ignore[no-untyped-def]
+    """Optimus's allocation as it was first written: the argmax over every job per device."""
+    m = len(home)
+    rows = np.arange(m)
+    alloc = np.zeros(m, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        first = np.where(
+            rate[rows, lo] > 0, rem / np.where(rate[rows, lo] > 0, rate[rows, lo], 1), np.inf
+        )
+    for i in np.argsort(first, kind="stable").tolist():
+        if np.isfinite(first[i]) and left[home[i]] >= lo[i]:
+            alloc[i] = lo[i]
+            left[home[i]] -= lo[i]
+    while True:
+        best, gain = -1, 0.0
+        for i in range(m):
+            a = alloc[i]
+            if a == 0 or a + 1 > hi[i] or left[home[i]] < 1:
+                continue
+            now, more = rate[i, a], rate[i, a + 1]
+            if more <= now:
+                continue
+            g = (rem[i] / now if now > 0 else np.inf) - rem[i] / more
+            if g > gain:
+                best, gain = i, g
+        if best < 0:
+            return alloc
+        alloc[best] += 1
+        left[home[best]] -= 1
+
+
+def afs_loop(home, lo, hi, rate, rem, left):  # type: ignore[no-untyped-def]
+    """AFS-L's allocation (scheduling/afs.py, rules 1-5) written out plainly."""
+    m = len(home)
+    alloc = [0] * m
+
+    def w(i: int, n: int) -> float:
+        return float(rate[i, n])
+
+    def unit(i: int) -> int:
+        return int(lo[i]) if alloc[i] == 0 else 1
+
+    def rt(i: int, n: int) -> float:
+        return rem[i] / w(i, n) if w(i, n) > 0 else np.inf
+
+    def first(c: int, i: int) -> int:  # c comes before i
+        s, o = (i, c) if rt(i, alloc[i]) < rt(c, alloc[c]) else (c, i)
+        if alloc[s] == 0:
+            return i if rt(i, unit(i)) < rt(c, unit(c)) else c
+        a, b = alloc[s], alloc[o]
+        gain_s = (w(s, a + unit(s)) - w(s, a)) / w(s, a)
+        gain_o = (w(o, b + unit(o)) - w(o, b)) / w(o, b + unit(o))
+        return s if gain_s > gain_o else o
+
+    while True:
+        cands = [
+            i
+            for i in range(m)
+            if alloc[i] + unit(i) <= hi[i]
+            and left[home[i]] >= unit(i)
+            and w(i, alloc[i] + unit(i)) > w(i, alloc[i])
+        ]
+        if not cands:
+            return np.asarray(alloc, dtype=np.int64)
+        lead = cands[0]
+        for i in cands[1:]:
+            lead = first(lead, i)
+        left[home[lead]] -= unit(lead)
+        alloc[lead] += unit(lead)
+
+
+def random_table(seed: int):  # type: ignore[no-untyped-def]
+    """A planning table with coarse values (ties are common), rates that rise, stay flat
+    or fall with the count and differ per job, two types and scarce devices."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 13))
+    home = rng.integers(0, 2, m).astype(np.int64)
+    lo = rng.integers(1, 4, m).astype(np.int64)
+    hi = lo + rng.integers(0, 5, m)
+    k = int(hi.max())
+    steps = rng.choice([0.0, 0.25, 0.5, 1.0, 1.0, -0.5], (m, k))
+    rate = np.concatenate(
+        [np.zeros((m, 1)), 1.0 + np.cumsum(np.abs(steps) * np.sign(steps), axis=1)], axis=1
+    )
+    rate = np.maximum(rate, 0.25)
+    rate[:, 0] = 0.0
+    rate[np.arange(k + 1)[None, :] > hi[:, None]] = 0.0
+    if seed % 2:  # steps that more than double a rate (AFS's kernel takes its slow path)
+        rate = rate**1.7
+    rem = rng.choice([1.0, 2.0, 4.0, 8.0, 0.0], m)
+    left = rng.integers(0, 9, 2).astype(np.int64)
+    return home, lo, hi, rate, rem, left
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_allocation_kernels_match_their_plain_loops_bit_for_bit(seed: int) -> None:
+    from clustersim import kernels
+
+    home, lo, hi, rate, rem, left0 = random_table(seed)
+    m = len(home)
+    with np.errstate(divide="ignore"):
+        first = np.where(
+            rate[np.arange(m), lo] > 0,
+            rem / np.where(rate[np.arange(m), lo] > 0, rate[np.arange(m), lo], 1),
+            np.inf,
+        )
+    order = np.argsort(first, kind="stable").astype(np.int64)
+    want_o_left, want_a_left = left0.copy(), left0.copy()
+    want_o = optimus_loop(home, lo, hi, rate, rem, want_o_left)
+    want_a = afs_loop(home, lo, hi, rate, rem, want_a_left)
+    was = kernels.compiled_in_use()
+    try:
+        kernels.use_compiled()
+        for k_opt, k_afs in [
+            (kernels.optimus_allocate.py_func, kernels.afs_allocate.py_func),
+            (kernels.optimus_allocate.dispatcher, kernels.afs_allocate.dispatcher),
+        ]:
+            left = left0.copy()
+            assert k_opt(home, lo, hi, rate, rem, order, left).tolist() == want_o.tolist()
+            assert left.tolist() == want_o_left.tolist()
+            left = left0.copy()
+            assert k_afs(home, lo, hi, rate, rem, left).tolist() == want_a.tolist()
+            assert left.tolist() == want_a_left.tolist()
+    finally:
+        kernels.use_compiled(was)
+
+
+def test_planning_rates_are_the_scaling_models_row_by_row() -> None:
+    """State.rate_table (evaluated once per job and type, then reused) gives what rate_on
+    gives for every count, also after a job was first planned on fewer devices."""
+    from clustersim.elastic import Scaling
+    from clustersim.perf import PerformanceModel
+
+    cl = cluster([("A", 4), ("A", 4)])
+    t = jobs([(0, 2, 10), (0, 4, 10), (0, 1, 10)], min_gpus=[1, 2, 1], max_gpus=[4, 8, 3])
+    rates = PerformanceModel().prepare(t, cl)
+    sc = Scaling(t, cl, rates.rate, rates)
+    idx = np.array([0, 2], dtype=np.int64)
+    sc.table(idx, np.zeros(2, dtype=np.int64), np.array([2, 3]))
+    idx = np.array([0, 1, 2], dtype=np.int64)
+    hi = np.array([4, 8, 3])
+    got = sc.table(idx, np.zeros(3, dtype=np.int64), hi)
+    assert got.shape == (3, 9)
+    for i, j in enumerate(idx):
+        n = np.arange(9)
+        want = np.where(n <= hi[i], sc.rate(np.full(9, j), np.zeros(9, dtype=np.int64), n), 0.0)
+        np.testing.assert_array_equal(got[i], want)
+    assert (got[1, 1:] > 0).all() and got[1, 5] < 5 / 4 * got[1, 4]  # sub-linear across nodes
 
 
 # ---------------------------------------------------------------- resizes
@@ -317,3 +486,46 @@ def test_a_gang_larger_than_its_fastest_type_goes_to_a_type_that_holds_it(name: 
     t = jobs([(0.0, 3, 30.0)])
     r = simulate(t, cl, make_policy(name), rates=fixed_rates(t, cl, speed=[2.0, 1.0]))
     assert r.finish.tolist() == [30.0]
+
+
+# ---------------------------------------------------------------- device count series
+
+
+def test_device_counts_follow_the_stints_by_hand() -> None:
+    """Job 0: 2 devices on node 0 over 0-4, then resized to 4 (2 + 2 on two nodes) 4-10.
+    Job 1: 1 device 2-5, suspended, 1 device again 7-9; its stints 7-8 and 8-9 (a
+    placement change at 8 on as many devices) are one stretch at 1 device. Job 2: rigid,
+    3 devices 1-6."""
+    from clustersim.elastic import device_counts, resized_jobs
+
+    job = np.array([0, 0, 0, 1, 1, 1, 2])
+    dev = np.array([2, 2, 2, 1, 1, 1, 3])
+    start = np.array([0.0, 4.0, 4.0, 2.0, 7.0, 8.0, 1.0])
+    end = np.array([4.0, 10.0, 10.0, 5.0, 8.0, 9.0, 6.0])
+    j, t, n = device_counts(job, dev, start, end)
+    got = list(zip(j.tolist(), t.tolist(), n.tolist(), strict=True))
+    assert got == [
+        (0, 0.0, 2),
+        (0, 4.0, 4),
+        (0, 10.0, 0),
+        (1, 2.0, 1),
+        (1, 5.0, 0),
+        (1, 7.0, 1),
+        (1, 9.0, 0),
+        (2, 1.0, 3),
+        (2, 6.0, 0),
+    ]
+    # only job 0 ran on two positive counts one after the other
+    assert resized_jobs(j, n).tolist() == [0]
+    assert resized_jobs(j[:0], n[:0]).tolist() == []
+
+
+def test_the_device_counts_of_an_elastic_run_match_its_resizes() -> None:
+    r = run("optimus", SUBLINEAR)
+    from clustersim.elastic import device_counts, resized_jobs
+
+    j, t, n = device_counts(r.stints.job, r.stints.devices, r.stints.start, r.stints.end)
+    # A on 2 devices 0-5; B on 2 then, at A's completion, on 4 until 5 + 8/2.2
+    np.testing.assert_allclose(t[j == 1], [0.0, 5.0, 5.0 + 8.0 / 2.2])
+    assert n[j == 1].tolist() == [2, 4, 0] and n[j == 0].tolist() == [2, 0]
+    assert resized_jobs(j, n).tolist() == [1]
