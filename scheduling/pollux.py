@@ -22,7 +22,8 @@ class Pollux(Policy):
     """Re-decide every ``interval_s`` the device count of every active job so that the
     power mean (exponent ``p``) of the jobs' speedups is largest.
 
-    Per decision, for each job on its home type (current type, else fastest):
+    Per decision, for each job on its home type (current type, else the fastest that holds
+    its smallest gang):
 
     * **speedup** of ``n`` devices = goodput on ``n`` devices consolidated on 4-GPU nodes,
       at the job's current epoch and best batch size (:mod:`clustersim.goodput`), over its
@@ -104,7 +105,10 @@ class Pollux(Policy):
         if self._model is None:
             self._model = JobGoodput(state.jobs, state.cluster)
         self.observe(state, a)
-        home = np.where(state.running[a], state.alloc_type[a], np.argmax(state.rate[a], axis=1))
+        # a job not running goes home to its fastest type that can hold its smallest gang
+        fits = state.capacity[None, :] >= state.jobs.min_gpus[a, None]
+        best = np.argmax(np.where(fits, state.rate[a], -1.0), axis=1)
+        home = np.where(state.running[a], state.alloc_type[a], best)
         ok = state.rate[a, home] > 0
         ok &= state.jobs.min_gpus[a] <= state.capacity[home]
         a, home = a[ok], home[ok]

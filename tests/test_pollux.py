@@ -126,3 +126,19 @@ def test_profiled_jobs_grow_and_finish_at_their_goodput() -> None:
             app.best(consolidated(n), e).goodput for n in range(1, 9) for e in range(app.max_epochs)
         )
         assert res.finish[j] >= app.total_progress / top
+
+
+def test_a_gang_larger_than_its_fastest_type_goes_to_a_type_that_holds_it() -> None:
+    # T0 is twice as fast but has 2 devices; a rigid 3-device job of 30 units (no Pollux
+    # profile: the performance model's rate, efficiency 1) runs on T1's devices. At 0 its age
+    # is 0, so the restart penalty makes every count worth nothing; at the next interval (60)
+    # it starts: 60-90. (It once waited for ever for T0.)
+    from clustersim.engine import simulate
+    from scheduling.registry import make_policy
+    from tests.simple import cluster, fixed_rates, jobs
+
+    cl = cluster([("T0", 2), ("T1", 4)])
+    t = jobs([(0.0, 3, 30.0)])
+    r = simulate(t, cl, make_policy("pollux"), rates=fixed_rates(t, cl, speed=[2.0, 1.0]))
+    assert r.finish.tolist() == [90.0]
+    assert r.stints.node.tolist() == [1] and r.stints.devices.tolist() == [3]
