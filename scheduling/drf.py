@@ -118,38 +118,55 @@ class DRF(Policy):
         if not len(cand):
             return Decision(run=np.zeros(0, dtype=np.int64))
         with np.errstate(divide="ignore", invalid="ignore"):
-            inv_total = np.where(np.isfinite(totals) & (totals > 0), 1.0 / totals, 0.0)
+            inv = np.where(np.isfinite(totals) & (totals > 0), 1.0 / totals, 0.0).tolist()
+        slack = (_EPS * np.maximum(totals, 1.0)).tolist()
         # each user's candidates in arrival order
         order = cand[np.argsort(user[cand], kind="stable")]
         u_of = user[order]
-        starts = np.flatnonzero(np.r_[True, u_of[1:] != u_of[:-1]])
-        ends = np.r_[starts[1:], len(order)]
+        cut = np.flatnonzero(u_of[1:] != u_of[:-1]) + 1
+        starts = np.concatenate(([0], cut)).tolist()
+        ends = [*starts[1:], len(order)]
+        users = u_of[starts].tolist()
+        held_l = use.tolist()
         heap = [
-            (float((use[u] * inv_total).max()), u, int(s), int(e))
-            for u, s, e in zip(u_of[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
+            (max(g * inv[0], c * inv[1], m * inv[2]), u, s, e)
+            for u, s, e in zip(users, starts, ends, strict=True)
+            for g, c, m in (held_l[u],)
         ]
         heapq.heapify(heap)
         rate, alloc_type, running_now = state.rate, state.alloc_type, state.running
+        free_l = free.tolist()
+        left_c, left_m = float(left[1]), float(left[2])
+        order_l, gang_l = order.tolist(), gang[order].tolist()
+        cpu_l, mem_l = cpu_dev[order].tolist(), mem_dev[order].tolist()
+        preemptive = self.preemptive
         out: list[int] = []
         while heap:
             _, u, i, e = heapq.heappop(heap)
-            j = int(order[i])
-            nd = int(gang[j])
+            j, nd = order_l[i], gang_l[i]
+            need_c, need_m = nd * cpu_l[i], nd * mem_l[i]
+            if need_c > left_c + slack[1] or need_m > left_m + slack[2]:
+                continue  # this user's next job does not fit: nothing more for it now
             t = -1
             cur = int(alloc_type[j])
-            if self.preemptive and running_now[j] and cur >= 0 and free[cur] >= nd:
+            if preemptive and running_now[j] and cur >= 0 and free_l[cur] >= nd:
                 t = cur  # keep a running job where it is when it may stay
             else:
-                ok = (free >= nd) & (rate[j] > 0)
-                if ok.any():
-                    t = int(np.argmax(np.where(ok, rate[j], -1.0)))
-            need = np.array([nd, nd * cpu_dev[j], nd * mem_dev[j]])
-            if t < 0 or np.any(need > left + _EPS * np.maximum(totals, 1.0)):
-                continue  # this user's next job does not fit: nothing more for it now
+                best = 0.0
+                for k, r in enumerate(rate[j].tolist()):
+                    if r > best and free_l[k] >= nd:
+                        t, best = k, r
+            if t < 0:
+                continue
             out.append(j)
-            free[t] -= nd
-            left -= need
-            use[u] += need
+            free_l[t] -= nd
+            left_c -= need_c
+            left_m -= need_m
+            h = held_l[u]
+            h[0] += nd
+            h[1] += need_c
+            h[2] += need_m
             if i + 1 < e:
-                heapq.heappush(heap, (float((use[u] * inv_total).max()), u, i + 1, e))
+                share = max(h[0] * inv[0], h[1] * inv[1], h[2] * inv[2])
+                heapq.heappush(heap, (share, u, i + 1, e))
         return Decision(run=np.asarray(out, dtype=np.int64))
