@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
 import pytest
@@ -175,3 +176,84 @@ def test_per_device_demand_splits_a_gangs_demand_evenly() -> None:
     assert cpu.tolist() == [2.0, 0.0] and mem.tolist() == [0.0, 3.0]
     assert AuxModel.build(t, cluster([("A", 4)])) is None  # no limit: no model
     assert AuxModel.build(t, limited([("A", 4)], cpu=[4])) is not None
+
+
+def test_cpu_utilisation_is_allocated_core_seconds_over_cores_and_window() -> None:
+    # the first case above: j0 holds 6 of 8 cores for 100 s, j1 4 cores for 50 s; window
+    # [0, 150]: (600 + 200) / (8 × 150) = 2/3. Memory has no limit: undefined.
+    from clustersim.metrics import summary
+
+    t = jobs([(0, 1, 100.0), (0, 1, 50.0)], cpu=[6.0, 4.0])
+    s = summary(run(t, limited([("A", 4)], cpu=[8])))
+    assert s["cpu_utilisation"] == pytest.approx(800.0 / 1200.0)
+    assert s["cpu_utilisation_a"] == pytest.approx(800.0 / 1200.0)
+    assert s["mem_utilisation"] is None
+    assert "cpu_utilisation" not in summary(run(t, cluster([("A", 4)])))
+
+
+# -- the fast path is unchanged ---------------------------------------------------------------
+
+
+def _finish_hash(r) -> str:  # type: ignore[no-untyped-def]
+    return hashlib.sha1(r.finish.tobytes()).hexdigest()
+
+
+def _prepared(t, cl, policy, compat=None):  # type: ignore[no-untyped-def]
+    from clustersim.compat import prepare
+    from clustersim.engine import EngineOptions
+
+    p = prepare(t, cl, policy, {}, None, compat=compat)
+    return simulate(
+        p.jobs, cl, p.policy, p.placement, rates=p.rates, options=EngineOptions(**p.engine)
+    )
+
+
+def _philly_2000(shared_data):  # type: ignore[no-untyped-def]
+    from clustersim.traces import read_trace
+
+    t, _ = read_trace(shared_data / "traces" / "philly" / "philly.csv")
+    return t.take(np.arange(2000))
+
+
+#: sha1 of ``result.finish`` before host CPU and memory existed (main at 6952c9a): runs
+#: without demands must not move by a bit
+TIRESIAS_PHILLY_2000 = "f5aba2b6880f2f34ccc6c81af0ec44b3b14930ff"
+GAVEL_MMF_2000 = "cf613de14d9d1a53e40509e69193c5bc3e95a56e"
+
+
+def test_runs_without_demands_finish_exactly_as_before(shared_data) -> None:  # type: ignore[no-untyped-def]
+    from clustersim.presets import preset
+    from clustersim.spec import cluster_from_shorthand
+    from clustersim.traces import read_trace
+
+    r = _prepared(_philly_2000(shared_data), preset("philly"), "tiresias")
+    assert r.aux is None
+    assert _finish_hash(r) == TIRESIAS_PHILLY_2000
+    gavel = shared_data / "traces/gavel/generated/gavel_synth_multigpu_lam900_n2000.trace"
+    g, _ = read_trace(gavel)
+    r = _prepared(g, cluster_from_shorthand("v100:8,p100:8,k80:8"), "gavel-mmf", "gavel")
+    assert _finish_hash(r) == GAVEL_MMF_2000
+
+
+def test_demands_that_never_bind_give_the_fast_paths_finish_times(shared_data) -> None:  # type: ignore[no-untyped-def]
+    # Synergy's GPU-proportional share (3 cores, 62.5 GB a device) on nodes of exactly that
+    # shape: every placement's share fits, so the checked path (every start through the
+    # strategy, on capped free devices) must start every job where the kernels would; and
+    # each node's cores are in use exactly when its devices are, so CPU and memory
+    # utilisation equal the devices'.
+    from clustersim.metrics import summary
+    from clustersim.presets import preset
+
+    t = _philly_2000(shared_data)
+    cl = preset("philly")
+    shaped = dataclasses.replace(
+        cl,
+        node_cpu_cores=3.0 * cl.node_devices,
+        node_host_mem_gb=62.5 * cl.node_devices,
+    )
+    r = _prepared(apply_demand(t, "synergy"), shaped, "tiresias")
+    assert r.aux is not None
+    assert _finish_hash(r) == TIRESIAS_PHILLY_2000
+    s = summary(r)
+    assert s["cpu_utilisation"] == pytest.approx(s["utilisation"], rel=1e-9)
+    assert s["mem_utilisation"] == pytest.approx(s["utilisation"], rel=1e-9)
