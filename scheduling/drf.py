@@ -68,6 +68,8 @@ class DRF(Policy):
         self._user: IntArray = np.zeros(0, dtype=np.int64)
         self._cpu: FloatArray = np.zeros(0)
         self._mem: FloatArray = np.zeros(0)
+        self._n_users = 0
+        self._totals: FloatArray = np.zeros(3)
 
     def reset(self, rng: np.random.Generator) -> None:
         self._jobs = None
@@ -86,6 +88,11 @@ class DRF(Policy):
         rank[np.argsort(first, kind="stable")] = np.arange(len(first))
         self._user = rank[inv].reshape(n)
         self._cpu, self._mem = per_device_demand(jobs)
+        self._n_users = len(first)
+        cl = state.cluster
+        self._totals = np.array(
+            [float(state.capacity.sum()), float(cl.node_cpu.sum()), float(cl.node_mem.sum())]
+        )
         self._jobs = jobs
 
     def schedule(self, state: State) -> Decision:
@@ -94,13 +101,9 @@ class DRF(Policy):
         active = state.active
         if not len(active):
             return Decision(run=np.zeros(0, dtype=np.int64))
-        cl = state.cluster
-        totals = np.array(
-            [float(state.capacity.sum()), float(cl.node_cpu.sum()), float(cl.node_mem.sum())]
-        )
+        totals, n_users = self._totals, self._n_users
         gang = state.jobs.num_gpus
         user, cpu_dev, mem_dev = self._user, self._cpu, self._mem
-        n_users = int(user.max()) + 1 if len(user) else 0
         use = np.zeros((n_users, 3))  # GPUs, cores, GB each user holds
         if self.preemptive:
             cand = active
@@ -121,7 +124,10 @@ class DRF(Policy):
             inv = np.where(np.isfinite(totals) & (totals > 0), 1.0 / totals, 0.0).tolist()
         slack = (_EPS * np.maximum(totals, 1.0)).tolist()
         # each user's candidates in arrival order
-        order = cand[np.argsort(user[cand], kind="stable")]
+        keys = user[cand]
+        if n_users < 1 << 15:  # numpy's stable sort of 16-bit keys is a radix sort
+            keys = keys.astype(np.int16)
+        order = cand[np.argsort(keys, kind="stable")]
         u_of = user[order]
         cut = np.flatnonzero(u_of[1:] != u_of[:-1]) + 1
         starts = np.concatenate(([0], cut)).tolist()
@@ -137,14 +143,13 @@ class DRF(Policy):
         rate, alloc_type, running_now = state.rate, state.alloc_type, state.running
         free_l = free.tolist()
         left_c, left_m = float(left[1]), float(left[2])
-        order_l, gang_l = order.tolist(), gang[order].tolist()
-        cpu_l, mem_l = cpu_dev[order].tolist(), mem_dev[order].tolist()
         preemptive = self.preemptive
         out: list[int] = []
         while heap:
             _, u, i, e = heapq.heappop(heap)
-            j, nd = order_l[i], gang_l[i]
-            need_c, need_m = nd * cpu_l[i], nd * mem_l[i]
+            j = int(order[i])
+            nd = int(gang[j])
+            need_c, need_m = nd * float(cpu_dev[j]), nd * float(mem_dev[j])
             if need_c > left_c + slack[1] or need_m > left_m + slack[2]:
                 continue  # this user's next job does not fit: nothing more for it now
             t = -1
