@@ -185,6 +185,11 @@ def _spot_options(args: argparse.Namespace, cluster: Any, failures: Any) -> Any:
     return SpotOptions(trace=trace, **kw)
 
 
+AUX_ROWS = (
+    ("cpu_utilisation", "CPU utilisation"),
+    ("mem_utilisation", "memory utilisation"),
+)
+
 STRAGGLER_ROWS = (
     ("slow_nodes", "slow nodes"),
     ("jobs_slowed", "jobs slowed by a slow node"),
@@ -248,6 +253,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from clustersim.elastic import apply_elastic
 
         jobs, _ = apply_elastic(jobs, args.elastic, cluster)
+    if args.aux_demand is not None:
+        from clustersim.resources import apply_demand
+
+        jobs = apply_demand(jobs, args.aux_demand, cluster)
     run = prepare(
         jobs,
         cluster,
@@ -306,6 +315,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{policy.name} on {cluster.name} ({cluster.total_devices} devices), {args.trace}")
     for key, label in SUMMARY_ROWS:
         print(f"  {label:<32} {_fmt(out.get(key))}")
+        if key == "utilisation" and result.aux is not None:  # clustersim/resources.py
+            for aux_key, aux_label in AUX_ROWS:
+                print(f"  {aux_label:<32} {_fmt(out.get(aux_key))}")
     if out.get("lp_solves"):  # allocation LPs (scheduling/allocation.py)
         for key, label in LP_ROWS:
             print(f"  {label:<32} {_fmt(out.get(key))}")
@@ -563,6 +575,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RULE",
         help="device-count bounds of the trace's rigid jobs, LO-HI, e.g. x0.5-x2 or 1-8"
         " (docs/elastic.md); default: as the trace says",
+    )
+    r.add_argument(
+        "--aux-demand",
+        default=None,
+        metavar="RULE",
+        help="CPU/memory demand of jobs the trace gives none: none, synergy, proportional,"
+        " per-gpu:C,M (C cores, M GB per device), or ignore (drop all demands);"
+        " docs/resources.md. Default: none (the trace's demands only)",
     )
     r.add_argument(
         "--compat",

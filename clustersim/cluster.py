@@ -161,6 +161,11 @@ class Cluster:
         Reclaims of each spot node (used only by runs with spot reclaims on): mean hours
         between reclaims, mean hours until the capacity returns, and the notice the provider
         gives before a reclaim (s); ``nan`` for on-demand nodes (empty arrays: none).
+    node_cpu_cores, node_host_mem_gb : (n_nodes,) float64
+        Host CPU cores and host memory (GB) of each node, which jobs' CPU and memory demands
+        draw on (:mod:`clustersim.resources`); ``inf`` for a node whose spec gives none
+        (unlimited: no job is ever held back by it), and an empty array for a cluster with
+        no limit at all (the default, so clusters built without them behave as before).
     """
 
     name: str
@@ -198,6 +203,12 @@ class Cluster:
     node_spot_notice_s: npt.NDArray[np.float64] = field(
         default_factory=lambda: np.zeros(0, dtype=np.float64)
     )
+    node_cpu_cores: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    node_host_mem_gb: npt.NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
 
     @property
     def n_nodes(self) -> int:
@@ -226,6 +237,16 @@ class Cluster:
         return ~np.isnan(price)
 
     @property
+    def node_cpu(self) -> npt.NDArray[np.float64]:
+        """(n_nodes,) host CPU cores of each node, ``inf`` where unlimited."""
+        return _per_node(self.node_cpu_cores, self.n_nodes)
+
+    @property
+    def node_mem(self) -> npt.NDArray[np.float64]:
+        """(n_nodes,) host memory of each node (GB), ``inf`` where unlimited."""
+        return _per_node(self.node_host_mem_gb, self.n_nodes)
+
+    @property
     def total_devices(self) -> int:
         return int(self.node_devices.sum())
 
@@ -236,3 +257,9 @@ class Cluster:
             if t.name.lower() == key or key in (a.lower() for a in t.aliases):
                 return i
         return -1
+
+
+def _per_node(a: npt.NDArray[np.float64], n: int) -> npt.NDArray[np.float64]:
+    """``a`` as a (n,) float64 array; an array of another length (empty) is all ``inf``."""
+    a = np.asarray(a, dtype=np.float64)
+    return a if len(a) == n else np.full(n, np.inf)

@@ -134,6 +134,7 @@ from clustersim.network import NetworkContention, NetworkOptions
 from clustersim.network import check_engine as check_network
 from clustersim.perf import JobRates, PerformanceModel
 from clustersim.power import PowerModel
+from clustersim.resources import AuxModel
 from clustersim.result import (
     DROP_ABANDONED,
     DROP_NO_FIT,
@@ -325,6 +326,15 @@ class _Run:
         self.want_region: IntArray | None = None
         if policy.steers_regions:
             self.want_region = np.full(n, -1, dtype=np.int64)
+            self.placing = PLACE_STRATEGY
+        # host CPU and memory (clustersim.resources): only when they can hold a job back;
+        # every start then goes through the strategy, on the devices the job's share fits
+        self.aux = AuxModel.build(jobs, cluster)
+        if self.aux is not None:
+            if policy.colocates:
+                raise SimulationError(
+                    f"policy {policy.name!r}: co-location does not support CPU/memory demands"
+                )
             self.placing = PLACE_STRATEGY
         self.blocking = bool(policy.blocking)
         self.preemptive = bool(policy.preemptive)
@@ -735,13 +745,18 @@ class _Run:
         """Finish a decision the kernels left to Python: placements only the strategy can
         choose, rates only the performance model knows (see :func:`reserve_and_start`)."""
         code, a, b = status
+        aux = self.aux
+        if aux is not None and code == STATUS_PLACE:
+            self._aux_refresh(aux)
         while code == STATUS_PLACE:
             j, nd, t = int(cand[0, a]), int(cand[2, a]), b
             nodes_t = self.type_nodes[t]
-            cands = nodes_t[self.node_free[nodes_t] > 0]
+            # with CPU/memory demands, the devices whose share of them fits each node
+            free = self.node_free if aux is None else aux.room(j, self.node_free)
+            cands = nodes_t[free[nodes_t] > 0]
             if self.want_region is not None and self.want_region[j] >= 0:
                 cands = cands[self.cluster.node_region[cands] == self.want_region[j]]
-            got = self.placement.place(self.cluster, self.node_free, cands, nd)
+            got = self.placement.place(self.cluster, free, cands, nd)
             if got is not None:
                 nodes, counts = _contiguous(got[0]), _contiguous(got[1])
                 # more nodes than devices (a node listed twice, or with none taken) would
@@ -749,6 +764,7 @@ class _Run:
                 if (
                     len(nodes) != len(counts)
                     or len(nodes) > nd
+                    or (aux is not None and bool(np.any(counts > free[nodes])))
                     or not take_nodes(
                         self.node_free,
                         self.busy,
@@ -765,6 +781,8 @@ class _Run:
                     )
                 self.free[t] -= nd
                 record_start(j, t, nd, nodes, counts, self.s_i, self.s_nc, self.ctr)
+                if aux is not None:
+                    aux.took(j, nodes, counts)
                 if greedy:
                     self._mark[j] = 1
             elif greedy and self.blocking:
@@ -795,6 +813,21 @@ class _Run:
             )
         if a >= 0:
             raise SimulationError(f"job {self.jobs.job_id[a]!r} got a zero rate on its placement")
+
+    def _aux_refresh(self, aux: AuxModel) -> None:
+        """Bring the free cores and memory of every node up to now: the running jobs' and
+        this decision's reserved starts' shares (:meth:`AuxModel.refresh`)."""
+        ns = int(self.ctr[CTR_STARTS])
+        s_i, s_nc = self.s_i, self.s_nc
+        k = s_i[4, :ns]
+        off = np.repeat(s_i[3, :ns] - np.cumsum(k) + k, k) + np.arange(int(k.sum()))
+        aux.refresh(
+            self.running_jobs(),
+            self.slots,
+            self.ji[JI_SLOT],
+            self.ji[JI_PLACED],
+            (np.repeat(s_i[0, :ns], k), s_nc[0, off], s_nc[1, off]),
+        )
 
     def _compact(self, h: int) -> None:
         """Drop the stale entries of the completion (``HEAP_FINISH``) or mark (``HEAP_MARK``)
@@ -1104,6 +1137,10 @@ class _Run:
         if len(self.rates.fits_nowhere):
             self.drop[no_type & self.rates.fits_nowhere] = DROP_NO_FIT
         self.drop[~no_type & ~fits.any(axis=1)] = DROP_TOO_LARGE
+        if self.aux is not None:  # CPU or memory demand no placement can meet
+            never = (self.drop == "") & self.aux.never_fits(jobs, self.cluster, rate)
+            self.aux.never_fit = int(never.sum())
+            self.drop[never] = DROP_TOO_LARGE
         order = np.flatnonzero(self.drop == "")
         self._prefill_rates(order)
         sub_arr = jobs.submit_time[order]
@@ -1320,6 +1357,7 @@ class _Run:
             stragglers=None if self.stragglers is None else self.stragglers.record(),
             network=None if net is None else net.record(self, end),
             spot=None if self.spot is None else self.spot.record(self, end),
+            aux=None if self.aux is None else self.aux.record(),
         )
 
 

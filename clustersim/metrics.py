@@ -46,6 +46,13 @@ Utilisation
     device-seconds over the window / 3600: the capacity the run used, on every type alike
     (restore delays and slow devices included; compare the completed work,
     ``reference_gpu_hours_completed``).
+CPU and memory utilisation
+    With host CPU and memory demands that can hold jobs back (:mod:`clustersim.resources`,
+    ``docs/resources.md``): ``cpu_utilisation`` = allocated core-seconds (each stint's
+    devices × the job's cores per device × its length) / (cores of the nodes with a limit ×
+    window length), and ``mem_utilisation`` likewise in GB; ``cpu_utilisation_<type>`` and
+    ``mem_utilisation_<type>`` over the nodes of each accelerator type (``None`` where no
+    node of the type has a limit). Absent when the model was off.
 Idle while queued
     ``idle_while_queued``: idle device-seconds in segments where at least one job waits, over
     available device-seconds. An upper bound on fragmentation (free devices no queued job can
@@ -470,6 +477,34 @@ def _jain(result: RunResult) -> float | None:
 # -- public API ------------------------------------------------------------------------------
 
 
+def _aux_utilisation(result: RunResult, span: float, keys: list[str]) -> dict[str, Number]:
+    """``cpu_utilisation`` and ``mem_utilisation``, overall and per accelerator type
+    (``cpu_utilisation_<type>``): allocated core- (GB-) seconds over the cores (GB) of the
+    nodes with a limit × the window (:func:`clustersim.resources.utilisation`)."""
+    from clustersim.resources import utilisation
+
+    assert result.aux is not None
+    cl, st = result.cluster, result.stints
+    got = utilisation(
+        result.aux,
+        st.job,
+        st.node,
+        st.devices,
+        st.end - st.start,
+        span,
+        cl.node_type,
+        cl.n_types,
+    )
+    out: dict[str, Number] = {}
+    for r in ("cpu", "mem"):
+        total = got[r]
+        out[f"{r}_utilisation"] = None if total is None else _num(float(total))
+        per = np.asarray(got[f"{r}_type"], dtype=np.float64)
+        for k, key in enumerate(keys):
+            out[f"{r}_utilisation_{key}"] = _num(float(per[k]))
+    return out
+
+
 def summary(
     result: RunResult,
     *,
@@ -566,6 +601,9 @@ def summary(
     for k, key in enumerate(keys):
         out[f"utilisation_{key}"] = _ratio(float(busy_type_s[k]), float(dev_type[k]) * span)
     out["busy_device_hours"] = float(busy_type_s.sum()) / 3600.0
+    # host CPU and memory (clustersim.resources): keys present only when the model was on
+    if result.aux is not None:
+        out.update(_aux_utilisation(result, span, keys))
     out["idle_while_queued"] = _ratio(idle_queued_s, avail)
 
     out["jain_index"] = _jain(result)

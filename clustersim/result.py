@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from clustersim.failures import FailureRecord
     from clustersim.network import NetworkRecord
     from clustersim.power import PowerTrace
+    from clustersim.resources import AuxRecord
     from clustersim.spot import SpotRecord
     from clustersim.stragglers import StragglerRecord
 
@@ -138,6 +139,10 @@ class RunResult:
     spot : SpotRecord or None
         With spot reclaims on (``EngineOptions.spot``): the reclaims, the jobs they stopped
         and the work lost (:class:`clustersim.spot.SpotRecord`); ``None`` without them.
+    aux : AuxRecord or None
+        When jobs' CPU and memory demands could hold jobs back (:mod:`clustersim.resources`):
+        each job's per-device allocation and each node's capacity
+        (:class:`clustersim.resources.AuxRecord`); ``None`` otherwise.
     """
 
     jobs: JobTable
@@ -170,6 +175,7 @@ class RunResult:
     network: NetworkRecord | None = None
     spot: SpotRecord | None = None
     resizes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    aux: AuxRecord | None = None
 
     def __post_init__(self) -> None:
         n = len(self.jobs)

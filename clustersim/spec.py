@@ -49,9 +49,11 @@ Only ``pools`` is required. The keys, their meaning and defaults:
       parts, see :mod:`clustersim.catalog`);
     - ``overhead_w``: non-accelerator power of a node; default
       :data:`DEFAULT_OVERHEAD_W_PER_DEVICE` per device, 0 for edge devices;
-    - ``cpu_cores``, ``host_mem_gb``: validated and recorded in the spec, but the
-      :class:`~clustersim.cluster.Cluster` has no field for them yet, so they do not
-      survive a round trip;
+    - ``cpu_cores`` (a whole number >= 1), ``host_mem_gb`` (GB, > 0): each node's host CPU
+      cores and memory, which jobs' CPU and memory demands draw on
+      (:mod:`clustersim.resources`, ``docs/resources.md``); left out, the node has no limit
+      on that resource (``inf`` in :attr:`~clustersim.cluster.Cluster.node_cpu_cores`), so
+      a cluster without them runs as before;
     - ``availability``: probability a node is online, in (0, 1];
     - ``mtbf_hours``, ``repair_hours``, ``failure_shape``: each node's failure model, used
       only by runs with failures on (:mod:`clustersim.failures`, ``docs/failures.md``): mean
@@ -521,6 +523,8 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
             "spot_reclaim",
             "spot_return",
             "spot_notice",
+            "cpu",
+            "mem",
         )
     }
     pool_names: dict[str, str] = {}
@@ -564,10 +568,17 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
                 "availability)",
             )
         spot_price, spot_reclaim, spot_return, spot_notice = _spot_pool(pool, p, acc)
-        if "cpu_cores" in pool:
-            _integer(pool, "cpu_cores", p, high=1_000_000)
-        if "host_mem_gb" in pool:
+        # host CPU and memory (clustersim.resources): inf = no limit
+        cpu = (
+            float(_integer(pool, "cpu_cores", p, high=1_000_000))
+            if "cpu_cores" in pool
+            else math.inf
+        )
+        mem = (
             _number(pool, "host_mem_gb", p, low=0, low_open=True)
+            if "host_mem_gb" in pool
+            else math.inf
+        )
 
         # racks of this pool: a list of (rack index, node count)
         placement: list[tuple[int, int]] = []
@@ -628,6 +639,8 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
                 ("spot_reclaim", spot_reclaim),
                 ("spot_return", spot_return),
                 ("spot_notice", spot_notice),
+                ("cpu", cpu),
+                ("mem", mem),
             ):
                 cols[key].append(np.full(count, value))
 
@@ -658,6 +671,12 @@ def cluster_from_spec(spec: Mapping[str, Any], catalog: Catalog | None = None) -
                 "node_spot_notice_s": cat("spot_notice", np.float64),
             }
             if not np.isnan(spot_price_col := cat("spot_price", np.float64)).all()
+            else {}
+        ),
+        **(
+            {"node_cpu_cores": cpu_col, "node_host_mem_gb": cat("mem", np.float64)}
+            if np.isfinite(cpu_col := cat("cpu", np.float64)).any()
+            or np.isfinite(cat("mem", np.float64)).any()
             else {}
         ),
     )
@@ -803,6 +822,9 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
             cluster.node_spot_notice_s,
         )
     )
+    cpu, mem = (
+        np.where(np.isfinite(a), a, -1.0) for a in (cluster.node_cpu, cluster.node_mem)
+    )  # inf (no limit) as -1, as failure_col does for nan
     n_racks = len(cluster.rack_oversub)
     rack_region = np.zeros(n_racks, dtype=np.int64)
     for r in range(n_racks):
@@ -832,6 +854,8 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
         spot_reclaim,
         spot_return,
         spot_notice,
+        cpu,
+        mem,
     )
     start = 0
     for i in range(1, n + 1):
@@ -848,6 +872,8 @@ def cluster_to_spec(cluster: Cluster, catalog: Catalog | None = None) -> dict[st
                 "nic_gbps": float(cluster.node_nic_gbps[start]),
                 "overhead_w": float(cluster.node_overhead_w[start]),
                 "availability": float(avail[start]),
+                **({"cpu_cores": int(cpu[start])} if cpu[start] >= 0 else {}),
+                **({"host_mem_gb": float(mem[start])} if mem[start] >= 0 else {}),
                 **{
                     key: float(col[start])
                     for key, col in (

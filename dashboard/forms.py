@@ -474,6 +474,7 @@ POLICY_FAMILIES = {
     "comm_wait": "Network-aware",
     "afs": "Elastic",
     "optimus": "Elastic",
+    "drf": "Multi-resource",
 }
 BASELINES = "Baselines"
 _BASELINE_MODULES = frozenset({"fifo", "sjf", "srtf", "las", "tiresias", "priority", "edf"})

@@ -15,6 +15,7 @@ from scheduling.carbon_region import CarbonRegion
 from scheduling.carbon_suspend import CarbonSuspend
 from scheduling.carbon_wait import CarbonWait
 from scheduling.comm_wait import CommWait
+from scheduling.drf import DRF
 from scheduling.edf import EDF
 from scheduling.energy_aware import EnergyAware
 from scheduling.fifo import FIFO
@@ -93,6 +94,7 @@ POLICIES: dict[str, type[Policy]] = {
         AFS,
         Optimus,
         Pollux,
+        DRF,
     )
 }
 

@@ -398,3 +398,54 @@ def test_policy_runs_an_elastic_trace_within_capacity_and_bounds(name: str) -> N
     held = np.bincount(inv, weights=st.devices)
     j = st.job[first]
     assert (held >= t.min_gpus[j]).all() and (held <= t.max_gpus[j]).all()
+
+
+def _aux_trace(seed: int):  # type: ignore[no-untyped-def]
+    """``random_trace`` with CPU and memory demands: 0.5-3 cores and 1-6 GB per device."""
+    t = random_trace(seed)
+    rng = np.random.default_rng(seed + 100)
+    g = t.num_gpus.astype(np.float64)
+    return t.replace(
+        cpu=(g * rng.uniform(0.5, 3.0, len(t))).round(2),
+        mem_gb=(g * rng.uniform(1.0, 6.0, len(t))).round(2),
+    )
+
+
+#: two-racks with 4/4/8/8 cores and 16/16/32/32 GB: tight enough that CPU and memory bind
+AUX_CLUSTER = dataclasses.replace(
+    CLUSTERS["two-racks"],
+    node_cpu_cores=np.array([4.0, 4.0, 8.0, 8.0]),
+    node_host_mem_gb=np.array([16.0, 16.0, 32.0, 32.0]),
+)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_policy_never_overcommits_cpu_or_memory(name: str) -> None:
+    """On a cluster with core and memory limits, no node ever holds more cores or memory
+    than it has (each stint charges devices × the job's per-device share there), and every
+    job that can fit finishes. Co-locating policies refuse CPU/memory demands."""
+    from clustersim.errors import SimulationError
+
+    cl, t = AUX_CLUSTER, _aux_trace(7)
+    pol = make_policy(name)
+    if pol.colocates:
+        with pytest.raises(SimulationError, match="co-location"):
+            simulate(t, cl, pol, rates=fixed_rates(t, cl))
+        return
+    r = simulate(t, cl, Recorder(pol), rates=fixed_rates(t, cl))
+    assert r.aux is not None
+    done = np.isfinite(r.finish)
+    assert done[r.drop_reason == ""].all()
+    st = r.stints
+    busy = (r.seg_busy.sum(axis=2) <= cl.devices_per_type()[None, :] + 1e-9).all()
+    assert busy
+    for per_dev, cap in ((r.aux.cpu_dev, cl.node_cpu), (r.aux.mem_dev, cl.node_mem)):
+        amount = st.devices * per_dev[st.job]
+        ev_t = np.concatenate([st.start, st.end])
+        ev_a = np.concatenate([amount, -amount])
+        ev_n = np.concatenate([st.node, st.node])
+        order = np.lexsort((ev_a, ev_t))  # releases before acquisitions at one instant
+        use = np.zeros(cl.n_nodes)
+        for i in order.tolist():
+            use[ev_n[i]] += ev_a[i]
+            assert use[ev_n[i]] <= cap[ev_n[i]] + 1e-9, (name, ev_t[i], ev_n[i])
