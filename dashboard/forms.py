@@ -1336,9 +1336,10 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
         "seeds": _numbers_text(exp.seeds),
         "placement": exp.placement,
         "compat": exp.compat,
-        "elastic": exp.elastic,
         "cost_horizon_hours": exp.cost_horizon_hours,
     }
+    if exp.elastic:  # elastic bounds by a rule (blank: as the trace gives them)
+        initial["elastic"] = exp.elastic
     if exp.failures is not None:  # node failures on, with their settings
         from clustersim.failures import SETTINGS
 
