@@ -144,9 +144,9 @@ def test_a_planner_compares_policies_end_to_end(
     started = time.monotonic()
     states = charts_drawn(pg, timeout_ms=120_000)  # polls progress, reloads when done
     all_ready(states)
-    # 27 Plotly figures and the table; the Philly sample names virtual clusters (JCT, fair
-    # share and ρ by VC) but no users
-    assert len(states) == 28 and plots(pg) == 27
+    # 27 Plotly figures and two tables (the metrics; as run today vs the other policy); the
+    # Philly sample names virtual clusters (JCT, fair share and ρ by VC) but no users
+    assert len(states) == 29 and plots(pg) == 27
     for name in ("groups", "fairshare", "rho"):
         assert f"chart-{name}-vc" in states and f"chart-{name}-user" not in states
     assert "chart-typealloc" in states
