@@ -1,0 +1,144 @@
+"""GPU sharing in the engine (clustersim.gpushare): hand-worked traces and invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clustersim.engine import EngineOptions, simulate
+from clustersim.gpushare import GAVEL_PAIR_BETA, GpuShare, GpuShareOptions, job_milli
+from clustersim.errors import ClustersimError
+from scheduling.registry import make_placement, make_policy
+from tests.simple import cluster, fixed_rates, jobs
+
+
+def _run(t, cl, beta=0.5, placement="consolidate", policy="fifo", seed=0):  # type: ignore[no-untyped-def]
+    return simulate(
+        t,
+        cl,
+        make_policy(policy),
+        make_placement(placement),
+        rates=fixed_rates(t, cl),
+        options=EngineOptions(seed=seed, gpushare=GpuShareOptions(interference=beta)),
+    )
+
+
+def test_two_half_gpu_jobs_share_one_gpu_and_slow_each_other() -> None:
+    # one node, one GPU; two jobs of 500 milli, 100 work units each, rate 1 alone.
+    # Both arrive at 0 and share the GPU: k = 2, beta = 0.5, each runs at
+    # 1 / (1 + 0.5 * (2 - 1)) = 2/3, so each finishes at 100 / (2/3) = 150 s.
+    cl = cluster([("V100", 1)])
+    t = jobs([(0, 1, 100.0), (0, 1, 100.0)], gpu_fraction=[0.5, 0.5])
+    r = _run(t, cl)
+    np.testing.assert_allclose(r.finish, [150.0, 150.0])
+    np.testing.assert_allclose(r.first_start, [0.0, 0.0])
+    assert r.gpushare is not None and r.gpushare.node_peak_milli.max() == 1000
+
+
+def test_a_late_sharer_slows_the_first_only_while_both_run() -> None:
+    # A (500 milli, work 100) at 0; B (500 milli, work 100) at 50. A alone 0-50: 50 done.
+    # Both at 2/3 from 50: A's 50 left take 75 s -> A ends at 125. B by then did 75 * 2/3 = 50,
+    # then alone at rate 1: 50 more -> ends at 175.
+    cl = cluster([("V100", 1)])
+    t = jobs([(0, 1, 100.0), (50, 1, 100.0)], gpu_fraction=[0.5, 0.5])
+    r = _run(t, cl)
+    np.testing.assert_allclose(r.finish, [125.0, 175.0])
+
+
+def test_without_interference_shares_run_at_full_rate() -> None:
+    cl = cluster([("V100", 1)])
+    t = jobs([(0, 1, 100.0), (0, 1, 60.0)], gpu_fraction=[0.4, 0.6])
+    r = _run(t, cl, beta=0.0)
+    np.testing.assert_allclose(r.finish, [100.0, 60.0])
+
+
+def test_a_share_that_does_not_fit_waits_for_room() -> None:
+    # A (600 milli, work 100) at 0 runs alone. B (600) at 5 does not fit next to A
+    # (1200 > 1000) and FIFO keeps C (300, work 50, at 10) behind it, so A ends at 100.
+    # At 100 B and C start together (900 milli): each at 2/3. C: 50 / (2/3) = 75 s -> 175.
+    # B did 75 * 2/3 = 50 by 175, then alone at rate 1 for its last 50 -> 225.
+    cl = cluster([("V100", 1)])
+    t = jobs([(0, 1, 100.0), (5, 1, 100.0), (10, 1, 50.0)], gpu_fraction=[0.6, 0.6, 0.3])
+    r = _run(t, cl, policy="fifo")
+    np.testing.assert_allclose(r.finish, [100.0, 225.0, 175.0])
+    np.testing.assert_allclose(r.first_start, [0.0, 100.0, 100.0])
+    assert r.gpushare is not None and r.gpushare.node_peak_milli.max() == 900
+
+
+def test_whole_gpu_jobs_never_land_on_a_shared_gpu() -> None:
+    # two GPUs: a 500-milli share takes GPU 0; the 2-GPU job needs both fully free and waits
+    # for the share (ends 100); it then runs 100-150 (work 50, rate 1).
+    cl = cluster([("V100", 2)])
+    t = jobs([(0, 1, 100.0), (1, 2, 50.0)], gpu_fraction=[0.5, 1.0])
+    r = _run(t, cl)
+    np.testing.assert_allclose(r.finish, [100.0, 150.0])
+
+
+def test_host_memory_is_never_overcommitted() -> None:
+    # shares fit the GPU (2 x 300 milli) but not the node's memory (64 GB; 40 GB each)
+    import dataclasses
+
+    cl = dataclasses.replace(
+        cluster([("V100", 1)]), node_cpu_cores=np.array([8.0]), node_host_mem_gb=np.array([64.0])
+    )
+    t = jobs([(0, 1, 100.0), (0, 1, 100.0)], gpu_fraction=[0.3, 0.3], mem_gb=[40.0, 40.0])
+    r = _run(t, cl)
+    np.testing.assert_allclose(r.finish, [100.0, 200.0])
+
+
+def test_job_milli_rounds_fractions_and_keeps_whole_gangs() -> None:
+    t = jobs([(0, 1, 1.0), (0, 2, 1.0), (0, 1, 1.0)], gpu_fraction=[0.46, 1.0, 1.0])
+    assert job_milli(t).tolist() == [460, 1000, 1000]
+
+
+def test_bad_interference_is_refused() -> None:
+    with pytest.raises(ClustersimError, match="interference"):
+        GpuShareOptions(interference=-1.0)
+    assert 0.4 < GAVEL_PAIR_BETA < 0.5
+
+
+def test_the_default_beta_is_the_median_gavel_pair() -> None:
+    # 1 / (1 + beta) is the median rate a job keeps in Gavel's measured V100 pairs of
+    # one-GPU jobs (recomputed from the shipped throughput file)
+    import ast
+    import json
+    from pathlib import Path
+
+    import clustersim
+
+    path = Path(clustersim.__file__).parent / "data" / "gavel_throughputs.json"
+    v100 = json.loads(path.read_text())["v100"]
+    keep = []
+    for a, row in v100.items():
+        if ast.literal_eval(a)[1] != 1:
+            continue
+        for b, val in row.items():
+            if b == "null" or b not in v100 or not isinstance(val, list):
+                continue
+            if row["null"] and v100[b]["null"] and val[0] > 0:
+                keep.append(val[0] / row["null"])
+    assert 1.0 / (1.0 + GAVEL_PAIR_BETA) == pytest.approx(float(np.median(keep)), abs=0.01)
+
+
+@pytest.mark.parametrize("name", ["fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random-fit", "consolidate"])
+def test_placements_never_put_more_than_1000_milli_on_a_gpu(name: str) -> None:
+    cl = cluster([("V100", 2), ("V100", 4), ("V100", 8)])
+    rng = np.random.default_rng(3)
+    n = 300
+    frac = np.where(rng.random(n) < 0.6, rng.integers(1, 10, n) / 10, 1.0)
+    gang = np.where(frac < 1, 1, rng.choice([1, 2, 4], n))
+    t = jobs(
+        [(float(s), int(g), float(w)) for s, g, w in zip(
+            np.sort(rng.uniform(0, 500, n)), gang, rng.uniform(10, 200, n), strict=True
+        )],
+        gpu_fraction=frac.tolist(),
+    )
+    r = _run(t, cl, placement=name, seed=1)
+    rec = r.gpushare
+    assert rec is not None
+    assert rec.node_peak_milli.max() <= 1000
+    assert (rec.allocated <= 14 * 1000).all() and (rec.idle >= 0).all()
+    assert r.completed.all()
+    again = _run(t, cl, placement=name, seed=1)
+    np.testing.assert_array_equal(r.finish, again.finish)
+    assert isinstance(GpuShare, type)
