@@ -248,6 +248,7 @@ class GpuShare:
         self._idle: list[float] = []
         self._alloc: list[float] = []
         self._acc = np.zeros((n_nodes, width))
+        self._held_milli = np.zeros((n_nodes, width))  # allocated milli since the last record
         self._acc_t = np.nan
         self._t0 = np.nan
         self.peak = np.zeros((n_nodes, width), dtype=np.int64)
@@ -413,7 +414,8 @@ class GpuShare:
                 self.factor[js] = f[change]
                 self.rerates += int(change.sum())
         if self._dirty:
-            self._acc += (MILLI - self.gl) * self.real * (now - self._acc_t)
+            self._acc += self._held_milli * (now - self._acc_t)
+            self._held_milli = ((MILLI - self.gl) * self.real).astype(np.float64)
             self._acc_t = now
             idle = float(self.gl[self.real].sum())
             self._t.append(now)
@@ -470,7 +472,7 @@ class GpuShare:
     def record(self, end: float) -> GpuShareRecord:
         """The run's GPU-sharing record (:class:`GpuShareRecord`), closed at ``end``."""
         if self._acc_t == self._acc_t:
-            self._acc += (MILLI - self.gl) * self.real * (end - self._acc_t)
+            self._acc += self._held_milli * (end - self._acc_t)
             self._acc_t = end
         span = end - self._t0 if self._t0 == self._t0 else 0.0
         mean = self._acc / span if span > 0 else np.zeros_like(self._acc)

@@ -142,3 +142,27 @@ def test_placements_never_put_more_than_1000_milli_on_a_gpu(name: str) -> None:
     again = _run(t, cl, placement=name, seed=1)
     np.testing.assert_array_equal(r.finish, again.finish)
     assert isinstance(GpuShare, type)
+
+
+def test_fragmentation_over_time_on_two_nodes_worked_by_hand() -> None:
+    # Two nodes of one GPU. A (600 milli, work 100) at 0, B (400 milli, work 50) at 1, no
+    # CPU, no interference. Typical jobs: 600 milli (p 1/2), 400 milli (p 1/2).
+    # t=0, FGD places A: both empty nodes score alike -> node 0; its GPU has 400 left, which
+    #   a 600 job cannot use: F0 = 1/2 * 400 = 200; node 1 all free: F1 = 0.
+    #   Cluster: frag 200 of idle 400 + 1000 = 1400.
+    # t=1, B on node 0 empties F0 (200 -> 0: score int(100 sigmoid(0.2)) = 54) while node 1
+    #   would keep 600 left, usable by both (0 -> 0: score 50): node 0. frag 0 of idle 1000.
+    # t=51 B ends (50 work at rate 1): back to 200 of 1400. t=100 A ends: 0 of 2000.
+    cl = cluster([("V100", 1), ("V100", 1)])
+    t = jobs([(0, 1, 100.0), (1, 1, 50.0)], gpu_fraction=[0.6, 0.4])
+    r = _run(t, cl, beta=0.0, placement="fgd")
+    rec = r.gpushare
+    assert rec is not None
+    np.testing.assert_allclose(rec.t, [0, 1, 51, 100])
+    np.testing.assert_allclose(rec.frag, [200, 0, 200, 0])
+    np.testing.assert_allclose(rec.idle, [1400, 1000, 1400, 2000])
+    np.testing.assert_allclose(rec.frag_rate(), [200 / 1400, 0, 200 / 1400, 0])
+    assert r.stints.node.tolist() == [0, 0]
+    # the share map: node 0's GPU held 600 milli for 0-100 and 400 more for 1-51, over
+    # the 100 s from the first record: (600 * 100 + 400 * 50) / 100 = 800
+    np.testing.assert_allclose(rec.node_mean_milli[:, 0], [800.0, 0.0])
