@@ -17,10 +17,13 @@ Gavel (≥ 50× on its 8,000-job trace, ≥ 10× on Shockwave's 460 jobs).
 Section ``hetero`` (:mod:`bench.hetero`): the heterogeneity-aware and fair policies of issue 13
 on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero-560`` preset.
 
+Section ``gpushare`` (:mod:`bench.gpushare`): GPU sharing in the engine, the full openb default
+trace with each placement of the FGD paper (CPU seconds, peak memory; target ``fgd`` ≤ 30 s).
+
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models ...]`` runs some
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|gpushare ...]`` runs some
 sections only.
 """
 
@@ -298,6 +301,16 @@ def bench_models() -> None:
 
 
 SECTIONS["models"] = bench_models
+
+
+def bench_gpushare() -> None:
+    from bench.gpushare import bench_gpushare as run
+
+    print("## GPU sharing in the engine (issue 16): full openb default trace, FGD placements\n")
+    run(_in_process)
+
+
+SECTIONS["gpushare"] = bench_gpushare
 
 
 def main(argv: list[str]) -> int:
