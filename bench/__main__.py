@@ -23,8 +23,8 @@ trace with each placement of the FGD paper (CPU seconds, peak memory; target ``f
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|gpushare ...]`` runs some
-sections only.
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|gpushare ...]``
+runs some sections only.
 """
 
 from __future__ import annotations

@@ -58,13 +58,16 @@ def bench_gpushare(in_process: Any) -> None:
     if not TRACE.exists():
         print(f"(gpushare: {TRACE} not found; section skipped)\n")
         return
-    print("| placement | CPU s | target | peak MB | completed | mean JCT h | frag rate | max milli |")
+    print(
+        "| placement | CPU s | target | peak MB | completed | mean JCT h | frag rate | max milli |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in PLACEMENTS:
         row = in_process(run_one, name)
         target = TARGET_S.get(name)
+        goal = f"≤ {target:g} s" if target else "-"
         print(
-            f"| {name} | {row['cpu_s']:.2f} | {'≤ %g s' % target if target else '-'} | "
+            f"| {name} | {row['cpu_s']:.2f} | {goal} | "
             f"{row['peak_mb']:.0f} | {row['completed']} | {row['mean_jct_h']:.2f} | "
             f"{row['frag_rate']:.3f} | {row['peak_milli']} |"
         )

@@ -328,7 +328,7 @@ class _SharePlacement(Placement):
             u = self._rng.random(2) if self.uses_seed else np.zeros(2)
             got = self._model.choose(self.code, candidates, f, ndev, u)
             if got is not None:
-                return got  # type: ignore[no-any-return]
+                return got
         return Consolidate().choose(cluster, free, candidates, f, ndev)
 
 

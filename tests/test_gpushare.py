@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from clustersim.engine import EngineOptions, simulate
-from clustersim.gpushare import GAVEL_PAIR_BETA, GpuShare, GpuShareOptions, job_milli
 from clustersim.errors import ClustersimError
+from clustersim.gpushare import GAVEL_PAIR_BETA, GpuShare, GpuShareOptions, job_milli
 from scheduling.registry import make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs
 
@@ -117,10 +117,21 @@ def test_the_default_beta_is_the_median_gavel_pair() -> None:
                 continue
             if row["null"] and v100[b]["null"] and val[0] > 0:
                 keep.append(val[0] / row["null"])
-    assert 1.0 / (1.0 + GAVEL_PAIR_BETA) == pytest.approx(float(np.median(keep)), abs=0.01)
+    assert pytest.approx(float(np.median(keep)), abs=0.01) == 1.0 / (1.0 + GAVEL_PAIR_BETA)
 
 
-@pytest.mark.parametrize("name", ["fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random-fit", "consolidate"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fgd",
+        "best-fit",
+        "dot-product",
+        "gpu-packing",
+        "gpu-clustering",
+        "random-fit",
+        "consolidate",
+    ],
+)
 def test_placements_never_put_more_than_1000_milli_on_a_gpu(name: str) -> None:
     cl = cluster([("V100", 2), ("V100", 4), ("V100", 8)])
     rng = np.random.default_rng(3)
@@ -128,9 +139,12 @@ def test_placements_never_put_more_than_1000_milli_on_a_gpu(name: str) -> None:
     frac = np.where(rng.random(n) < 0.6, rng.integers(1, 10, n) / 10, 1.0)
     gang = np.where(frac < 1, 1, rng.choice([1, 2, 4], n))
     t = jobs(
-        [(float(s), int(g), float(w)) for s, g, w in zip(
-            np.sort(rng.uniform(0, 500, n)), gang, rng.uniform(10, 200, n), strict=True
-        )],
+        [
+            (float(s), int(g), float(w))
+            for s, g, w in zip(
+                np.sort(rng.uniform(0, 500, n)), gang, rng.uniform(10, 200, n), strict=True
+            )
+        ],
         gpu_fraction=frac.tolist(),
     )
     r = _run(t, cl, placement=name, seed=1)

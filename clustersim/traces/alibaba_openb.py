@@ -219,9 +219,7 @@ class AlibabaOpenbReader(TraceReader):
             [[_mig_offered(m, sp) for sp in raw_spec_names] for m in mig_names], dtype=bool
         )
         on_mig = (mig_milli_of[mig] > 0) | (np.array([bool(m) for m in mig_names])[mig])
-        checks.append(
-            ("MIG profile not offered by the pod's GPU", on_mig & ~mig_ok[mig, raw_spec])
-        )
+        checks.append(("MIG profile not offered by the pod's GPU", on_mig & ~mig_ok[mig, raw_spec]))
         checks.append(("MIG slice with num_gpu other than 1", on_mig & (gpus != 1)))
         shares = shares | (on_mig & (gpus == 1))
         milli = np.where(on_mig & (gpus == 1), mig_milli_of[mig], milli)
