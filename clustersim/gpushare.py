@@ -217,7 +217,12 @@ class GpuShare:
             model=np.where(devices > 0, self.node_type, -1).astype(np.int64),
             models=type_names,
         )
-        spec = tuple(str(s) for s in jobs.gpu_type)
+        # a job's type constraint by the cluster's name for the type (aliases resolved)
+        canon: dict[str, str] = {}
+        for s in set(jobs.gpu_type.tolist()):
+            i = cluster.type_index(str(s)) if s else -1
+            canon[str(s)] = type_names[i] if i >= 0 else str(s)
+        spec = tuple(canon[str(s)] for s in jobs.gpu_type)
         pods = sharing.Pods(
             names=tuple(str(s) for s in jobs.job_id),
             cpu=self.cpu,
@@ -227,7 +232,7 @@ class GpuShare:
             spec=spec,
             created=np.asarray(jobs.submit_time, dtype=np.float64),
         )
-        self.typical = sharing.typical_pods(pods) if n else sharing.typical_pods(pods, 1.0)
+        self.typical = sharing.typical_pods(pods)
         self.t_access = np.ascontiguousarray(sharing._access_matrix(self.nodes, self.typical.spec))
         self.frag = sharing.node_frags(self.nodes, self.typical, self.gl, self.cpu_left)
         # gpu-clustering's kinds per node: 0 shares, k k whole GPUs

@@ -686,12 +686,13 @@ def share_map(run: Run) -> Chart:
         note += f" Busiest node: node {int(np.argmax(share))} ({100 * share.max():.3g} %)."
 
     def export() -> pd.DataFrame:
+        real = np.tile(np.arange(width), len(gpus)) < np.repeat(gpus, width)
         return pd.DataFrame(
             {
-                "node": np.repeat(np.arange(len(gpus)), width),
-                "gpu": np.tile(np.arange(width), len(gpus)),
-                "mean_milli": milli.reshape(-1),
+                "node": np.repeat(np.arange(len(gpus)), width)[real],
+                "gpu": np.tile(np.arange(width), len(gpus))[real],
+                "mean_milli": milli.reshape(-1)[real],
             }
-        )[lambda d: d.gpu < np.repeat(gpus, width)]
+        )
 
     return Chart(title=SHARE_MAP_TITLE, figure=figure, data=export, note=note)

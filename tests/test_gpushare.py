@@ -180,3 +180,20 @@ def test_fragmentation_over_time_on_two_nodes_worked_by_hand() -> None:
     # the share map: node 0's GPU held 600 milli for 0-100 and 400 more for 1-51, over
     # the 100 s from the first record: (600 * 100 + 400 * 50) / 100 = 800
     np.testing.assert_allclose(rec.node_mean_milli[:, 0], [800.0, 0.0])
+
+
+def test_the_dashboard_series_bins_the_fragmentation_by_time() -> None:
+    # the two-node case above: changes at 0, 1, 51, 100 (the end). Bins are the segments:
+    # [0, 1) frag 200 of idle 1400 -> 1/7, allocated 600 of 2000 -> 0.3;
+    # [1, 51) 0 of 1000 -> 0, allocated 0.5; [51, 100) 200 of 1400 -> 1/7, allocated 0.3.
+    # Node 0's one GPU averaged 800 milli -> share 0.8; node 1 none.
+    from clustersim.metrics import gpushare_series
+
+    cl = cluster([("V100", 1), ("V100", 1)])
+    t = jobs([(0, 1, 100.0), (1, 1, 50.0)], gpu_fraction=[0.6, 0.4])
+    s = gpushare_series(_run(t, cl, beta=0.0, placement="fgd"))
+    assert s["t_s"] == [0.0, 1.0, 51.0] and s["dt_s"] == [1.0, 50.0, 49.0]
+    np.testing.assert_allclose(s["frag_rate"], [1 / 7, 0.0, 1 / 7], atol=1e-6)
+    np.testing.assert_allclose(s["allocated_share"], [0.3, 0.5, 0.3])
+    np.testing.assert_allclose(s["node_share"], [0.8, 0.0])
+    assert s["peak_milli"] == 1000 and s["shared_jobs"] == 2
