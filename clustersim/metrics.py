@@ -641,6 +641,9 @@ def summary(
     # network contention (clustersim.network): keys present only when the model was on
     if result.network is not None:
         out.update(network_metrics(result))
+    # GPU sharing (clustersim.gpushare): keys present only when the model was on
+    if result.gpushare is not None:
+        out.update(gpushare_metrics(result))
 
     energy_kwh = float(energy_kwh_r.sum())
     out["energy_kwh"] = energy_kwh
@@ -913,6 +916,35 @@ def failure_events(result: RunResult) -> dict[str, list[Any]]:
         "killed": np.asarray(killed, dtype=np.int64).tolist(),
         "lost_device_h": (np.asarray(lost, dtype=np.float64) / 3600.0).tolist(),
     }
+
+
+def gpushare_metrics(result: RunResult) -> dict[str, Any]:
+    """Summary of a run with GPU sharing on: ``gpu_shared_jobs`` (jobs asking for a share),
+    ``gpu_allocated_share_mean`` (allocated GPU milli over all, time-averaged from the first
+    allocation to the end), ``gpu_frag_rate_mean`` (FGD's fragmentation rate, its
+    fragmented milli-seconds over its idle milli-seconds), ``gpu_share_peak_milli`` (the
+    most milli any GPU held, never above 1000) and ``gpu_share_rerates``."""
+    rec = result.gpushare
+    assert rec is not None
+    out: dict[str, Any] = {
+        "gpu_shared_jobs": int(rec.shared_jobs),
+        "gpu_share_peak_milli": int(rec.node_peak_milli.max()) if rec.node_peak_milli.size else 0,
+        "gpu_share_rerates": int(rec.rerates),
+        "gpu_allocated_share_mean": None,
+        "gpu_frag_rate_mean": None,
+    }
+    t = np.asarray(rec.t, dtype=np.float64)
+    end = float(result.seg_t[-1]) if len(result.seg_t) else 0.0
+    if len(t) and end > t[0]:
+        dt = np.diff(np.append(t, max(end, float(t[-1]))))
+        total = 1000.0 * float(result.cluster.node_devices.sum())
+        out["gpu_allocated_share_mean"] = _ratio(
+            float((rec.allocated * dt).sum()), total * dt.sum()
+        )
+        out["gpu_frag_rate_mean"] = _ratio(
+            float((rec.frag * dt).sum()), float((rec.idle * dt).sum())
+        )
+    return out
 
 
 def gpushare_series(result: RunResult, max_points: int = 200) -> dict[str, Any]:

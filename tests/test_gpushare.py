@@ -197,3 +197,18 @@ def test_the_dashboard_series_bins_the_fragmentation_by_time() -> None:
     np.testing.assert_allclose(s["allocated_share"], [0.3, 0.5, 0.3])
     np.testing.assert_allclose(s["node_share"], [0.8, 0.0])
     assert s["peak_milli"] == 1000 and s["shared_jobs"] == 2
+
+
+def test_the_summary_gives_the_time_averaged_fragmentation_and_allocation() -> None:
+    # the two-node case: fragmented milli-s 200*1 + 0*50 + 200*49 = 10,000 over idle
+    # milli-s 1400*1 + 1000*50 + 1400*49 = 120,000 -> 1/12; allocated milli-s
+    # 600*1 + 1000*50 + 600*49 = 80,000 over 2000 * 100 -> 0.4
+    from clustersim.metrics import summary
+
+    cl = cluster([("V100", 1), ("V100", 1)])
+    t = jobs([(0, 1, 100.0), (1, 1, 50.0)], gpu_fraction=[0.6, 0.4])
+    out = summary(_run(t, cl, beta=0.0, placement="fgd"))
+    assert out["gpu_frag_rate_mean"] == pytest.approx(1 / 12)
+    assert out["gpu_allocated_share_mean"] == pytest.approx(0.4)
+    assert out["gpu_shared_jobs"] == 2 and out["gpu_share_peak_milli"] == 1000
+    assert out["gpu_share_rerates"] == 0  # beta 0: sharing never changes a rate
