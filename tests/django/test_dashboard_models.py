@@ -119,6 +119,7 @@ def test_a_run_without_the_models_shows_none_of_their_charts(web: Any, finished_
         assert f"/charts/runs/{finished_run.pk}/{name}/" not in page
         # asked for anyway, the chart says why it is empty
         assert "empty" in _chart(web, finished_run, name)
+    assert "GPU fragmentation rate" not in page
 
 
 def test_a_power_policy_run_shows_power_by_state(
@@ -201,6 +202,7 @@ def test_a_gpu_sharing_run_shows_its_fragmentation_and_share_map(
     page = web.get(f"/runs/{run.pk}/").content.decode()
     assert f"/charts/runs/{run.pk}/fragmentation/" in page
     assert f"/charts/runs/{run.pk}/share-map/" in page
+    assert "GPU fragmentation rate (FGD, time-averaged)" in page
     frag = _chart(web, run, "fragmentation")
     rate, alloc = frag["figure"]["data"]
     assert rate["name"] == "Fragmentation rate" and alloc["name"] == "Allocated GPU share"
@@ -217,3 +219,4 @@ def test_a_run_without_gpu_sharing_shows_no_sharing_chart(web: Any, finished_run
     for name in ("fragmentation", "share-map"):
         assert f"/charts/runs/{finished_run.pk}/{name}/" not in page
         assert "empty" in _chart(web, finished_run, name)
+    assert "GPU fragmentation rate" not in page
