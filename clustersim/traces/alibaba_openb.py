@@ -26,11 +26,15 @@ Mapping to the job table
 - ``num_gpus``: ``num_gpu``. CPU-only pods (``num_gpu`` 0) are dropped;
 - ``gpu_fraction``: GPU-sharing pods (``num_gpu`` 1, ``0 < gpu_milli < 1000``, thousandths
   of a GPU; 2,573 of the 6,203 pods kept from the default list) are kept with ``gpu_fraction =
-  gpu_milli / 1000``, the share of a device they asked for, and counted in a warning: the
-  engine allocates whole devices (no GPU-sharing model yet), so each still holds one whole
-  device. Their run time is kept as measured (a shared GPU slowed them down, if anything).
-  Option ``sharing="drop"`` drops them instead (counted under their own reason), for a
-  study of the whole-GPU workload only. Every other pod has ``gpu_fraction`` 1;
+  gpu_milli / 1000``, the share of a device they asked for, and counted in a warning. With
+  GPU sharing on (:mod:`clustersim.gpushare`, docs/gpu-sharing.md) several share a device;
+  otherwise each holds one whole device. Their run time is kept as measured (a shared GPU
+  slowed them down, if anything). Option ``sharing="drop"`` drops them instead (counted
+  under their own reason), for a study of the whole-GPU workload only. A pod of an optional
+  ``mig_profile`` column (``3g.20gb``, …) asks for that MIG slice: ``gpu_fraction`` is its
+  compute slices over 7 (:data:`clustersim.gpushare.MIG_PROFILES`); a profile the pod's
+  ``gpu_spec`` device does not offer, or a slice with ``num_gpu`` other than 1, is dropped
+  with its reason. Every other pod has ``gpu_fraction`` 1;
 - ``gpu_type``: from ``gpu_spec`` (e.g. ``"V100M32|V100M16"``: any of those types). Names
   resolve through the catalog aliases (``V100M16`` → ``V100-SXM2-16GB``); names the catalog
   deliberately leaves unmapped (``G2``, ``G3``) are kept as written and reported. The job
@@ -67,7 +71,9 @@ Options
 
 Rows are dropped (each counted under the first reason that applies, in this order) when
 ``num_gpu`` is 0 (CPU-only), negative, not an integer or implausibly large, ``gpu_milli`` is
-outside [0, 1000], the pod shares a GPU and ``sharing="drop"``, the phase is not selected,
+outside [0, 1000], ``gpu_milli`` is below 1000 with ``num_gpu`` above 1 (a share is of one
+GPU), the MIG profile is not offered or is asked for more than one GPU, the pod shares a GPU
+and ``sharing="drop"``, the phase is not selected,
 the pod was never scheduled, ``creation_time`` is negative or not finite, or the pod's end is
 not after its ``scheduled_time``.
 """
