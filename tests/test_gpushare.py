@@ -212,3 +212,56 @@ def test_the_summary_gives_the_time_averaged_fragmentation_and_allocation() -> N
     assert out["gpu_allocated_share_mean"] == pytest.approx(0.4)
     assert out["gpu_shared_jobs"] == 2 and out["gpu_share_peak_milli"] == 1000
     assert out["gpu_share_rerates"] == 0  # beta 0: sharing never changes a rate
+
+
+@pytest.mark.parametrize(
+    "name", ["fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering"]
+)
+def test_the_engine_places_as_the_placement_study_when_no_job_leaves(name: str) -> None:
+    # jobs that never finish within the run, arriving one by one: the engine's FIFO run
+    # must put each on the node the FGD study (clustersim.sharing.place) chooses
+    import dataclasses
+
+    from clustersim import sharing
+
+    rng = np.random.default_rng(11)
+    gpus = [2, 4, 8, 8]
+    cores = [32, 64, 96, 96]
+    cl = dataclasses.replace(
+        cluster([("V100", g) for g in gpus]), node_cpu_cores=np.array(cores, dtype=float)
+    )
+    n = 20
+    share = rng.random(n) < 0.6
+    milli = np.where(share, rng.integers(2, 19, n) * 50, 1000)
+    count = np.where(share, 1, rng.choice([1, 1, 2, 4], n))
+    cpu = count * rng.integers(1, 4, n)  # whole cores, a multiple of the gang
+    t = jobs(
+        [(float(i), int(c), 1e9) for i, c in enumerate(count)],
+        gpu_fraction=milli / 1000,
+        cpu=cpu.astype(float),
+    )
+    r = simulate(
+        t,
+        cl,
+        make_policy("fifo"),
+        make_placement(name),
+        rates=fixed_rates(t, cl),
+        options=EngineOptions(until=1e6),
+    )
+    nodes = sharing.make_nodes(
+        [(f"n{i}", cores[i] * 1000, 1 << 40, g, "V100") for i, g in enumerate(gpus)]
+    )
+    pods = sharing.make_pods(
+        [
+            (f"p{i:03d}", int(cpu[i]) * 1000, 0, int(count[i]), int(milli[i]), "", float(i))
+            for i in range(n)
+        ]
+    )
+    study = sharing.place(nodes, pods, name)
+    # FIFO blocks at the first job that fits nowhere; the study skips it and goes on
+    k = study.first_failure if study.first_failure is not None else n
+    assert k >= 15
+    engine_node = np.full(n, -1)
+    engine_node[r.stints.job] = r.stints.node  # open stints: one node per job here
+    assert engine_node[:k].tolist() == study.node[:k].tolist()
+    assert (engine_node[k:] == -1).all()
