@@ -238,8 +238,18 @@ class GpuShare:
         # gpu-clustering's kinds per node: 0 shares, k k whole GPUs
         self.kind = np.where(self.is_share, 0, np.minimum(self.gang, width)).astype(np.int64)
         self.aff = np.zeros((n_nodes, width + 1), dtype=np.int64)
-        # who holds what: per job, its nodes with their GPU masks
-        self.held: dict[int, list[tuple[int, int, int, int]]] = {}
+        # who holds what: job j's k-th node is row off[j] + k of h_node, h_mask (its GPUs,
+        # bit g: GPU g), h_cpu, h_mem; h_count[j] rows are in use (room for a node a device)
+        span = np.minimum(np.maximum(self.gang, 1), max(n_nodes, 1))
+        self.off = np.zeros(n, dtype=np.int64)
+        self.off[1:] = np.cumsum(span)[:-1]
+        rows = int(span.sum())
+        self.h_node = np.zeros(rows, dtype=np.int64)
+        self.h_mask = np.zeros(rows, dtype=np.int64)
+        self.h_cpu = np.zeros(rows, dtype=np.int64)
+        self.h_mem = np.zeros(rows, dtype=np.int64)
+        self.h_count = np.zeros(n, dtype=np.int64)
+        self.h_gpu = np.full(n, -1, dtype=np.int64)  # a share's GPU: node * width + index
         self.holding = np.zeros(n, dtype=bool)
         self.factor = np.ones(n)
         self.rerates = 0
@@ -287,8 +297,9 @@ class GpuShare:
         a share, the first fully free GPUs for whole ones), its CPU and memory."""
         c_dev, m_dev = self._per_dev(j)
         milli = int(self.milli[j])
-        rows: list[tuple[int, int, int, int]] = []
-        for n, c in zip(nodes.tolist(), counts.tolist(), strict=True):
+        o = int(self.off[j])
+        touched = nodes.tolist()
+        for k, (n, c) in enumerate(zip(touched, counts.tolist(), strict=True)):
             gl = self.gl[n]
             mask = 0
             if self.is_share[j]:
@@ -302,6 +313,7 @@ class GpuShare:
                     raise SimulationError(f"GPU sharing: GPU {g} of node {n} has no room")
                 gl[g] -= milli
                 mask = 1 << g
+                self.h_gpu[j] = n * self.width + g
             else:
                 free = np.flatnonzero((gl == MILLI) & self.real[n])[:c]
                 if len(free) < c:
@@ -315,17 +327,21 @@ class GpuShare:
             self.cpu_left[n] -= cpu
             self.mem_left[n] -= mem
             self.aff[n, self.kind[j]] += 1
-            rows.append((n, mask, cpu, mem))
+            self.h_node[o + k], self.h_mask[o + k] = n, mask
+            self.h_cpu[o + k], self.h_mem[o + k] = cpu, mem
             np.maximum(self.peak[n], MILLI - gl, out=self.peak[n], where=self.real[n])
-        self.held[j] = rows
+        self.h_count[j] = len(touched)
         self.holding[j] = True
-        self._touch([r[0] for r in rows])
+        self._touch(touched)
         self._pick = None
 
     def _release(self, j: int) -> list[int]:
         milli = int(self.milli[j])
         touched = []
-        for n, mask, cpu, mem in self.held.pop(j):
+        o = int(self.off[j])
+        for k in range(int(self.h_count[j])):
+            n, mask = int(self.h_node[o + k]), int(self.h_mask[o + k])
+            cpu, mem = int(self.h_cpu[o + k]), int(self.h_mem[o + k])
             for g in range(self.width):
                 if mask >> g & 1:
                     self.gl[n, g] += milli if self.is_share[j] else MILLI
@@ -334,6 +350,8 @@ class GpuShare:
             self.aff[n, self.kind[j]] -= 1
             touched.append(n)
         self.holding[j] = False
+        self.h_count[j] = 0
+        self.h_gpu[j] = -1
         self.factor[j] = 1.0  # a restart begins at the engine's rate
         return touched
 
@@ -379,14 +397,7 @@ class GpuShare:
         share = js[self.is_share[js] & self.holding[js]]
         if not len(share):
             return out
-        key = np.array(
-            [
-                self.held[j][0][0] * self.width + (self.held[j][0][1].bit_length() - 1)
-                for j in share.tolist()
-            ],
-            dtype=np.int64,
-        )
-        _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        _, inv, cnt = np.unique(self.h_gpu[share], return_inverse=True, return_counts=True)
         k = cnt[inv]
         out[self.is_share[js] & self.holding[js]] = 1.0 / (
             1.0 + self.options.interference * (k - 1)
