@@ -52,7 +52,9 @@ CPU and memory utilisation
     devices × the job's cores per device × its length) / (cores of the nodes with a limit ×
     window length), and ``mem_utilisation`` likewise in GB; ``cpu_utilisation_<type>`` and
     ``mem_utilisation_<type>`` over the nodes of each accelerator type (``None`` where no
-    node of the type has a limit). Absent when the model was off.
+    node of the type has a limit). ``jobs_aux_too_large``: jobs dropped because no placement
+    meets their CPU or memory demand even on the empty cluster (``DROP_AUX``; a subset of
+    *dropped*, apart from gangs too large for the devices). Absent when the model was off.
 Idle while queued
     ``idle_while_queued``: idle device-seconds in segments where at least one job waits, over
     available device-seconds. An upper bound on fragmentation (free devices no queued job can
@@ -180,7 +182,14 @@ from clustersim.errors import ClustersimError
 from clustersim.failures import summary as failure_metrics
 from clustersim.network import summary as network_metrics
 from clustersim.power import BUSY, IDLE, OFF, WAKE, state_power_w
-from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+from clustersim.result import (
+    DROP_AUX,
+    DROP_NO_FIT,
+    DROP_NO_TYPE,
+    DROP_REJECTED,
+    DROP_TOO_LARGE,
+    RunResult,
+)
 from clustersim.spot import cost as spot_cost
 from clustersim.spot import summary as spot_metrics
 from clustersim.stragglers import summary as straggler_metrics
@@ -201,7 +210,7 @@ SIZE_BUCKETS: tuple[tuple[str, int, int], ...] = (
     ("5_8", 5, 8),
     ("9_plus", 9, np.iinfo(np.int64).max),
 )
-_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_REJECTED)
+_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_AUX, DROP_REJECTED)
 _RHO_TOL = 1e-9
 
 
@@ -604,6 +613,7 @@ def summary(
     # host CPU and memory (clustersim.resources): keys present only when the model was on
     if result.aux is not None:
         out.update(_aux_utilisation(result, span, keys))
+        out["jobs_aux_too_large"] = int(np.count_nonzero(result.drop_reason == DROP_AUX))
     out["idle_while_queued"] = _ratio(idle_queued_s, avail)
 
     out["jain_index"] = _jain(result)

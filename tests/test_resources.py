@@ -17,7 +17,7 @@ from clustersim.resources import (
     per_device_demand,
     proportional_share,
 )
-from clustersim.result import DROP_TOO_LARGE
+from clustersim.result import DROP_AUX
 from clustersim.spec import cluster_from_spec, cluster_to_spec
 from scheduling.registry import make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs
@@ -165,8 +165,12 @@ def test_a_job_whose_demand_no_placement_meets_is_dropped() -> None:
     # asking 300 cores needs 75 per device > 64: it never fits; the 1-GPU job of 64 fits.
     t = jobs([(0, 4, 10.0), (0, 1, 10.0)], cpu=[300.0, 64.0])
     r = run(t, limited([("A", 8), ("A", 8)], cpu=[64, 64]))
-    assert r.drop_reason.tolist() == [DROP_TOO_LARGE, ""]
+    assert r.drop_reason.tolist() == [DROP_AUX, ""]
     assert r.aux is not None and r.aux.never_fit == 1
+    from clustersim.metrics import summary
+
+    s = summary(r)  # counted apart from the gangs too large for the devices
+    assert s["jobs_aux_too_large"] == 1 and s["jobs_dropped"] == 1
     assert r.finish[1] == 10.0
 
 
