@@ -188,3 +188,28 @@ def test_the_form_stores_the_rule_shows_a_bad_one_under_it_and_a_re_run_keeps_it
     assert exp.aux_demand == "synergy"
     form = web.get(f"/experiments/new/?from={exp.pk}").context["form"]
     assert form.initial["aux_demand"] == "synergy"
+
+
+# -- the parse report -----------------------------------------------------------------------
+
+
+def test_the_parse_report_counts_rows_whose_elastic_bounds_contradict_the_gang_size(
+    tmp_path: Any, api: Any, web: Any, owner: Any, make_workload: Any
+) -> None:
+    # line 2 kept (2 GPUs in [1, 4]); lines 3 and 5: min_gpus 3 > 2; line 4: max_gpus 1 < 2
+    path = tmp_path / "bounds.csv"
+    path.write_text(
+        "submit_time,num_gpus,work,cpu,min_gpus,max_gpus\n"
+        "0,2,100,8,1,4\n1,2,100,8,3,4\n2,2,100,8,1,1\n3,2,100,8,3,\n"
+    )
+    w = make_workload(owner, path=path, name="bounds")
+    assert w.status == "ready", w.error
+    report = api.get(f"/api/v1/workloads/{w.pk}/").json()["report"]
+    assert (report["jobs_read"], report["jobs_kept"], report["jobs_dropped"]) == (4, 1, 3)
+    reasons = {k: v["count"] for k, v in report["drop_reasons"].items()}
+    assert reasons == {
+        "min_gpus > num_gpus: elastic bounds contradict the gang size": 2,
+        "max_gpus < num_gpus: elastic bounds contradict the gang size": 1,
+    }
+    page = web.get(f"/workloads/{w.pk}/").content.decode()
+    assert "max_gpus &lt; num_gpus: elastic bounds contradict the gang size: 1" in page
