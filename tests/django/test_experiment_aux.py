@@ -213,3 +213,34 @@ def test_the_parse_report_counts_rows_whose_elastic_bounds_contradict_the_gang_s
     }
     page = web.get(f"/workloads/{w.pk}/").content.decode()
     assert "max_gpus &lt; num_gpus: elastic bounds contradict the gang size: 1" in page
+
+
+def test_a_workload_capped_to_a_cluster_counts_the_jobs_whose_cpu_no_node_holds(
+    tmp_path: Any, web: Any, owner: Any, make_workload: Any, make_cluster: Any
+) -> None:
+    from planner import parsing, services
+
+    # LIMITED_SPEC: V100 nodes of 5 cores, K80 nodes of 2. Per device: line 2, 4 cores (a
+    # V100 node holds 1: two nodes, 2 devices >= 1), kept; line 3, 2 devices of 3 cores
+    # (1 per V100 node: 2 >= 2), kept; line 4, 2 devices of 6 cores (no node has 6), and
+    # line 5, 4 devices of 3 cores (2 < 4), dropped; line 6, no demand, kept.
+    path = tmp_path / "cpu.csv"
+    path.write_text(
+        "submit_time,num_gpus,work,cpu\n0,1,100,4\n1,2,100,6\n2,2,100,12\n3,4,100,12\n4,1,100,\n"
+    )
+    parent = make_workload(owner, path=path, name="cpu")
+    assert parent.status == "ready", parent.error
+    assert parent.report["drop_reasons"] == {}  # the upload knows no cluster
+    limited = make_cluster(owner, name="limited", spec=LIMITED_SPEC)
+    w = services.derive_workload(
+        owner, parent, "fits", [{"op": "cap", "cluster": limited.pk}], enqueue=False
+    )
+    assert parsing.parse_workload(w.pk) == "ready"
+    w.refresh_from_db()
+    assert (w.report["jobs_read"], w.report["jobs_kept"], w.report["jobs_dropped"]) == (5, 3, 2)
+    assert w.report["drop_reasons"] == {
+        "CPU or memory demand exceeds every node": {"count": 2, "first_lines": []}
+    }
+    assert any("2 jobs ask for more CPU or memory" in a for a in w.report["assumptions"])
+    page = web.get(f"/workloads/{w.pk}/").content.decode()
+    assert "CPU or memory demand exceeds every node: 2" in page
