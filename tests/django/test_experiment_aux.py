@@ -244,3 +244,23 @@ def test_a_workload_capped_to_a_cluster_counts_the_jobs_whose_cpu_no_node_holds(
     assert any("2 jobs ask for more CPU or memory" in a for a in w.report["assumptions"])
     page = web.get(f"/workloads/{w.pk}/").content.decode()
     assert "CPU or memory demand exceeds every node: 2" in page
+
+
+@pytest.mark.parametrize(
+    ("policy", "words"),
+    [
+        ("drf", ("Ghodsi", "Dominant Resource Fairness", "NSDI'11")),
+        ("afs", ("Hwang", "Elastic Resource Sharing for Distributed Deep Learning", "NSDI'21")),
+        ("optimus", ("Peng", "Optimus", "EuroSys'18")),
+        ("pollux", ("Qiao", "Pollux", "OSDI'21")),
+    ],
+)
+def test_the_catalogue_cites_the_paper_of_each_elastic_and_multi_resource_policy(
+    api: Any, policy: str, words: tuple[str, ...]
+) -> None:
+    r = api.get("/api/v1/policies/")
+    assert r.status_code == 200
+    body = r.json()
+    entries = {p["name"]: p for p in (body["results"] if isinstance(body, dict) else body)}
+    citation = entries[policy]["citation"]
+    assert all(w in citation for w in words), citation
