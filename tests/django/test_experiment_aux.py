@@ -264,3 +264,17 @@ def test_the_catalogue_cites_the_paper_of_each_elastic_and_multi_resource_policy
     entries = {p["name"]: p for p in (body["results"] if isinstance(body, dict) else body)}
     citation = entries[policy]["citation"]
     assert all(w in citation for w in words), citation
+
+
+def test_a_run_where_no_job_fits_any_node_succeeds_and_counts_them_all(
+    web: Any, owner: Any, make_cluster: Any, make_experiment: Any
+) -> None:
+    # 100 cores per device: no node of LIMITED_SPEC (5 and 2 cores) holds one device
+    limited = make_cluster(owner, name="limited", spec=LIMITED_SPEC)
+    exp = make_experiment(owner, cluster=limited, aux_demand="per-gpu:100,0", run=True)
+    run = exp.runs.get()
+    assert run.state == RunState.SUCCEEDED, run.error
+    assert run.summary["jobs_aux_too_large"] == run.summary["jobs_dropped"] == 100
+    assert run.summary["jobs_completed"] == 0
+    assert web.get(f"/runs/{run.pk}/").status_code == 200
+    assert "empty" in web.get(f"/charts/runs/{run.pk}/resources/").json()
