@@ -20,8 +20,11 @@ on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models ...]`` runs some
-sections only.
+Section ``aux`` (:mod:`bench.aux`): what the CPU and memory time series of issue 15 cost after
+a run.
+
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|aux ...]`` runs
+some sections only.
 """
 
 from __future__ import annotations
@@ -298,6 +301,15 @@ def bench_models() -> None:
 
 
 SECTIONS["models"] = bench_models
+
+
+def bench_aux() -> None:
+    from bench.aux import bench_aux as run
+
+    run(_in_process)
+
+
+SECTIONS["aux"] = bench_aux
 
 
 def main(argv: list[str]) -> int:

@@ -181,7 +181,7 @@ def _experiment_fair_view(
 # -- runs ----------------------------------------------------------------------------------------
 
 #: Run charts shown only when the run has the model (:func:`dashboard.modelviews.run_models`).
-MODEL_RUN_CHARTS = ("power", "uplinks", "failures", "devices")
+MODEL_RUN_CHARTS = ("power", "uplinks", "failures", "devices", "resources")
 RUN_CHARTS = (
     "gantt",
     "placement",
@@ -241,6 +241,8 @@ def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return modelviews.failures(run)
         if name == "devices":
             return modelviews.device_count(run)
+        if name == "resources":
+            return modelviews.resources(run)
         kind = name.partition("-")[2]
         series = figures.compare_series([run])
         return figures.timeline_chart(

@@ -403,6 +403,7 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 stragglers=d.get("straggler_settings"),
                 spot=d.get("spot_settings"),
                 elastic=d.get("elastic") or "",
+                aux_demand=d.get("aux_demand") or "",
             )
         except ValidationError as exc:
             form.add_service_error(exc)

@@ -316,7 +316,9 @@ class Experiment(Owned):
     failures on for every run, ``network`` network contention, ``stragglers`` slow nodes and
     ``spot`` the reclaims of the clusters' spot pools likewise. ``elastic`` (blank: as the
     workloads say) is the rule that lets every run's rigid jobs shrink and grow
-    (:func:`clustersim.elastic.apply_elastic`, ``docs/elastic.md``).
+    (:func:`clustersim.elastic.apply_elastic`, ``docs/elastic.md``). ``aux_demand`` (blank:
+    the workloads' own) is the rule that gives every run's jobs without a CPU or memory demand
+    one (:func:`clustersim.resources.apply_demand`, ``docs/resources.md``).
     """
 
     class State(models.TextChoices):
@@ -388,6 +390,14 @@ class Experiment(Owned):
         help_text="device-count bounds of the rigid jobs, LO-HI, each side xF (F times "
         "num_gpus) or a count, e.g. x0.5-x2 (clustersim.elastic.parse_rule); blank: as the "
         "workloads say",
+    )
+    aux_demand = models.CharField(
+        max_length=40,
+        blank=True,
+        default="",
+        help_text="CPU/memory demand rule of the jobs without one: none, ignore, synergy, "
+        "proportional or per-gpu:C,M (clustersim.resources.parse_rule); blank: the workloads' "
+        "own demands only",
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     runs_total = models.PositiveIntegerField(default=0)
