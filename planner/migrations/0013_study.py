@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("planner", "0011_experiment_elastic"),
+        ("planner", "0012_experiment_aux_demand"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
