@@ -23,8 +23,10 @@ network contention on full Philly under Tiresias, a year-long carbon-shifting ru
 Section ``aux`` (:mod:`bench.aux`): what the CPU and memory time series of issue 15 cost after
 a run.
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|aux ...]`` runs
-some sections only.
+Section ``advisor`` (:mod:`bench.advisor`): a capacity study over three types on a 10,000-job
+Philly window with 100 evaluations on a two-process worker, against a coarse grid's optimum.
+
+``python -m bench [sim|gavel|...|models|aux|advisor ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -310,6 +312,15 @@ def bench_aux() -> None:
 
 
 SECTIONS["aux"] = bench_aux
+
+
+def bench_advisor() -> None:
+    from bench.advisor import bench_advisor as run
+
+    run()
+
+
+SECTIONS["advisor"] = bench_advisor
 
 
 def main(argv: list[str]) -> int:
