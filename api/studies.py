@@ -46,6 +46,13 @@ class StudyTypeSerializer(StrictInput, serializers.Serializer):
         min_value=0,
         help_text="Rental, per device-hour.",
     )
+    spot_share = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        default=0.0,
+        help_text="Share of the type's nodes rented as spot capacity (reclaimed while "
+        "simulated; priced at the default discount).",
+    )
 
 
 class ObjectiveSerializer(StrictInput, serializers.Serializer):

@@ -94,9 +94,9 @@ Growth (:func:`growth_plan`)
 
 Departures from a full treatment: the front is over the objectives' worst case across
 policies (a planner who will run one policy should select one); seeds average, they do not
-give a confidence interval; the prefix rule is the heuristic above, not a bound; spot
-capacity in a candidate is not searched (a type range may name a spot pool's type only as
-on-demand capacity).
+give a confidence interval; the prefix rule is the heuristic above, not a bound; a type's
+spot share is fixed by the problem, not searched (compare shares with two type ranges or two
+studies); spot nodes are reclaimed at :mod:`clustersim.spot`'s default rates.
 """
 
 from __future__ import annotations
@@ -215,6 +215,12 @@ class TypeRange:
         Region of the new pool (a region of the base spec); ``None``: the first.
     purchase_usd, amortisation_years, price_per_hour
         Per device; ``None`` keeps the catalog's.
+    spot_share
+        Share of the type's nodes rented as spot capacity (:func:`spot_nodes` of them): a
+        spot pool at the default discount off ``price_per_hour``
+        (:data:`clustersim.spot.DEFAULT_DISCOUNT`), reclaimed at the default rate while the
+        candidate is simulated (:mod:`clustersim.spot`); never bought, so it adds to
+        ``hourly_usd`` and not to ``capital_usd``.
     """
 
     accelerator: str
@@ -226,6 +232,7 @@ class TypeRange:
     purchase_usd: float | None = None
     amortisation_years: float | None = None
     price_per_hour: float | None = None
+    spot_share: float = 0.0
 
     def counts(self) -> tuple[int, ...]:
         """The node counts this type may take."""
@@ -378,6 +385,9 @@ def validate(problem: Problem, catalog: Any = None) -> None:
             v = getattr(t, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise SpecError(f"{at}.{name}", f"must be a non-negative number, not {v!r}")
+        share = t.spot_share
+        if not (isinstance(share, (int, float)) and 0 <= share <= 1):
+            raise SpecError(f"{at}.spot_share", f"must be in 0..1, not {share!r}")
         years = t.amortisation_years
         if years is not None and not (isinstance(years, (int, float)) and years > 0):
             raise SpecError(f"{at}.amortisation_years", f"must be positive, not {years!r}")
@@ -487,6 +497,11 @@ def _cheapest_node(problem: Problem, cat: Any) -> dict[str, float]:
     return {"capital_usd": capital, "hourly_usd": hourly}
 
 
+def spot_nodes(t: TypeRange, n: int) -> int:
+    """How many of ``n`` nodes of type ``t`` are spot: ``floor(n × spot_share + 0.5)``."""
+    return math.floor(n * t.spot_share + 0.5) if t.spot_share > 0 else 0
+
+
 def _unit(problem: Problem, t: TypeRange) -> tuple[int, ...]:
     return tuple(1 if x is t else 0 for x in problem.types)
 
@@ -508,6 +523,12 @@ def static_metrics(
         purchase = t.purchase_usd if t.purchase_usd is not None else acc.capital_usd
         years = t.amortisation_years if t.amortisation_years is not None else acc.amortisation_years
         rate = t.price_per_hour if t.price_per_hour is not None else acc.price_per_hour
+        spot_d = spot_nodes(t, n) * t.devices_per_node
+        if spot_d:
+            from clustersim.spot import DEFAULT_DISCOUNT
+
+            hourly += spot_d * float(rate) * (1.0 - DEFAULT_DISCOUNT)
+            d -= spot_d
         if problem.rent:
             hourly += d * float(rate)
         else:
@@ -539,16 +560,31 @@ def candidate_spec(problem: Problem, counts: Sequence[int], catalog: Any = None)
             entry = price_override(t.accelerator, prices)
             overrides.append(entry)
         pool = f"advised-{re.sub(r'[^a-z0-9]+', '-', t.accelerator.lower()).strip('-')}"
-        spec = add_pool(
-            spec,
-            t.accelerator,
-            n * t.devices_per_node,
-            t.devices_per_node,
-            region=t.region,
-            pool=pool,
-            extra_types=overrides,
-        ).spec
-        labels.append(f"{t.accelerator}:{n}x{t.devices_per_node}")
+        n_spot = spot_nodes(t, n)
+        if n - n_spot:
+            spec = add_pool(
+                spec,
+                t.accelerator,
+                (n - n_spot) * t.devices_per_node,
+                t.devices_per_node,
+                region=t.region,
+                pool=pool,
+                extra_types=overrides,
+            ).spec
+        if n_spot:
+            spec = add_pool(
+                spec,
+                t.accelerator,
+                n_spot * t.devices_per_node,
+                t.devices_per_node,
+                region=t.region,
+                pool=f"{pool}-spot",
+                extra_types=overrides,
+            ).spec
+            spec["pools"][-1]["spot"] = True
+        labels.append(
+            f"{t.accelerator}:{n}x{t.devices_per_node}" + (f" ({n_spot} spot)" if n_spot else "")
+        )
     if overrides:
         known = {a.get("name") for a in spec.get("accelerators", [])}
         spec["accelerators"] = list(spec.get("accelerators", [])) + [
@@ -657,13 +693,18 @@ def _simulate(
         for k, v in dict(problem.params.get(policy, {})).items()
     }
     run = prepare(jobs, cluster, policy, params)
+    spot = None
+    if any(p.get("spot") for p in spec.get("pools", [])):  # reclaims at the pools' rates
+        from clustersim.spot import from_settings
+
+        spot = from_settings({})
     result = simulate(
         run.jobs,
         cluster,
         run.policy,
         run.placement,
         rates=run.rates,
-        options=EngineOptions(seed=seed, **run.engine),
+        options=EngineOptions(seed=seed, spot=spot, **run.engine),
     )
     return dict(summary(result, horizon_s=horizon_s)), result
 

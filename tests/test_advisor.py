@@ -322,3 +322,26 @@ def test_cli_prints_the_front_and_json() -> None:
     assert data["recommendation"] is not None and data["sensitivity"]
     bad = subprocess.run([*cmd[:-1], "--budget-capital", "10"], capture_output=True, text=True)
     assert bad.returncode == 2 and "constraints[1].bound" in bad.stderr
+
+
+def test_spot_share_rents_part_of_the_nodes() -> None:
+    from clustersim.spot import DEFAULT_DISCOUNT
+
+    p = _problem("v100:0-4@1")
+    p = dataclasses.replace(p, types=(dataclasses.replace(p.types[0], spot_share=0.5),))
+    assert adv.spot_nodes(p.types[0], 3) == 2  # floor(1.5 + 0.5)
+    m = adv.static_metrics(p, (3,))
+    # one owned V100 ($11,500 amortised over 4 years) and two rented at 60 % off $2.48/h
+    assert m["capital_usd"] == pytest.approx(11_500.0)
+    assert m["hourly_usd"] == pytest.approx(
+        11_500.0 / (4 * 8760) + 2 * 2.48 * (1 - DEFAULT_DISCOUNT)
+    )
+    spec = adv.candidate_spec(p, (3,))
+    assert [(q["nodes"], q.get("spot", False)) for q in spec["pools"]] == [(1, False), (2, True)]
+    ev = adv.evaluate(p, FOUR, (3,))
+    assert ev.status == "full" and "spot_device_hours" in ev.metrics
+    with pytest.raises(SpecError) as err:
+        adv.validate(
+            dataclasses.replace(p, types=(dataclasses.replace(p.types[0], spot_share=2.0),))
+        )
+    assert err.value.field == "types[0].spot_share"
