@@ -140,12 +140,16 @@ def test_search_finds_the_exhaustive_optimum_within_budget() -> None:
     )
     every = [adv.evaluate(p, work, c, with_why=False) for c in p.grid()]  # type: ignore[arg-type]
     best = min((e for e in every if e.feasible), key=lambda e: e.metrics["capital_usd"])  # type: ignore[arg-type,return-value]
-    search, answer = adv.advise(p, work, budget=30, seed=7)  # type: ignore[arg-type]
-    assert not answer.exhaustive and search.simulated <= 30
-    rec = answer.recommendation
-    assert rec is not None and rec.feasible
-    # within 25 % of the exhaustive optimum's objective (the stated tolerance at this budget)
-    assert rec.metrics["capital_usd"] <= 1.25 * best.metrics["capital_usd"]  # type: ignore[operator]
+    # the stated tolerance at this budget (30 of 125 candidates): the exact optimum in at least
+    # three of four seeds, and never a recommendation that breaks the constraint
+    exact = 0
+    for seed in range(4):
+        search, answer = adv.advise(p, work, budget=30, seed=seed)  # type: ignore[arg-type]
+        assert not answer.exhaustive and search.simulated <= 30
+        rec = answer.recommendation
+        assert rec is not None and rec.feasible
+        exact += rec.metrics["capital_usd"] == best.metrics["capital_usd"]
+    assert exact >= 3
 
 
 def test_search_is_deterministic_and_resumable() -> None:
