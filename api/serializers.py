@@ -925,6 +925,11 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
         help_text="Device-count bounds of the rigid jobs (docs/elastic.md); blank: as the "
         "workloads say.",
     )
+    aux_demand = serializers.CharField(
+        read_only=True,
+        help_text="CPU/memory demand rule of the jobs without one (docs/resources.md); blank:"
+        " the workloads' own demands only.",
+    )
 
     class Meta:
         model = Experiment
@@ -946,6 +951,7 @@ class ExperimentSerializer(FastRepresentationMixin, serializers.ModelSerializer)
             "stragglers",
             "spot",
             "elastic",
+            "aux_demand",
             "state",
             "runs_total",
             "progress",
@@ -1068,6 +1074,19 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         " keep their bounds. Only elastic policies (afs, optimus) resize jobs"
         " (docs/elastic.md). Blank or `none`: as the workloads say.",
     )
+    aux_demand = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=40,
+        help_text="Give every run's jobs without a CPU or memory demand one: `synergy` (3 cores"
+        " and 62.5 GB per device, Synergy's servers), `proportional` (the clusters' smallest"
+        " per-device share), `per-gpu:C,M` (C cores and M GB per device, e.g. `per-gpu:4,32`),"
+        " `ignore` (drop every demand, the workloads' too). Demands bind only on nodes whose"
+        " spec gives `cpu_cores` or `host_mem_gb`; the summaries then gain cpu_utilisation and"
+        " mem_utilisation (docs/resources.md). A rule giving demands is refused with a"
+        " co-locating policy. Blank or `none`: the workloads' own demands only.",
+    )
 
     def get_fields(self) -> dict[str, Any]:
         from scheduling.registry import PLACEMENTS
@@ -1103,6 +1122,16 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
                 [m.removeprefix("elastic: ") for m in exc.messages]
             ) from None
 
+    def validate_aux_demand(self, value: str) -> str:
+        """A rule :func:`clustersim.resources.parse_rule` accepts, normalised (the check
+        against the policies is the service's, naming this field too)."""
+        try:
+            return services.checked_aux_demand(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(
+                [m.removeprefix("aux_demand: ") for m in exc.messages]
+            ) from None
+
     def validate_workloads(self, value: list[Workload]) -> list[Workload]:
         not_ready = [w.name for w in value if w.status != WorkloadStatus.READY]
         if not_ready:
@@ -1121,7 +1150,7 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
 def _experiment_error(exc: DjangoValidationError) -> serializers.ValidationError:
     """The service's refusal, under the field it names when every message names one of the
     physical models (``network: ...``, ``stragglers.share: ...``), else as a list."""
-    fields = ("failures", "network", "stragglers", "spot", "elastic")
+    fields = ("failures", "network", "stragglers", "spot", "elastic", "aux_demand")
     named: dict[str, list[str]] = {}
     for message in exc.messages:
         field = message.split(":", 1)[0].split(".", 1)[0]

@@ -7,6 +7,7 @@ from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView, DefaultRouter
 
 from api import views
+from api.studies import StudyViewSet
 
 
 class ApiRootView(APIRootView):
@@ -54,6 +55,7 @@ ROOT: dict[str, str] = {
     "placements": "placements",
     "runs": "run-list",
     "compare": "compare",
+    "studies": "study-list",
 }
 
 router = Router()
@@ -62,6 +64,7 @@ router.register("clusters", views.ClusterViewSet, basename="cluster")
 router.register("workloads", views.WorkloadViewSet, basename="workload")
 router.register("experiments", views.ExperimentViewSet, basename="experiment")
 router.register("runs", views.RunViewSet, basename="run")
+router.register("studies", StudyViewSet, basename="study")
 
 app_name = "api"
 urlpatterns = [

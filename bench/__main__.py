@@ -23,8 +23,13 @@ trace with each placement of the FGD paper (CPU seconds, peak memory; target ``f
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|gpushare ...]``
-runs some sections only.
+Section ``aux`` (:mod:`bench.aux`): what the CPU and memory time series of issue 15 cost after
+a run.
+
+Section ``advisor`` (:mod:`bench.advisor`): a capacity study over three types on a 10,000-job
+Philly window with 100 evaluations on a two-process worker, against a coarse grid's optimum.
+
+``python -m bench [sim|gavel|...|models|aux|advisor|gpushare ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -301,6 +306,24 @@ def bench_models() -> None:
 
 
 SECTIONS["models"] = bench_models
+
+
+def bench_aux() -> None:
+    from bench.aux import bench_aux as run
+
+    run(_in_process)
+
+
+SECTIONS["aux"] = bench_aux
+
+
+def bench_advisor() -> None:
+    from bench.advisor import bench_advisor as run
+
+    run()
+
+
+SECTIONS["advisor"] = bench_advisor
 
 
 def bench_gpushare() -> None:

@@ -751,6 +751,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sh.add_argument("--json", action="store_true", help="print one JSON object")
     sh.set_defaults(func=cmd_sharing)
+    from clustersim.advisor_cli import add_parser as add_advise
+
+    add_advise(sub)
     sub.add_parser("policies", help="list the policy registry").set_defaults(func=cmd_policies)
     sub.add_parser("presets", help="list cluster presets").set_defaults(func=cmd_presets)
     sub.add_parser("formats", help="list trace formats").set_defaults(func=cmd_formats)

@@ -139,6 +139,7 @@ from clustersim.power import PowerModel
 from clustersim.resources import AuxModel
 from clustersim.result import (
     DROP_ABANDONED,
+    DROP_AUX,
     DROP_NO_FIT,
     DROP_NO_TYPE,
     DROP_REJECTED,
@@ -1180,7 +1181,10 @@ class _Run:
         if self.aux is not None:  # CPU or memory demand no placement can meet
             never = (self.drop == "") & self.aux.never_fits(jobs, self.cluster, rate)
             self.aux.never_fit = int(never.sum())
-            self.drop[never] = DROP_TOO_LARGE
+            self.drop[never] = DROP_AUX
+        if self.gpushare is not None:  # the same, for the GPU-sharing model's accounting
+            never = (self.drop == "") & self.gpushare.never_fits(rate)
+            self.drop[never] = DROP_AUX
         order = np.flatnonzero(self.drop == "")
         self._prefill_rates(order)
         sub_arr = jobs.submit_time[order]

@@ -369,6 +369,28 @@ class GpuShare:
             )
         self._dirty = True
 
+    def never_fits(self, rate: FloatArray) -> npt.NDArray[np.bool_]:
+        """(n,) jobs no placement can ever hold on an empty cluster, on any type they can
+        run on (``rate`` > 0, (n, types)): a share needs one node of the type with a GPU and
+        the job's CPU and memory; whole GPUs need, summed over the type's nodes, ``gang``
+        devices that each node's GPUs, CPU and memory hold."""
+        out = np.ones(self.n, dtype=bool)
+        c_dev = -(-self.cpu // np.maximum(self.gang, 1))
+        m_dev = -(-self.mem // np.maximum(self.gang, 1))
+        for t in range(self.n_types):
+            nodes = np.flatnonzero((self.node_type == t) & (self.ng > 0))
+            on_t = rate[:, t] > 0
+            if not len(nodes) or not on_t.any():
+                continue
+            js = np.flatnonzero(on_t & out)
+            ng = self.ng[nodes][None, :]
+            cpu, mem = self.cpu_cap[nodes][None, :], self.mem_cap[nodes][None, :]
+            c, m = c_dev[js][:, None], m_dev[js][:, None]
+            per = np.minimum(ng, np.where(c > 0, cpu // np.maximum(c, 1), ng))
+            per = np.minimum(per, np.where(m > 0, mem // np.maximum(m, 1), ng))
+            out[js] = per.sum(axis=1) < self.gang[js]
+        return out
+
     def refresh(self, eng: Any) -> None:
         """Release the jobs that stopped since the last call and write the engine's free and
         busy device counts from the GPUs' milli (module doc)."""

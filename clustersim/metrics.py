@@ -52,7 +52,9 @@ CPU and memory utilisation
     devices × the job's cores per device × its length) / (cores of the nodes with a limit ×
     window length), and ``mem_utilisation`` likewise in GB; ``cpu_utilisation_<type>`` and
     ``mem_utilisation_<type>`` over the nodes of each accelerator type (``None`` where no
-    node of the type has a limit). Absent when the model was off.
+    node of the type has a limit). ``jobs_aux_too_large``: jobs dropped because no placement
+    meets their CPU or memory demand even on the empty cluster (``DROP_AUX``; a subset of
+    *dropped*, apart from gangs too large for the devices). Absent when the model was off.
 Idle while queued
     ``idle_while_queued``: idle device-seconds in segments where at least one job waits, over
     available device-seconds. An upper bound on fragmentation (free devices no queued job can
@@ -180,7 +182,14 @@ from clustersim.errors import ClustersimError
 from clustersim.failures import summary as failure_metrics
 from clustersim.network import summary as network_metrics
 from clustersim.power import BUSY, IDLE, OFF, WAKE, state_power_w
-from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE, RunResult
+from clustersim.result import (
+    DROP_AUX,
+    DROP_NO_FIT,
+    DROP_NO_TYPE,
+    DROP_REJECTED,
+    DROP_TOO_LARGE,
+    RunResult,
+)
 from clustersim.spot import cost as spot_cost
 from clustersim.spot import summary as spot_metrics
 from clustersim.stragglers import summary as straggler_metrics
@@ -201,7 +210,7 @@ SIZE_BUCKETS: tuple[tuple[str, int, int], ...] = (
     ("5_8", 5, 8),
     ("9_plus", 9, np.iinfo(np.int64).max),
 )
-_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_REJECTED)
+_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_AUX, DROP_REJECTED)
 _RHO_TOL = 1e-9
 
 
@@ -604,6 +613,7 @@ def summary(
     # host CPU and memory (clustersim.resources): keys present only when the model was on
     if result.aux is not None:
         out.update(_aux_utilisation(result, span, keys))
+        out["jobs_aux_too_large"] = int(np.count_nonzero(result.drop_reason == DROP_AUX))
     out["idle_while_queued"] = _ratio(idle_queued_s, avail)
 
     out["jain_index"] = _jain(result)
@@ -786,6 +796,8 @@ def timeseries(
         the state of what draws it, as ``energy_*_kwh``; they add up to ``power_kw``),
         ``carbon_rate_kg_per_h`` (all regions) and ``carbon_intensity_g_per_kwh`` (average
         intensity of the first region with a carbon zone, else of the first region's constant).
+        With CPU and memory modelled (``result.aux``), ``cpu_utilisation`` and
+        ``mem_utilisation`` too, each only when some node limits it (:func:`aux_series`).
         All lists have the same length; empty for a run without a timeline.
     """
     if max_points < 1:
@@ -839,6 +851,73 @@ def timeseries(
         out[f"power_{name}_kw"] = state_avg[:, k].tolist()
     out["carbon_rate_kg_per_h"] = (np.diff(grams_at) / 1000.0 / (width / 3600.0)).tolist()
     out["carbon_intensity_g_per_kwh"] = shown.mean_intensity(t0, t1).tolist()
+    if result.aux is not None:
+        out.update(aux_series(result, edges))
+    return out
+
+
+def _box_integral(
+    start: FloatArray, end: FloatArray, level: FloatArray, x: FloatArray
+) -> FloatArray:
+    """(m,) ``∫_-inf^x Σ_k level_k · 1[start_k <= t < end_k] dt`` at each ``x``: the area
+    of boxes switched on at ``start`` and off at ``end``, exactly, by prefix sums over the
+    sorted starts and ends (O((k + m) log k))."""
+
+    def ramp(at: FloatArray) -> FloatArray:  # Σ_{at_k <= x} level_k (x - at_k)
+        order = np.argsort(at, kind="stable")
+        a, lv = at[order], level[order]
+        cum_l = np.concatenate(([0.0], np.cumsum(lv)))
+        cum_la = np.concatenate(([0.0], np.cumsum(lv * a)))
+        i = np.searchsorted(a, x, side="right")
+        return np.asarray(cum_l[i] * x - cum_la[i], dtype=np.float64)
+
+    return ramp(start) - ramp(end)
+
+
+def aux_series(result: RunResult, edges: FloatArray) -> dict[str, list[float]]:
+    """CPU and memory utilisation between consecutive ``edges``, for a run with the model
+    on (``result.aux``; ``docs/resources.md``).
+
+    Each bin's value is the exact time average of the allocated cores (each stint's devices ×
+    the job's cores per device, on nodes with a limit) over the cores of the nodes with a
+    limit; likewise for memory in GB. So the values, weighted by bin width, integrate to the
+    numerator of the summary's ``cpu_utilisation`` (:func:`clustersim.resources.utilisation`)
+    over the same span. Computed after the run from the stints: the engine records nothing
+    more.
+
+    Parameters
+    ----------
+    result
+        A run with ``result.aux`` set.
+    edges : (b + 1,) float64
+        Increasing bin edges, s.
+
+    Returns
+    -------
+    dict of str to list of float
+        ``cpu_utilisation`` and ``mem_utilisation``, (b,) each; a resource no node limits is
+        left out.
+    """
+    aux = result.aux
+    if aux is None:
+        return {}
+    st = result.stints
+    edges = np.asarray(edges, dtype=np.float64)
+    width = np.diff(edges)
+    out: dict[str, list[float]] = {}
+    for key, per_dev, cap in (
+        ("cpu", aux.cpu_dev, aux.node_cpu),
+        ("mem", aux.mem_dev, aux.node_mem),
+    ):
+        lim = np.isfinite(cap)
+        total = float(cap[lim].sum())
+        if not lim.any() or total <= 0:
+            continue
+        level = st.devices * per_dev[st.job] * lim[st.node]
+        area = np.diff(_box_integral(st.start, st.end, level.astype(np.float64), edges))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = np.where(width > 0, area / (width * total), 0.0)
+        out[f"{key}_utilisation"] = value.tolist()
     return out
 
 

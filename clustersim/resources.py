@@ -188,6 +188,20 @@ def is_active(jobs: JobTable, cluster: Cluster) -> bool:
     )
 
 
+def exceeds_every_node(jobs: JobTable, cluster: Cluster) -> npt.NDArray[np.bool_]:
+    """(n,) bool: jobs whose CPU or memory demand no placement can meet even on the empty
+    cluster: on no accelerator type can the nodes together give ``min_gpus`` devices whose
+    per-device share of cores and memory fits each node (:meth:`AuxModel.never_fits`, with
+    every type taken as able to run every job: the performance model is not consulted, so
+    a job the engine would also refuse for its type is not flagged here). All ``False`` when
+    the model would be off (:func:`is_active`)."""
+    n = len(jobs)
+    if not is_active(jobs, cluster):
+        return np.zeros(n, dtype=bool)
+    anywhere = np.ones((n, cluster.n_types))
+    return AuxModel(jobs, cluster).never_fits(jobs, cluster, anywhere)
+
+
 def _room(free: FloatArray, per_dev: float) -> FloatArray:
     """Devices whose per-device share ``per_dev`` fits in ``free`` (floats; inf if 0)."""
     if per_dev <= 0.0:
@@ -394,6 +408,7 @@ __all__ = [
     "AuxRecord",
     "DemandRule",
     "apply_demand",
+    "exceeds_every_node",
     "is_active",
     "parse_rule",
     "per_device_demand",

@@ -32,6 +32,9 @@ DROP_TOO_LARGE = "demand exceeds cluster"
 DROP_NO_TYPE = "no accelerator type can run it"
 #: A type could run it but no device can hold it (memory or framework; :mod:`clustersim.fit`).
 DROP_NO_FIT = "no device can hold it (memory or framework)"
+#: Devices could hold it, but no placement meets its CPU or memory demand even on the empty
+#: cluster (:mod:`clustersim.resources`).
+DROP_AUX = "CPU or memory demand exceeds every node"
 DROP_REJECTED = "rejected by admission"
 DROP_UNFINISHED = "unfinished at end of simulation"
 DROP_ABANDONED = "abandoned by the policy"

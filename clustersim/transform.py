@@ -43,6 +43,8 @@ CAP_MODES: tuple[str, ...] = ("cap", "drop")
 CAP_WORK: tuple[str, ...] = ("gpu_time", "keep")
 #: Alignments of :func:`rebase_time`.
 REBASE_KEEP: tuple[str, ...] = ("time_of_day", "weekday", "none")
+#: Drop reason of :func:`drop_aux_misfits` (the engine's ``DROP_AUX``).
+AUX_MISFIT_REASON = "CPU or memory demand exceeds every node"
 #: How many job ids a note lists.
 FIRST_IDS = 5
 
@@ -352,7 +354,8 @@ def cap_demand(
     mode
         ``"cap"``: set ``num_gpus`` (and ``min_gpus`` when larger) to the limit;
         ``"drop"``: remove the jobs. In both modes elastic jobs' ``max_gpus`` is capped to
-        their limit.
+        their limit. A capped job's CPU and memory demands (``cpu``, ``mem_gb``: for the
+        whole gang) shrink with it, keeping its share per device.
     work
         For capped jobs without a job type (work in reference seconds of the whole gang):
         ``"gpu_time"`` scales work by ``old / new`` gang size, keeping the job's GPU-time;
@@ -427,11 +430,14 @@ def cap_demand(
     if work == "gpu_time":
         generic = np.asarray(jobs.job_type == "", dtype=bool)
         new_work = np.where(over & generic, jobs.work * (jobs.num_gpus / new_n), jobs.work)
+    shrink = new_n / jobs.num_gpus  # CPU and memory per device kept (nan: unknown, stays)
     out = out.replace(
         num_gpus=new_n,
         min_gpus=np.minimum(jobs.min_gpus, new_n),
         max_gpus=np.where(over, new_n, out.max_gpus),
         work=new_work,
+        cpu=np.where(over, jobs.cpu * shrink, jobs.cpu),
+        mem_gb=np.where(over, jobs.mem_gb * shrink, jobs.mem_gb),
     )
     rule = (
         "work of generic jobs scaled by old/new size (GPU-time kept)"
@@ -439,6 +445,43 @@ def cap_demand(
         else "work unchanged"
     )
     notes.append(f"{what}: capped to the limit; {rule}; typed jobs keep their steps")
+    return Transformed(out, notes, start_time)
+
+
+def drop_aux_misfits(
+    jobs: JobTable, cluster: Cluster, *, start_time: str | None = None
+) -> Transformed:
+    """Drop the jobs whose CPU or memory demand exceeds every node of the cluster.
+
+    A job is dropped when no placement of its ``min_gpus`` devices, on any accelerator type,
+    gives each node a share of its cores and memory that fits there
+    (:func:`clustersim.resources.exceeds_every_node`; ``docs/resources.md``). The engine
+    drops the same jobs at the start of a run (``DROP_AUX``); doing it here puts them in the
+    workload's report, counted under :data:`AUX_MISFIT_REASON`. Jobs without a demand and
+    clusters without limits drop nothing (the same table is returned).
+
+    Raises
+    ------
+    ClustersimError
+        When dropping leaves no job.
+    """
+    from clustersim.resources import exceeds_every_node
+
+    bad = exceeds_every_node(jobs, cluster)
+    if not bad.any():
+        return Transformed(jobs, [], start_time)
+    idx = np.flatnonzero(bad)
+    cpu, mem = cluster.node_cpu, cluster.node_mem
+    most = [
+        f"{float(cap[np.isfinite(cap)].max()):g} {unit}"
+        for cap, unit in ((cpu, "cores"), (mem, "GB"))
+        if np.isfinite(cap).any()
+    ]
+    out = _nonempty(jobs.take(~bad), "dropping jobs whose CPU or memory exceeds every node")
+    notes = [
+        f"{len(idx):,} jobs ask for more CPU or memory per device than any node gives their"
+        f" smallest gang (largest node: {', '.join(most)}; jobs {_ids(jobs, idx)}): dropped"
+    ]
     return Transformed(out, notes, start_time)
 
 

@@ -181,7 +181,15 @@ def _experiment_fair_view(
 # -- runs ----------------------------------------------------------------------------------------
 
 #: Run charts shown only when the run has the model (:func:`dashboard.modelviews.run_models`).
-MODEL_RUN_CHARTS = ("power", "uplinks", "failures", "devices", "fragmentation", "share-map")
+MODEL_RUN_CHARTS = (
+    "power",
+    "uplinks",
+    "failures",
+    "devices",
+    "resources",
+    "fragmentation",
+    "share-map",
+)
 RUN_CHARTS = (
     "gantt",
     "placement",
@@ -241,6 +249,8 @@ def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return modelviews.failures(run)
         if name == "devices":
             return modelviews.device_count(run)
+        if name == "resources":
+            return modelviews.resources(run)
         if name == "fragmentation":
             return modelviews.fragmentation(run)
         if name == "share-map":

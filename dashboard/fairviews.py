@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from clustersim.fairness import binned_devices, job_class, size_class, user_shares
-from clustersim.result import DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE
+from clustersim.result import DROP_AUX, DROP_NO_FIT, DROP_NO_TYPE, DROP_REJECTED, DROP_TOO_LARGE
 from dashboard.figures import GROUPS, Series, _no_groups
 from dashboard.plotting import (
     LEGEND_MAX_ENTRIES,
@@ -42,7 +42,7 @@ from dashboard.plotting import (
 from dashboard.results import parquet_columns, stint_columns
 from planner.models import Cluster, Run
 
-_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_REJECTED)
+_NOT_ADMITTED = (DROP_TOO_LARGE, DROP_NO_TYPE, DROP_NO_FIT, DROP_AUX, DROP_REJECTED)
 _SHARE_COLUMNS = ("submit", "finish", "attained_gpu_s", "drop_reason", "ftf_rho")
 #: Panels of the allocation chart get this much height each (px).
 PANEL_PX = 190

@@ -127,6 +127,16 @@ class ExperimentForm(forms.Form):
         " devices) or a device count, e.g. x0.5-x2 (half to twice), 1-x1 (only shrink)."
         " Only the elastic policies (afs, optimus) resize jobs. Blank: as the workloads say.",
     )
+    aux_demand = forms.CharField(
+        required=False,
+        max_length=40,
+        label="CPU/memory demand",
+        help_text="Give the jobs without a CPU or memory demand one: synergy (3 cores and 62.5 GB"
+        " per device), proportional (the clusters' smallest per-device share), per-gpu:C,M (C"
+        " cores and M GB per device, e.g. per-gpu:4,32), ignore (drop every demand, the"
+        " trace's too). Demands bind only on nodes whose spec gives CPU cores or host memory;"
+        " the runs then show CPU and memory utilisation. Blank: the workloads' own demands.",
+    )
     cost_horizon_hours = forms.FloatField(
         required=False,
         min_value=0.0,
@@ -259,6 +269,12 @@ class ExperimentForm(forms.Form):
             return services.checked_elastic(self.cleaned_data.get("elastic"))
         except ValidationError as exc:
             raise ValidationError([m.removeprefix("elastic: ") for m in exc.messages]) from None
+
+    def clean_aux_demand(self) -> str:
+        try:
+            return services.checked_aux_demand(self.cleaned_data.get("aux_demand"))
+        except ValidationError as exc:
+            raise ValidationError([m.removeprefix("aux_demand: ") for m in exc.messages]) from None
 
     def clean_cost_horizon_hours(self) -> float | None:
         value = self.cleaned_data.get("cost_horizon_hours")
@@ -444,6 +460,8 @@ class ExperimentForm(forms.Form):
                 self.add_error("failures", message)
             elif message.startswith("elastic"):
                 self.add_error("elastic", message)
+            elif message.startswith("aux_demand: "):
+                self.add_error("aux_demand", message.removeprefix("aux_demand: "))
             elif message.startswith("spot.trace"):
                 self.add_error("spot_trace", message)
             elif message.startswith("spot"):
@@ -1340,6 +1358,8 @@ def experiment_initial(exp: Any) -> dict[str, Any]:
     }
     if exp.elastic:  # elastic bounds by a rule (blank: as the trace gives them)
         initial["elastic"] = exp.elastic
+    if exp.aux_demand:  # CPU/memory demands by a rule (blank: the workloads' own)
+        initial["aux_demand"] = exp.aux_demand
     if exp.failures is not None:  # node failures on, with their settings
         from clustersim.failures import SETTINGS
 

@@ -1,6 +1,7 @@
 """Charts of the optional models (issue 14): a run's power and carbon over time with the
 jobs a carbon policy shifted, its rack uplinks, its node failures; carbon against JCT across
-compared runs with the savings against each run's baseline.
+compared runs with the savings against each run's baseline. Issue 15: the device count of
+resized jobs, and CPU and memory utilisation next to GPU utilisation.
 
 Everything comes from what the worker stored (the time series and its ``models`` record,
 the per-job table): nothing re-simulates. The series are computed in :mod:`clustersim.metrics`
@@ -39,6 +40,13 @@ FAILURE_TITLE = "Node failures and lost work"
 DEVICES_TITLE = "Device count over time of resized jobs"
 FRAG_TITLE = "GPU fragmentation and allocation over time"
 SHARE_MAP_TITLE = "GPU share by node (time-averaged)"
+RESOURCES_TITLE = "GPU, CPU and memory utilisation over time"
+#: The resource lines: time-series key, legend, colour.
+_RESOURCES = (
+    ("utilisation", "GPUs", "#1f77b4"),
+    ("cpu_utilisation", "CPU cores", "#ff7f0e"),
+    ("mem_utilisation", "Host memory", "#2ca02c"),
+)
 #: Resized jobs drawn at most, most resizes first (exports list every job's series).
 MAX_DEVICE_JOBS = 12
 PARETO_TITLE = "Carbon vs mean JCT, with savings against each run's baseline"
@@ -66,9 +74,11 @@ def run_models(run: Run) -> dict[str, bool]:
     """Which model charts a succeeded run can show: ``power`` (a power policy, a carbon
     policy, or a carbon intensity that varies over the run), ``uplinks`` (network
     contention on), ``failures`` (node failures on), ``devices`` (jobs were resized:
-    elastic jobs under an elastic policy) and ``gpushare`` (GPU sharing on: a placement of
-    the FGD paper)."""
+    elastic jobs under an elastic policy), ``resources`` (CPU and memory modelled: some
+    job had a demand for a resource some node limits, ``docs/resources.md``) and
+    ``gpushare`` (GPU sharing on: a placement of the FGD paper)."""
     out = {"power": False, "uplinks": False, "failures": False, "devices": False}
+    out["resources"] = False
     out["gpushare"] = False
     out["devices"] = (
         run.state == RunState.SUCCEEDED
@@ -83,8 +93,69 @@ def run_models(run: Run) -> dict[str, bool]:
     out["power"] = "power_busy_kw" in ts and (power or carbon or _carbon_varies(ts))
     out["uplinks"] = bool(models.get("uplinks", {}).get("t_s"))
     out["failures"] = "failures" in models
+    out["resources"] = "cpu_utilisation" in ts or "mem_utilisation" in ts
     out["gpushare"] = "gpushare" in models
     return out
+
+
+def resources(run: Run) -> Chart:
+    """GPU utilisation with the CPU and memory utilisation of the same bins, for a run with
+    CPU and memory modelled (the series :func:`clustersim.metrics.aux_series` stored)."""
+    ts = timeseries(run.timeseries_id) if run.timeseries_id else {}
+    if not ts.get("t_s"):
+        return empty(RESOURCES_TITLE, "This run has no timeline (nothing ran).")
+    shown = [item for item in _RESOURCES if item[0] in ts]
+    if len(shown) == 1:
+        return empty(
+            RESOURCES_TITLE,
+            "CPU and memory were not modelled in this run: no job had a demand for a resource"
+            " some node limits. Give the cluster's pools cpu_cores or host_mem_gb and the"
+            " experiment a CPU/memory demand rule (docs/resources.md); a run stored before"
+            " the series were kept needs a re-run.",
+        )
+    cols: dict[str, Sequence[float]] = {key: ts[key] for key, *_ in shown}
+    t, dt, binned = bin_series(ts["t_s"], ts["dt_s"], cols, MAX_TIMELINE_POINTS)
+    unit, scale = time_unit([float(t[-1] + dt[-1])])
+    x = rounded_array(t / scale)
+    traces = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": label,
+            "x": x,
+            "y": rounded_array(binned[key] * 100.0, 4),
+            "line": {"color": colour, "width": 1.5, "shape": "hv"},
+            "hovertemplate": f"{label}<br>%{{x:.3g}} {unit}: %{{y:.3g}} %<extra></extra>",
+        }
+        for key, label, colour in shown
+    ]
+    lay = layout(
+        RESOURCES_TITLE,
+        axis("Time since trace start", unit),
+        axis("Utilisation", "%", rangemode="tozero"),
+    )
+    summary = run.summary or {}
+    means = [
+        f"{label.lower()} {100.0 * summary[key]:.3g} %"
+        for key, label, _ in shown
+        if isinstance(summary.get(key), int | float)
+    ]
+    note = (
+        "Allocated over available, time-weighted per bin: busy devices over all devices;"
+        " cores (GB) the running jobs hold over the cores (GB) of the nodes with a limit"
+        " (nodes without one count in neither)."
+    )
+    if means:
+        note += " Over the run: " + ", ".join(means) + "."
+
+    def export() -> pd.DataFrame:
+        return pd.DataFrame(
+            {"t_s": ts["t_s"], "dt_s": ts["dt_s"], **{key: ts[key] for key, *_ in shown}}
+        )
+
+    return Chart(
+        title=RESOURCES_TITLE, figure={"data": traces, "layout": lay}, data=export, note=note
+    )
 
 
 def _siblings(run: Run) -> list[Run]:

@@ -73,6 +73,9 @@ SPOT_ROWS = (
     "goodput",
     "effective_training_time_ratio",
 )
+#: Rows of runs with host CPU and memory modelled (``docs/resources.md``), only when a run has
+#: them.
+AUX_ROWS = ("cpu_utilisation", "mem_utilisation", "jobs_aux_too_large")
 #: Rows of runs on a cluster with spot pools (their device-hours at spot prices).
 SPOT_COST_ROWS = ("spot_device_hours", "cost_cloud_spot_usd", "spot_savings_usd")
 _UNITS = {
@@ -112,6 +115,9 @@ _UNITS = {
     "spot_device_hours": "device-h",
     "cost_cloud_spot_usd": "USD",
     "spot_savings_usd": "USD",
+    "cpu_utilisation": "%",
+    "mem_utilisation": "%",
+    "jobs_aux_too_large": "jobs",
 }
 _LABELS = {
     "jobs_total": "Jobs",
@@ -151,6 +157,9 @@ _LABELS = {
     "spot_device_hours": "Device-hours held on spot nodes",
     "cost_cloud_spot_usd": "Cloud cost: the spot device-hours at spot prices",
     "spot_savings_usd": "Spot savings against on-demand prices",
+    "cpu_utilisation": "CPU utilisation (cores held over cores of nodes with a limit)",
+    "mem_utilisation": "Host memory utilisation (GB held over GB of nodes with a limit)",
+    "jobs_aux_too_large": "Jobs whose CPU or memory demand exceeds every node (dropped)",
 }
 
 
@@ -171,6 +180,7 @@ def summary_rows(
         (STRAGGLER_ROWS, "straggler_device_hours"),
         (SPOT_ROWS, "spot_reclaims"),
         (SPOT_COST_ROWS, "spot_device_hours"),
+        (AUX_ROWS, "cpu_utilisation"),
     ):  # a physical model's rows only when a run had it on
         if any(marker in (s or {}) for s in summaries):
             keys = tuple(dict.fromkeys((*keys, *extra)))

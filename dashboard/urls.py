@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import charts, pages, views
+from dashboard import charts, pages, studies, views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -25,6 +25,13 @@ urlpatterns = [
     path("experiments/<int:pk>/cancel/", views.experiment_cancel, name="experiment-cancel"),
     path("experiments/<int:pk>/delete/", views.experiment_delete, name="experiment-delete"),
     path("runs/<int:pk>/delete/", views.run_delete, name="run-delete"),
+    path("studies/new/", studies.study_create, name="study-create"),
+    path("studies/<int:pk>/", studies.study_detail, name="study"),
+    path("studies/<int:pk>/progress/", studies.study_progress, name="study-progress"),
+    path("studies/<int:pk>/cancel/", studies.study_cancel, name="study-cancel"),
+    path("studies/<int:pk>/resume/", studies.study_resume, name="study-resume"),
+    path("studies/<int:pk>/apply/", studies.study_apply, name="study-apply"),
+    path("charts/studies/<int:pk>/<slug:name>/", studies.study_chart, name="study-chart"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     # chart pages and their JSON endpoints (dashboard.charts)
     path("runs/<int:pk>/", pages.run_detail, name="run"),

@@ -34,7 +34,15 @@ from dashboard.forms import (
     what_if_forms,
 )
 from planner import runner, services
-from planner.models import ACTIVE_STATES, Cluster, Experiment, Run, Workload, WorkloadStatus
+from planner.models import (
+    ACTIVE_STATES,
+    Cluster,
+    Experiment,
+    Run,
+    Study,
+    Workload,
+    WorkloadStatus,
+)
 
 
 @login_required
@@ -46,6 +54,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "experiments": Experiment.objects.owned_by(user).annotate(
             progress_avg=Avg("runs__progress")
         )[:20],
+        "studies": Study.objects.owned_by(user)[:20],
     }
     return render(request, "dashboard/home.html", ctx)
 
@@ -394,6 +403,7 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
                 stragglers=d.get("straggler_settings"),
                 spot=d.get("spot_settings"),
                 elastic=d.get("elastic") or "",
+                aux_demand=d.get("aux_demand") or "",
             )
         except ValidationError as exc:
             form.add_service_error(exc)

@@ -316,7 +316,9 @@ class Experiment(Owned):
     failures on for every run, ``network`` network contention, ``stragglers`` slow nodes and
     ``spot`` the reclaims of the clusters' spot pools likewise. ``elastic`` (blank: as the
     workloads say) is the rule that lets every run's rigid jobs shrink and grow
-    (:func:`clustersim.elastic.apply_elastic`, ``docs/elastic.md``).
+    (:func:`clustersim.elastic.apply_elastic`, ``docs/elastic.md``). ``aux_demand`` (blank:
+    the workloads' own) is the rule that gives every run's jobs without a CPU or memory demand
+    one (:func:`clustersim.resources.apply_demand`, ``docs/resources.md``).
     """
 
     class State(models.TextChoices):
@@ -388,6 +390,14 @@ class Experiment(Owned):
         help_text="device-count bounds of the rigid jobs, LO-HI, each side xF (F times "
         "num_gpus) or a count, e.g. x0.5-x2 (clustersim.elastic.parse_rule); blank: as the "
         "workloads say",
+    )
+    aux_demand = models.CharField(
+        max_length=40,
+        blank=True,
+        default="",
+        help_text="CPU/memory demand rule of the jobs without one: none, ignore, synergy, "
+        "proportional or per-gpu:C,M (clustersim.resources.parse_rule); blank: the workloads' "
+        "own demands only",
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     runs_total = models.PositiveIntegerField(default=0)
@@ -492,3 +502,116 @@ class Run(Owned):
     @property
     def is_final(self) -> bool:
         return self.state in FINAL_STATES
+
+
+class Study(Owned):
+    """A capacity-planning study (issue 17): a search over inventories with the simulator in
+    the loop (:mod:`clustersim.advisor`), advanced by Celery tasks (:mod:`planner.studies`).
+
+    ``problem`` is :meth:`clustersim.advisor.Problem.to_dict` as validated at creation, the
+    base cluster's spec copied in (editing the cluster later does not change the study).
+    Each candidate evaluated is a :class:`StudyEvaluation` row: the rows are the study's
+    state, so a study resumes from them after any interruption and loses no finished
+    evaluation. ``round`` counts the batches asked (a conditional update on it makes one
+    advance, of several racing, the one that asks the next batch). ``answer`` is filled when
+    the study succeeds (:func:`planner.studies.answer`).
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Phase(models.TextChoices):
+        SEARCH = "search"
+        SENSITIVITY = "sensitivity"
+        GROWTH = "growth"
+        DONE = "done"
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="studies")
+    base_cluster = models.ForeignKey(
+        Cluster, null=True, blank=True, on_delete=models.SET_NULL, related_name="studies"
+    )
+    problem = models.JSONField(help_text="clustersim.advisor.Problem.to_dict()")
+    growth = models.JSONField(
+        default=list, blank=True, help_text="load factors of the growth scenario; []: none"
+    )
+    budget = models.PositiveIntegerField(default=40, help_text="evaluations of the search")
+    seed = models.IntegerField(default=0, help_text="seed of the search's proposals")
+    batch = models.PositiveIntegerField(default=2, help_text="candidates evaluated in parallel")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.SEARCH)
+    round = models.PositiveIntegerField(default=0)
+    answer = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cluster = models.ForeignKey(
+        Cluster,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the recommended inventory as a cluster (after apply)",
+    )
+    experiment = models.ForeignKey(
+        Experiment,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the experiment comparing it with the base (after apply)",
+    )
+
+    class Meta:
+        ordering = ("-created", "-id")
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StudyEvaluation(models.Model):
+    """One candidate of a study, simulated by one task (:func:`planner.studies.evaluate`).
+
+    ``kind`` is the phase that asked for it; ``index`` the order it was asked in (the search
+    is rebuilt by telling the finished rows in that order). ``attempts`` is the fencing
+    token, as for runs: only the claim that wrote ``attempts`` may store the result.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="evaluations")
+    kind = models.CharField(max_length=16, choices=Study.Phase.choices)
+    index = models.PositiveIntegerField()
+    counts = models.JSONField(help_text="nodes per type of the decision space")
+    key = models.CharField(max_length=200, help_text="the counts as text, for uniqueness")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(
+        null=True, blank=True, help_text="clustersim.advisor.Evaluation.to_dict()"
+    )
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ("study", "index")
+        constraints = (
+            models.UniqueConstraint(
+                fields=("study", "kind", "key"), name="one_evaluation_per_candidate"
+            ),
+        )
+        indexes = (models.Index(fields=["state", "heartbeat"]),)
+
+    def __str__(self) -> str:
+        return f"study {self.study_id} {self.kind} {self.key}"

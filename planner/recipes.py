@@ -303,6 +303,7 @@ def _derived(recipe: dict[str, Any], workload: Any) -> tuple[Any, dict[str, Any]
     carbon_start = report_in.get("carbon_start")
     n_in = len(jobs)
     notes = [f"derived from workload {parent.pk} ({parent.name!r}, {n_in:,} jobs)"]
+    drops: dict[str, int] = {}  # counted drop reasons (jobs, not lines: they have none here)
     for i, step in enumerate(recipe.get("steps", [])):
         op = step["op"]
         try:
@@ -320,6 +321,12 @@ def _derived(recipe: dict[str, Any], workload: Any) -> tuple[Any, dict[str, Any]
                     raise ClustersimError(f"cluster {step['cluster']} is gone")
                 cluster = cluster_from_spec(owned.effective_spec())
                 t = transform.cap_demand(jobs, cluster, step["mode"], start_time=start)
+                # and the jobs whose CPU or memory no node of it holds (docs/resources.md)
+                aux = transform.drop_aux_misfits(t.jobs, cluster, start_time=t.start_time)
+                if len(aux.jobs) < len(t.jobs):
+                    reason = transform.AUX_MISFIT_REASON
+                    drops[reason] = drops.get(reason, 0) + len(t.jobs) - len(aux.jobs)
+                t = transform.Transformed(aux.jobs, [*t.notes, *aux.notes], aux.start_time)
             else:
                 t = transform.rebase_time(jobs, step["start"], start_time=start, keep=step["keep"])
                 carbon_start = t.start_time
@@ -329,6 +336,7 @@ def _derived(recipe: dict[str, Any], workload: Any) -> tuple[Any, dict[str, Any]
         notes.extend(f"steps[{i}] {op}: {n}" for n in t.notes)
     span = float(jobs.submit_time[-1] - jobs.submit_time[0]) if len(jobs) else 0.0
     report = _report("derived", n_in, len(jobs), notes, span, start)
+    report["drop_reasons"] = {k: {"count": n, "first_lines": []} for k, n in drops.items()}
     if carbon_start:
         report["carbon_start"] = carbon_start
         report["assumptions"].append(

@@ -275,6 +275,10 @@ def simulate_run(run: Run, beat: Heartbeat) -> Outcome:
         from clustersim.elastic import apply_elastic
 
         jobs, _ = apply_elastic(jobs, run.experiment.elastic, cluster)
+    if run.experiment.aux_demand:  # CPU/memory demands of the jobs without (resources)
+        from clustersim.resources import apply_demand
+
+        jobs = apply_demand(jobs, run.experiment.aux_demand, cluster)
     compat = run.experiment.compat or None
     prepared = prepare(
         jobs, cluster, run.policy, _params(run.params), run.placement or None, compat=compat

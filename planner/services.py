@@ -280,6 +280,7 @@ def create_experiment(
     stragglers: dict[str, Any] | None = None,
     spot: dict[str, Any] | None = None,
     elastic: str = "",
+    aux_demand: str = "",
     description: str = "",
     enqueue: bool = True,
 ) -> Experiment:
@@ -304,7 +305,12 @@ def create_experiment(
     one of the clusters is refused naming ``spot.trace`` and the cluster. ``elastic`` is the
     rule that sets the device-count bounds of every run's rigid jobs
     (:func:`clustersim.elastic.parse_rule`, e.g. ``x0.5-x2``; blank or ``none``: as the
-    workloads say); stored normalised, a bad rule refused naming ``elastic``.
+    workloads say); stored normalised, a bad rule refused naming ``elastic``. ``aux_demand``
+    is the rule that gives the jobs without a CPU or memory demand one
+    (:func:`clustersim.resources.parse_rule`: ``none``, ``ignore``, ``synergy``,
+    ``proportional``, ``per-gpu:C,M``; blank or ``none``: the workloads' own demands); stored
+    normalised, a bad rule, or one that gives demands with a co-locating policy (the engine
+    refuses CPU/memory demands with co-location), refused naming ``aux_demand``.
 
     A policy whose results cannot depend on the seed with its placement
     (:func:`seed_independent`) gets one run per cluster × workload × load factor, with the
@@ -354,6 +360,7 @@ def create_experiment(
     if spot is not None:
         spot = _checked_spot(spot, failures, clusters)
     elastic = checked_elastic(elastic)
+    aux_demand = checked_aux_demand(aux_demand, policies, where, compat)
     _check_models(
         policies,
         where,
@@ -395,6 +402,7 @@ def create_experiment(
             stragglers=stragglers,
             spot=spot,
             elastic=elastic,
+            aux_demand=aux_demand,
             runs_total=len(grid),
         )
         exp.clusters.set(clusters)
@@ -431,6 +439,40 @@ def checked_elastic(text: str | None) -> str:
     except ClustersimError as exc:
         raise ValidationError(f"elastic: {exc}") from None
     return "" if rule is None else rule.text
+
+
+def checked_aux_demand(
+    text: str | None,
+    policies: Sequence[dict[str, Any]] = (),
+    placements: Sequence[str] = (),
+    compat: str = "",
+) -> str:
+    """An experiment's CPU/memory demand rule normalised (``""`` for ``none``), or
+    :class:`ValidationError` ``aux_demand: ...`` saying what is accepted
+    (:func:`clustersim.resources.parse_rule`). A rule that gives demands (``synergy``,
+    ``proportional``, ``per-gpu:C,M``) is refused with a co-locating policy of ``policies``
+    (resolved on ``placements``): the engine refuses CPU/memory demands with co-location
+    (``docs/resources.md``), so every such run would fail."""
+    from clustersim.compat import resolve
+    from clustersim.errors import ClustersimError
+    from clustersim.resources import parse_rule
+    from scheduling.registry import make_policy
+
+    try:
+        rule = parse_rule(text)
+    except ClustersimError as exc:
+        raise ValidationError(f"aux_demand: {exc}") from None
+    if rule.kind in ("per-gpu", "proportional"):
+        for p, where in zip(policies, placements, strict=True):
+            kwargs, _ = resolve(p["name"], p["params"], where, compat or None)
+            if make_policy(p["name"], **kwargs).colocates:
+                raise ValidationError(
+                    f"aux_demand: rule {rule.text!r} gives jobs CPU and memory demands, which"
+                    f" policy {p['name']!r} cannot run with (it co-locates jobs; a guest holds"
+                    " no device, so its cores would go uncharged): leave the rule blank or"
+                    " drop the policy"
+                )
+    return "" if rule.kind == "none" else rule.text
 
 
 def _checked_spot(

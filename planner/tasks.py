@@ -20,7 +20,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from planner import dispatch, parsing, runner
+from planner import dispatch, parsing, runner, studies
 from planner.models import Experiment, Run
 from planner.resources import memory_limit
 
@@ -185,8 +185,40 @@ def reap_stale_runs() -> dict[str, list[int]]:
 @shared_task(name="planner.sweep", autoretry_for=TRANSIENT_ERRORS, max_retries=3, **HOUSEKEEPING)
 def sweep() -> dict[str, list[int]]:
     """Periodic (beat): fail parses whose worker is gone, send again the messages that look
-    lost, dispatch (:func:`planner.dispatch.sweep`)."""
+    lost, dispatch (:func:`planner.dispatch.sweep`); the same for studies
+    (:func:`planner.studies.sweep`)."""
     out = dispatch.sweep()
+    out.update(studies.sweep())
     if any(out.values()):
         log.warning("sweeper: %s", out)
     return out
+
+
+@shared_task(
+    name="planner.advance_study",
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    max_retries=5,
+    soft_time_limit=settings.CLUSTERSIM_RUN_SOFT_TIME_LIMIT_S,
+    time_limit=settings.CLUSTERSIM_RUN_HARD_TIME_LIMIT_S,
+)
+def advance_study(study_id: int) -> str:
+    """Ask a study's next batch, or move it to its next phase (:func:`planner.studies.advance`)."""
+    outcome = studies.advance(study_id)
+    log.info("study %s: %s", study_id, outcome)
+    return outcome
+
+
+@shared_task(
+    name="planner.evaluate_candidate",
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    max_retries=5,
+    soft_time_limit=settings.CLUSTERSIM_RUN_SOFT_TIME_LIMIT_S,
+    time_limit=settings.CLUSTERSIM_RUN_HARD_TIME_LIMIT_S,
+)
+def evaluate_candidate(evaluation_id: int) -> str:
+    """Simulate one candidate of a study (:func:`planner.studies.evaluate`)."""
+    outcome = studies.evaluate(evaluation_id, _worker_name())
+    log.info("study evaluation %s: %s", evaluation_id, outcome)
+    return outcome

@@ -265,3 +265,19 @@ def test_the_engine_places_as_the_placement_study_when_no_job_leaves(name: str) 
     engine_node[r.stints.job] = r.stints.node  # open stints: one node per job here
     assert engine_node[:k].tolist() == study.node[:k].tolist()
     assert (engine_node[k:] == -1).all()
+
+
+def test_a_job_no_node_can_hold_is_dropped_not_left_blocking_the_queue() -> None:
+    # 100 GB of memory on nodes of 64 GB: never fits; FIFO would wait for it for ever.
+    # The next job (20 GB) then runs at once: 0-10.
+    import dataclasses
+
+    from clustersim.result import DROP_AUX
+
+    cl = dataclasses.replace(
+        cluster([("V100", 1), ("V100", 1)]), node_host_mem_gb=np.array([64.0, 64.0])
+    )
+    t = jobs([(0, 1, 10.0), (0, 1, 10.0)], gpu_fraction=[0.5, 0.5], mem_gb=[100.0, 20.0])
+    r = _run(t, cl)
+    assert r.drop_reason.tolist() == [DROP_AUX, ""]
+    np.testing.assert_allclose(r.finish[1], 10.0)

@@ -17,7 +17,7 @@ from clustersim.resources import (
     per_device_demand,
     proportional_share,
 )
-from clustersim.result import DROP_TOO_LARGE
+from clustersim.result import DROP_AUX
 from clustersim.spec import cluster_from_spec, cluster_to_spec
 from scheduling.registry import make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs
@@ -165,8 +165,12 @@ def test_a_job_whose_demand_no_placement_meets_is_dropped() -> None:
     # asking 300 cores needs 75 per device > 64: it never fits; the 1-GPU job of 64 fits.
     t = jobs([(0, 4, 10.0), (0, 1, 10.0)], cpu=[300.0, 64.0])
     r = run(t, limited([("A", 8), ("A", 8)], cpu=[64, 64]))
-    assert r.drop_reason.tolist() == [DROP_TOO_LARGE, ""]
+    assert r.drop_reason.tolist() == [DROP_AUX, ""]
     assert r.aux is not None and r.aux.never_fit == 1
+    from clustersim.metrics import summary
+
+    s = summary(r)  # counted apart from the gangs too large for the devices
+    assert s["jobs_aux_too_large"] == 1 and s["jobs_dropped"] == 1
     assert r.finish[1] == 10.0
 
 
@@ -189,6 +193,42 @@ def test_cpu_utilisation_is_allocated_core_seconds_over_cores_and_window() -> No
     assert s["cpu_utilisation_a"] == pytest.approx(800.0 / 1200.0)
     assert s["mem_utilisation"] is None
     assert "cpu_utilisation" not in summary(run(t, cluster([("A", 4)])))
+
+
+def test_cpu_utilisation_over_time_follows_the_stints_by_hand() -> None:
+    # the same run: 6 of 8 cores over [0, 100], 4 of 8 over [100, 150]; one bin per segment
+    # gives 0.75 and 0.5; one bin over [0, 150] gives (600 + 200) / (8 × 150) = 2/3, the
+    # summary's value. No memory limit: no memory series. GPUs: 1 of 4 busy throughout.
+    from clustersim.metrics import summary, timeseries
+
+    t = jobs([(0, 1, 100.0), (0, 1, 50.0)], cpu=[6.0, 4.0])
+    r = run(t, limited([("A", 4)], cpu=[8]))
+    ts = timeseries(r)
+    assert ts["t_s"] == [0.0, 100.0] and ts["dt_s"] == [100.0, 50.0]
+    assert ts["cpu_utilisation"] == [0.75, 0.5]
+    assert ts["utilisation"] == [0.25, 0.25]
+    assert "mem_utilisation" not in ts
+    one = timeseries(r, max_points=1)
+    assert one["cpu_utilisation"] == [pytest.approx(summary(r)["cpu_utilisation"])]
+    assert one["cpu_utilisation"] == [pytest.approx(2.0 / 3.0)]
+    # without the model the series has no CPU or memory key at all
+    assert "cpu_utilisation" not in timeseries(run(t, cluster([("A", 4)])))
+
+
+def test_cpu_and_memory_over_time_count_a_spread_gang_on_each_node() -> None:
+    # two nodes of 4 GPUs, 6 cores, 60 GB. j0 (1 GPU, 3 cores, 30 GB, 100 s) on node 0 from
+    # 0; j1 (4 GPUs, 8 cores, 40 GB, 10 s) at 1: 3 devices on node 1 (6 cores, 30 GB) and 1
+    # on node 0 (2 cores, 10 GB), until 11. Cores used: 3 on [0, 1), 3 + 8 = 11 on [1, 11),
+    # 3 on [11, 100]: of 12, 0.25, 11/12, 0.25. Memory: 30, 70, 30 of 120 GB.
+    from clustersim.metrics import timeseries
+
+    t = jobs([(0, 1, 100.0), (1, 4, 10.0)], cpu=[3.0, 8.0], mem_gb=[30.0, 40.0])
+    r = run(t, limited([("A", 4), ("A", 4)], cpu=[6, 6], mem=[60, 60]))
+    assert r.finish.tolist() == [100.0, 11.0]
+    ts = timeseries(r)
+    assert ts["t_s"] == [0.0, 1.0, 11.0]
+    assert ts["cpu_utilisation"] == pytest.approx([0.25, 11.0 / 12.0, 0.25])
+    assert ts["mem_utilisation"] == pytest.approx([0.25, 70.0 / 120.0, 0.25])
 
 
 # -- the fast path is unchanged ---------------------------------------------------------------

@@ -153,8 +153,29 @@ def test_fractional_and_out_of_range_rows_are_dropped(tmp_path: Path) -> None:
         "submit_time < 0": LineTally(1, [3]),
         "num_gpus not an integer": LineTally(1, [2]),
         "work not finite": LineTally(1, [5]),
-        "min_gpus out of range": LineTally(1, [4]),
+        "min_gpus > num_gpus: elastic bounds contradict the gang size": LineTally(1, [4]),
     }
+
+
+def test_elastic_bounds_that_contradict_the_gang_size_are_dropped_and_counted(
+    tmp_path: Path,
+) -> None:
+    # line 2: 4 GPUs in [2, 8], kept; line 3: min 6 > 4; line 4: max 2 < 4; line 5: min 0 is
+    # no device count (its own reason, checked first); line 6: min 8 > 4 and max 2 < 4,
+    # counted once under the first check (min); line 7: blank bounds, rigid, kept.
+    text = (
+        "submit_time,num_gpus,work,min_gpus,max_gpus\n"
+        "0,4,10,2,8\n1,4,10,6,8\n2,4,10,1,2\n3,4,10,0,4\n4,4,10,8,2\n5,4,10,,\n"
+    )
+    jobs, report = read_trace(write(tmp_path, text), "csv")
+    assert list(jobs.job_id) == ["0", "5"]
+    assert (list(jobs.min_gpus), list(jobs.max_gpus)) == ([2, 4], [8, 4])
+    assert report.drop_reasons == {
+        "min_gpus out of range": LineTally(1, [5]),
+        "min_gpus > num_gpus: elastic bounds contradict the gang size": LineTally(2, [3, 6]),
+        "max_gpus < num_gpus: elastic bounds contradict the gang size": LineTally(1, [4]),
+    }
+    assert (report.jobs_read, report.jobs_kept, report.jobs_dropped) == (6, 2, 4)
 
 
 def test_quotes_and_spaces_around_values_are_accepted(tmp_path: Path) -> None:

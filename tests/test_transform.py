@@ -199,6 +199,74 @@ def test_nothing_is_capped_when_everything_fits() -> None:
     assert "nothing capped" in notes[-1]
 
 
+def _limited_cluster():  # type: ignore[no-untyped-def]
+    """Two V100 nodes of 4 devices, 8 cores and 64 GB; one K80 node of 4, 32 cores, no limit
+    on memory."""
+    from clustersim.spec import cluster_from_spec
+
+    return cluster_from_spec(
+        {
+            "pools": [
+                {
+                    "accelerator": "V100",
+                    "nodes": 2,
+                    "devices_per_node": 4,
+                    "cpu_cores": 8,
+                    "host_mem_gb": 64,
+                },
+                {"accelerator": "K80", "nodes": 1, "devices_per_node": 4, "cpu_cores": 32},
+            ]
+        }
+    )
+
+
+def test_jobs_whose_cpu_or_memory_exceeds_every_node_are_dropped() -> None:
+    from clustersim.transform import AUX_MISFIT_REASON, drop_aux_misfits
+
+    # per device: a 2 cores (fits anywhere); b 10 cores (no V100 node: 8 < 10; a K80 node
+    # holds 3 of them (floor(32 / 10)) < 4 devices asked); c 10 cores on 2 devices: the K80
+    # node holds 3 >= 2, kept; d 100 GB per device: no V100 node (64 GB), but K80 has no
+    # memory limit, kept; e 40 cores on 1 device: no node has 40 cores, dropped; f unknown.
+    jobs = JobTable.from_columns(
+        job_id=["a", "b", "c", "d", "e", "f"],
+        submit_time=np.arange(6.0),
+        num_gpus=[4, 4, 2, 1, 1, 4],
+        work=np.full(6, 10.0),
+        cpu=[8.0, 40.0, 20.0, 1.0, 40.0, np.nan],
+        mem_gb=[np.nan, np.nan, np.nan, 100.0, np.nan, np.nan],
+    )
+    out, notes, start = drop_aux_misfits(jobs, _limited_cluster(), start_time="2020-01-01T00:00:00")
+    assert out.job_id.tolist() == ["a", "c", "d", "f"]
+    assert start == "2020-01-01T00:00:00"
+    (note,) = notes
+    assert note.startswith("2 jobs ask for more CPU or memory per device") and "b, e" in note
+    assert "largest node: 32 cores, 64 GB" in note
+    assert AUX_MISFIT_REASON == "CPU or memory demand exceeds every node"
+    # no limits in the cluster, or no demands: nothing dropped, the same table
+    assert drop_aux_misfits(jobs, cluster_from_shorthand("v100:8")).jobs is jobs
+    plain = jobs.replace(cpu=np.full(6, np.nan), mem_gb=np.full(6, np.nan))
+    assert drop_aux_misfits(plain, _limited_cluster()).jobs is plain
+    with pytest.raises(ClustersimError, match="no job"):
+        drop_aux_misfits(jobs.take(np.array([1, 4])), _limited_cluster())
+
+
+def test_capping_a_gang_keeps_its_cpu_and_memory_per_device() -> None:
+    # 16 GPUs with 64 cores and 160 GB capped to the 8 devices of the largest type: 32 cores
+    # and 80 GB (4 and 10 per device, as before); an unknown demand stays unknown
+    jobs = JobTable.from_columns(
+        job_id=["big", "small"],
+        submit_time=[0.0, 1.0],
+        num_gpus=[16, 2],
+        work=[10.0, 10.0],
+        cpu=[64.0, np.nan],
+        mem_gb=[160.0, 4.0],
+    )
+    out, _, _ = cap_demand(jobs, cluster_from_shorthand("v100:8"))
+    assert out.num_gpus.tolist() == [8, 2]
+    assert out.cpu[0] == 32.0 and np.isnan(out.cpu[1])
+    assert out.mem_gb.tolist() == [80.0, 4.0]
+
+
 def test_capping_philly_to_its_preset_reports_counts(shared_data: Path) -> None:
     from clustersim.presets import preset
 

@@ -57,8 +57,10 @@ jobs are kept, compared without case; default: all), ``speed``. Large files are 
 chunks with bounded memory (the input, possibly compressed, is never loaded whole).
 
 Rows are dropped when their status is not selected, the submit time is negative or not
-finite, the gang size is below 1, fractional or implausibly large, the elastic range does not
-contain it, or the work (or ``end - start``) is missing, not positive or not finite.
+finite, the gang size is below 1, fractional or implausibly large, a bound is not a device
+count, the elastic range does not contain the gang size (``min_gpus > num_gpus`` or
+``max_gpus < num_gpus``, each counted under its own reason, :data:`BOUNDS_REASON`), or the
+work (or ``end - start``) is missing, not positive or not finite.
 """
 
 from __future__ import annotations
@@ -150,6 +152,9 @@ UNITS: dict[str, dict[str, float]] = {
     "mem_gb": MEM_UNITS,
 }
 TIME_FORMATS = ("number", "unix", "iso")
+#: Drop reason of a row whose elastic bound contradicts its gang size (``key``: ``min_gpus``
+#: with ``side`` ``>``, or ``max_gpus`` with ``<``).
+BOUNDS_REASON = "{key} {side} num_gpus: elastic bounds contradict the gang size"
 SEPARATORS = (",", "\t", ";", "|")
 
 _NOT_ISO = "not a time of the form YYYY-MM-DD HH:MM:SS"
@@ -920,8 +925,13 @@ class GenericCsvReader(ChunkedCsvReader):
                     value = optional[key]
                     given = ~np.isnan(value)
                     bad = given & ((value < 1) | (np.floor(value) != value) | (value > MAX_GPUS))
-                    bad |= given & (value < gpus if key == "max_gpus" else value > gpus)
                     checks.append((f"{key} out of range", bad))
+            # elastic bounds on either side of the gang size (docs/elastic.md), each its reason
+            for key, side in (("min_gpus", ">"), ("max_gpus", "<")):
+                if key in optional:
+                    value = optional[key]
+                    contra = value > gpus if side == ">" else value < gpus
+                    checks.append((BOUNDS_REASON.format(key=key, side=side), contra))
         keep = apply_drops(drops, lines, checks)
         idx = np.flatnonzero(keep)
         out: dict[str, Any] = {

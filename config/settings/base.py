@@ -312,6 +312,9 @@ CELERY_TASK_ROUTES = {
     "planner.sweep": {"queue": CLUSTERSIM_QUEUES["housekeeping"]},
     "planner.dispatch_runs": {"queue": CLUSTERSIM_QUEUES["housekeeping"]},
     "planner.launch_experiment": {"queue": CLUSTERSIM_QUEUES["housekeeping"]},
+    # capacity studies (planner.studies): the candidates and the phase steps are simulations
+    "planner.advance_study": {"queue": CLUSTERSIM_QUEUES["sim"]},
+    "planner.evaluate_candidate": {"queue": CLUSTERSIM_QUEUES["sim"]},
 }
 
 # run bookkeeping (planner.runner / planner.tasks)

@@ -58,3 +58,9 @@ def constant_carbon(cluster: Any) -> list[dict[str, Any]]:
     except ClustersimError:
         return []
     return [{"name": r.name, "g_per_kwh": r.carbon_g_per_kwh} for r in regions if not r.carbon_zone]
+
+
+@register.filter
+def zip_pairs(names: list[Any], values: list[Any]) -> list[tuple[Any, Any]]:
+    """``zip(names, values)`` in templates (e.g. a type's name with its node count)."""
+    return list(zip(names, values, strict=False))

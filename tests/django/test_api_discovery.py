@@ -30,6 +30,7 @@ EVERY_ENDPOINT = {
     "placements",
     "runs",
     "compare",
+    "studies",
     "schema",
     "docs",
 }

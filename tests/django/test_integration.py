@@ -180,3 +180,66 @@ def test_cancelling_a_running_run_stops_the_worker(stack: Stack, tmp_path: Path)
         assert time.monotonic() < deadline, stack.log("worker2")
         time.sleep(0.3)
     assert stack.get(f"/api/v1/runs/{run_id}/")["state"] == "cancelled"
+
+
+def test_a_study_on_real_workers_survives_a_killed_worker(stack: Stack) -> None:
+    """Two worker processes evaluate a study's candidates; one worker is killed mid-study;
+    the study finishes on another, keeps every evaluation finished before the kill, and its
+    evaluations equal an uninterrupted in-process search of the same problem."""
+    from clustersim import advisor as adv
+    from clustersim.traces import read_trace
+
+    w = stack.upload(PHILLY_SAMPLE, "study sample")
+    w = stack.wait(f"/api/v1/workloads/{w['id']}/", _ready, 60, "parse")
+    assert w["status"] == "ready", w["error"]
+    body = {
+        "name": "what to buy",
+        "workload": w["id"],
+        "policies": [{"name": "fifo"}],
+        "types": [
+            {"accelerator": "v100", "max_nodes": 6, "devices_per_node": 8},
+            {"accelerator": "k80", "max_nodes": 6, "devices_per_node": 8},
+        ],
+        "objectives": [{"metric": "capital_usd"}, {"metric": "jct_p95_s"}],
+        # the sample's long jobs: p95 JCT of 1.1-1.6 million s on these inventories
+        "constraints": [{"metric": "jct_p95_s", "op": "<=", "bound": 1_500_000}],
+        "budget": 10,
+        "batch": 2,
+        "seed": 5,
+    }
+    study = stack.post("/api/v1/studies/", body, 202)
+    path = f"/api/v1/studies/{study['id']}/"
+
+    def done_rows() -> dict[int, Any]:
+        rows = stack.get(f"{path}evaluations/")
+        return {r["id"]: r["result"] for r in rows if r["state"] == "done"}
+
+    deadline = time.monotonic() + 90
+    while len(done_rows()) < 2:
+        assert time.monotonic() < deadline, "no evaluation finished"
+        time.sleep(0.5)
+    before = done_rows()
+    stack.kill("worker1", signal.SIGKILL)
+    stack.start_worker("worker2", concurrency=2)
+    final = stack.wait(
+        path, lambda s: s["state"] in ("succeeded", "failed", "cancelled"), 240, "the study"
+    )
+    assert final["state"] == "succeeded", final
+    after = done_rows()
+    for pk, result in before.items():  # no finished evaluation lost or redone
+        assert after[pk] == result
+    answer = stack.get(f"{path}results/")
+    assert not answer["partial"] and answer["recommendation"] is not None
+
+    # the same problem searched in this process, uninterrupted: the same evaluations
+    jobs, _ = read_trace(PHILLY_SAMPLE)
+    problem = adv.Problem.from_dict(final["problem"])
+    _, local = adv.advise(problem, jobs, budget=10, seed=5, batch=2)
+    got = [(tuple(e["counts"]), e["status"]) for e in answer["evaluations"]]
+    assert got == [(e.counts, e.status) for e in local.evaluations]
+    rec = answer["evaluations"][answer["recommendation"]]
+    assert tuple(rec["counts"]) == local.recommendation.counts  # type: ignore[union-attr]
+    assert rec["metrics"]["jct_p95_s"] == pytest.approx(
+        local.recommendation.metrics["jct_p95_s"],  # type: ignore[union-attr]
+        rel=1e-9,
+    )
