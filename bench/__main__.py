@@ -17,6 +17,9 @@ Gavel (≥ 50× on its 8,000-job trace, ≥ 10× on Shockwave's 460 jobs).
 Section ``hetero`` (:mod:`bench.hetero`): the heterogeneity-aware and fair policies of issue 13
 on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero-560`` preset.
 
+Section ``gpushare`` (:mod:`bench.gpushare`): GPU sharing in the engine, the full openb default
+trace with each placement of the FGD paper (CPU seconds, peak memory; target ``fgd`` ≤ 30 s).
+
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
@@ -26,7 +29,7 @@ a run.
 Section ``advisor`` (:mod:`bench.advisor`): a capacity study over three types on a 10,000-job
 Philly window with 100 evaluations on a two-process worker, against a coarse grid's optimum.
 
-``python -m bench [sim|gavel|...|models|aux|advisor ...]`` runs some sections only.
+``python -m bench [sim|gavel|...|models|aux|advisor|gpushare ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -321,6 +324,16 @@ def bench_advisor() -> None:
 
 
 SECTIONS["advisor"] = bench_advisor
+
+
+def bench_gpushare() -> None:
+    from bench.gpushare import bench_gpushare as run
+
+    print("## GPU sharing in the engine (issue 16): full openb default trace, FGD placements\n")
+    run(_in_process)
+
+
+SECTIONS["gpushare"] = bench_gpushare
 
 
 def main(argv: list[str]) -> int:

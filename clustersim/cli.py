@@ -103,6 +103,13 @@ NETWORK_ROWS = (
     ("uplink_utilisation_mean", "rack uplink utilisation (mean)"),
     ("uplink_utilisation_max", "rack uplink utilisation (max)"),
 )
+GPUSHARE_ROWS = (
+    ("gpu_shared_jobs", "jobs sharing a GPU"),
+    ("gpu_allocated_share_mean", "GPU milli allocated (mean share)"),
+    ("gpu_frag_rate_mean", "GPU fragmentation rate (mean)"),
+    ("gpu_share_peak_milli", "most milli on one GPU"),
+    ("gpu_share_rerates", "rate changes from co-tenants"),
+)
 #: The failure flags of `run` (clustersim.failures): flag, attribute, least value, open bound.
 FAILURE_FLAGS = (
     ("--mtbf-hours", "mtbf_hours", 0.0, True),
@@ -340,6 +347,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  {label:<32} {_fmt(out.get(key))}")
     if result.network is not None:  # network contention (clustersim/network.py)
         for key, label in NETWORK_ROWS:
+            print(f"  {label:<32} {_fmt(out.get(key))}")
+    if result.gpushare is not None:  # GPU sharing (clustersim/gpushare.py)
+        for key, label in GPUSHARE_ROWS:
             print(f"  {label:<32} {_fmt(out.get(key))}")
     notes = list(getattr(rates, "notes", []) or [])
     for note in notes[:5]:

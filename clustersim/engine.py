@@ -43,6 +43,8 @@ from clustersim.errors import SimulationError
 from clustersim.failures import FailureOptions, NodeFailures
 from clustersim.failures import check_engine as check_failures
 from clustersim.goodput import GoodputRates
+from clustersim.gpushare import GpuShare, GpuShareOptions
+from clustersim.gpushare import check_engine as check_gpushare
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
     BAD_TWICE,
@@ -217,6 +219,11 @@ class EngineOptions:
         Spot reclaims: the cluster's spot pools lose nodes at their rate or by a trace, with
         notice (:mod:`clustersim.spot`); ``None`` (the default): spot nodes are never
         reclaimed (they are still priced at their spot price).
+    gpushare
+        GPU sharing: jobs with a ``gpu_fraction`` below 1 take that share of one GPU and
+        several share a device (:mod:`clustersim.gpushare`); ``None`` (the default): off,
+        unless the placement is one of the FGD paper's (``Placement.shares_gpus``), which
+        turns it on with the default options.
     """
 
     seed: int = 0
@@ -230,6 +237,7 @@ class EngineOptions:
     stragglers: StragglerOptions | None = None
     network: NetworkOptions | None = None
     spot: SpotOptions | None = None
+    gpushare: GpuShareOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -490,6 +498,28 @@ class _Run:
             if self.coloc is not None:
                 raise SimulationError(f"policy {policy.name!r}: goodput with co-location")
             self.goodput = GoodputRates(jobs, cluster)
+        # GPU sharing (clustersim.gpushare): shares of one GPU; the model owns the GPUs'
+        # milli and the nodes' CPU and memory, and every start goes through the strategy
+        self.gpushare: GpuShare | None = None
+        share_opt = options.gpushare
+        if share_opt is None and placement.shares_gpus:
+            share_opt = GpuShareOptions()
+        if share_opt is not None:
+            try:
+                check_gpushare(
+                    self.coloc is not None,
+                    self.power is not None,
+                    self.goodput is not None,
+                    bool(self.outages),
+                    self.network is not None,
+                    bool(np.any(jobs.min_gpus != jobs.max_gpus)),
+                )
+            except SimulationError as exc:
+                raise SimulationError(f"policy {policy.name!r}: {exc}") from None
+            self.gpushare = GpuShare(jobs, cluster, share_opt)
+            self.aux = None
+            self.placing = PLACE_STRATEGY
+        placement.bind_share(self.gpushare)
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -747,13 +777,20 @@ class _Run:
         choose, rates only the performance model knows (see :func:`reserve_and_start`)."""
         code, a, b = status
         aux = self.aux
+        gs = self.gpushare
         if aux is not None and code == STATUS_PLACE:
             self._aux_refresh(aux)
+        if gs is not None and code == STATUS_PLACE:
+            gs.refresh(self)
         while code == STATUS_PLACE:
             j, nd, t = int(cand[0, a]), int(cand[2, a]), b
             nodes_t = self.type_nodes[t]
-            # with CPU/memory demands, the devices whose share of them fits each node
-            free = self.node_free if aux is None else aux.room(j, self.node_free)
+            # with CPU/memory demands, the devices whose share of them fits each node; with
+            # GPU sharing, the GPUs the job's share (or whole GPUs) and CPU/memory fit
+            if gs is not None:
+                free = gs.room(j, self.node_free)
+            else:
+                free = self.node_free if aux is None else aux.room(j, self.node_free)
             cands = nodes_t[free[nodes_t] > 0]
             if self.want_region is not None and self.want_region[j] >= 0:
                 cands = cands[self.cluster.node_region[cands] == self.want_region[j]]
@@ -765,7 +802,7 @@ class _Run:
                 if (
                     len(nodes) != len(counts)
                     or len(nodes) > nd
-                    or (aux is not None and bool(np.any(counts > free[nodes])))
+                    or ((aux is not None or gs is not None) and bool(np.any(counts > free[nodes])))
                     or not take_nodes(
                         self.node_free,
                         self.busy,
@@ -784,6 +821,9 @@ class _Run:
                 record_start(j, t, nd, nodes, counts, self.s_i, self.s_nc, self.ctr)
                 if aux is not None:
                     aux.took(j, nodes, counts)
+                if gs is not None:
+                    gs.took(j, nodes, counts)
+                    gs.write_counts(self)
                 if greedy:
                     self._mark[j] = 1
             elif greedy and self.blocking:
@@ -1142,6 +1182,9 @@ class _Run:
             never = (self.drop == "") & self.aux.never_fits(jobs, self.cluster, rate)
             self.aux.never_fit = int(never.sum())
             self.drop[never] = DROP_AUX
+        if self.gpushare is not None:  # the same, for the GPU-sharing model's accounting
+            never = (self.drop == "") & self.gpushare.never_fits(rate)
+            self.drop[never] = DROP_AUX
         order = np.flatnonzero(self.drop == "")
         self._prefill_rates(order)
         sub_arr = jobs.submit_time[order]
@@ -1184,6 +1227,7 @@ class _Run:
         events = self.events
         outages = self.outages  # failures, spot reclaims; empty when both are off
         net = self.network  # network contention (clustersim.network), None when off
+        gs = self.gpushare  # GPU sharing (clustersim.gpushare), None when off
         t_fail = inf  # next failure, reclaim or return; inf when none is on
         while True:
             t_arr = sub[ai] if ai < n_ok else inf
@@ -1214,6 +1258,8 @@ class _Run:
                 n_active -= k_done
                 completed += k_done
                 changed = True
+                if gs is not None:
+                    gs.refresh(self)
             # node failures and repairs, spot reclaims and returns (jobs on a node that goes
             # down go back to the queue)
             if t_fail <= t_next:
@@ -1283,6 +1329,8 @@ class _Run:
                 pw.settle(self)
             if net is not None:
                 net.settle(self)
+            if gs is not None:
+                gs.settle(self)
             # record the segment that starts now
             seg_times.append(t_next)
             if events > len(busy_rows):
@@ -1359,6 +1407,7 @@ class _Run:
             network=None if net is None else net.record(self, end),
             spot=None if self.spot is None else self.spot.record(self, end),
             aux=None if self.aux is None else self.aux.record(),
+            gpushare=None if gs is None else gs.record(end),
         )
 
 

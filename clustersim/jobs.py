@@ -79,10 +79,10 @@ class JobTable:
         Elastic range; both equal ``num_gpus`` for rigid jobs.
     gpu_fraction : (n,) float64
         Share of each device the job asks for, in (0, 1]: 1 (the default) a whole device;
-        less for a GPU-sharing job (e.g. an openb pod with ``gpu_milli`` 460 has 0.46). The
-        engine allocates whole devices, so until a GPU-sharing model exists such a job still
-        holds a whole device; the column records the request (and the trace reader counts
-        such jobs in its report).
+        less for a GPU-sharing job (e.g. an openb pod with ``gpu_milli`` 460 has 0.46). With
+        GPU sharing on (:mod:`clustersim.gpushare`, docs/gpu-sharing.md) such a one-device
+        job takes that share of one GPU and several share a device; otherwise it holds a
+        whole device.
     """
 
     job_id: ObjArray

@@ -651,6 +651,9 @@ def summary(
     # network contention (clustersim.network): keys present only when the model was on
     if result.network is not None:
         out.update(network_metrics(result))
+    # GPU sharing (clustersim.gpushare): keys present only when the model was on
+    if result.gpushare is not None:
+        out.update(gpushare_metrics(result))
 
     energy_kwh = float(energy_kwh_r.sum())
     out["energy_kwh"] = energy_kwh
@@ -994,15 +997,104 @@ def failure_events(result: RunResult) -> dict[str, list[Any]]:
     }
 
 
+def gpushare_metrics(result: RunResult) -> dict[str, Any]:
+    """Summary of a run with GPU sharing on: ``gpu_shared_jobs`` (jobs asking for a share),
+    ``gpu_allocated_share_mean`` (allocated GPU milli over all, time-averaged from the first
+    allocation to the end), ``gpu_frag_rate_mean`` (FGD's fragmentation rate, its
+    fragmented milli-seconds over its idle milli-seconds), ``gpu_share_peak_milli`` (the
+    most milli any GPU held, never above 1000) and ``gpu_share_rerates``."""
+    rec = result.gpushare
+    assert rec is not None
+    out: dict[str, Any] = {
+        "gpu_shared_jobs": int(rec.shared_jobs),
+        "gpu_share_peak_milli": int(rec.node_peak_milli.max()) if rec.node_peak_milli.size else 0,
+        "gpu_share_rerates": int(rec.rerates),
+        "gpu_allocated_share_mean": None,
+        "gpu_frag_rate_mean": None,
+    }
+    t = np.asarray(rec.t, dtype=np.float64)
+    end = float(result.seg_t[-1]) if len(result.seg_t) else 0.0
+    if len(t) and end > t[0]:
+        dt = np.diff(np.append(t, max(end, float(t[-1]))))
+        total = 1000.0 * float(result.cluster.node_devices.sum())
+        out["gpu_allocated_share_mean"] = _ratio(
+            float((rec.allocated * dt).sum()), total * dt.sum()
+        )
+        out["gpu_frag_rate_mean"] = _ratio(
+            float((rec.frag * dt).sum()), float((rec.idle * dt).sum())
+        )
+    return out
+
+
+def gpushare_series(result: RunResult, max_points: int = 200) -> dict[str, Any]:
+    """Fragmentation over time and the per-node GPU-share map of a run with GPU sharing on
+    (:class:`clustersim.gpushare.GpuShareRecord`).
+
+    The record holds the cluster's fragmented, idle and allocated GPU milli after each
+    change; each holds until the next, the last until the end of the run. Binned exactly
+    over at most ``max_points`` bins (as :func:`uplink_series`), the fragmentation rate of a
+    bin is its fragmented milli-seconds over its idle milli-seconds (FGD's rate, weighted by
+    time).
+
+    Returns
+    -------
+    dict
+        ``t_s``, ``dt_s`` (bins), ``frag_rate`` (0..1), ``allocated_share`` (allocated over
+        all GPU milli, 0..1), ``node_share`` ((nodes,) time-averaged allocated share of each
+        node's GPUs, 0..1), ``node_gpu_milli`` ((nodes, width) nested lists: each GPU's
+        time-averaged milli), ``node_gpus`` ((nodes,)), ``peak_milli`` (the most any GPU
+        held), ``shared_jobs``, ``interference``. Lists empty without the model.
+    """
+    if max_points < 1:
+        raise ClustersimError(f"max_points must be at least 1, got {max_points}")
+    rec = result.gpushare
+    keys = ("t_s", "dt_s", "frag_rate", "allocated_share", "node_share", "node_gpu_milli")
+    out: dict[str, Any] = {k: [] for k in keys}
+    out.update(node_gpus=[], peak_milli=0, shared_jobs=0, interference=0.0)
+    if rec is None:
+        return out
+    gpus = np.asarray(result.cluster.node_devices, dtype=np.int64)
+    mean = np.asarray(rec.node_mean_milli, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(gpus > 0, mean.sum(axis=1) / (1000.0 * gpus), 0.0)
+    out["node_share"] = np.round(share, 6).tolist()
+    out["node_gpu_milli"] = np.round(mean, 3).tolist()
+    out["node_gpus"] = gpus.tolist()
+    out["peak_milli"] = int(rec.node_peak_milli.max()) if rec.node_peak_milli.size else 0
+    out["shared_jobs"] = int(rec.shared_jobs)
+    out["interference"] = float(rec.interference)
+    t = np.asarray(rec.t, dtype=np.float64)
+    end = float(result.seg_t[-1]) if len(result.seg_t) else 0.0
+    if len(t) == 0 or end <= t[0]:
+        return out
+    seg_t = np.append(t, max(end, float(t[-1])))
+    vals = np.stack([rec.frag, rec.idle, rec.allocated], axis=1).astype(np.float64)
+    edges = _bin_edges(seg_t, max_points)
+    t0, t1 = edges[:-1], edges[1:]
+    area = _cum_at(seg_t, vals, t1) - _cum_at(seg_t, vals, t0)
+    total = 1000.0 * float(gpus.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(area[:, 1] > 0, area[:, 0] / area[:, 1], 0.0)
+        alloc = area[:, 2] / (t1 - t0) / total if total > 0 else np.zeros(len(t0))
+    out["t_s"] = t0.tolist()
+    out["dt_s"] = (t1 - t0).tolist()
+    out["frag_rate"] = np.round(rate, 6).tolist()
+    out["allocated_share"] = np.round(alloc, 6).tolist()
+    return out
+
+
 def model_records(result: RunResult, max_points: int = 200) -> dict[str, Any]:
     """What the optional models did, for dashboards: ``uplinks`` (:func:`uplink_series`)
-    with network contention on, ``failures`` (:func:`failure_events`) with failures on;
-    keys absent otherwise. JSON-safe (no NaN or infinity)."""
+    with network contention on, ``failures`` (:func:`failure_events`) with failures on,
+    ``gpushare`` (:func:`gpushare_series`) with GPU sharing on; keys absent otherwise.
+    JSON-safe (no NaN or infinity)."""
     out: dict[str, Any] = {}
     if result.network is not None:
         out["uplinks"] = uplink_series(result, max_points)
     if result.failures is not None:
         out["failures"] = failure_events(result)
+    if result.gpushare is not None:
+        out["gpushare"] = gpushare_series(result, max_points)
     return out
 
 

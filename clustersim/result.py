@@ -17,6 +17,7 @@ from clustersim.jobs import JobTable
 
 if TYPE_CHECKING:
     from clustersim.failures import FailureRecord
+    from clustersim.gpushare import GpuShareRecord
     from clustersim.network import NetworkRecord
     from clustersim.power import PowerTrace
     from clustersim.resources import AuxRecord
@@ -146,6 +147,10 @@ class RunResult:
         When jobs' CPU and memory demands could hold jobs back (:mod:`clustersim.resources`):
         each job's per-device allocation and each node's capacity
         (:class:`clustersim.resources.AuxRecord`); ``None`` otherwise.
+    gpushare : GpuShareRecord or None
+        With GPU sharing on (:mod:`clustersim.gpushare`): fragmentation over time and the
+        per-node GPU-share map (:class:`clustersim.gpushare.GpuShareRecord`); ``None``
+        otherwise.
     """
 
     jobs: JobTable
@@ -179,6 +184,7 @@ class RunResult:
     spot: SpotRecord | None = None
     resizes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     aux: AuxRecord | None = None
+    gpushare: GpuShareRecord | None = None
 
     def __post_init__(self) -> None:
         n = len(self.jobs)

@@ -181,7 +181,15 @@ def _experiment_fair_view(
 # -- runs ----------------------------------------------------------------------------------------
 
 #: Run charts shown only when the run has the model (:func:`dashboard.modelviews.run_models`).
-MODEL_RUN_CHARTS = ("power", "uplinks", "failures", "devices", "resources")
+MODEL_RUN_CHARTS = (
+    "power",
+    "uplinks",
+    "failures",
+    "devices",
+    "resources",
+    "fragmentation",
+    "share-map",
+)
 RUN_CHARTS = (
     "gantt",
     "placement",
@@ -243,6 +251,10 @@ def run_chart(request: HttpRequest, pk: int, name: str) -> HttpResponse:
             return modelviews.device_count(run)
         if name == "resources":
             return modelviews.resources(run)
+        if name == "fragmentation":
+            return modelviews.fragmentation(run)
+        if name == "share-map":
+            return modelviews.share_map(run)
         kind = name.partition("-")[2]
         series = figures.compare_series([run])
         return figures.timeline_chart(

@@ -38,6 +38,8 @@ POWER_TITLE = "Power and carbon intensity over time"
 UPLINK_TITLE = "Rack uplink utilisation over time"
 FAILURE_TITLE = "Node failures and lost work"
 DEVICES_TITLE = "Device count over time of resized jobs"
+FRAG_TITLE = "GPU fragmentation and allocation over time"
+SHARE_MAP_TITLE = "GPU share by node (time-averaged)"
 RESOURCES_TITLE = "GPU, CPU and memory utilisation over time"
 #: The resource lines: time-series key, legend, colour.
 _RESOURCES = (
@@ -72,10 +74,12 @@ def run_models(run: Run) -> dict[str, bool]:
     """Which model charts a succeeded run can show: ``power`` (a power policy, a carbon
     policy, or a carbon intensity that varies over the run), ``uplinks`` (network
     contention on), ``failures`` (node failures on), ``devices`` (jobs were resized:
-    elastic jobs under an elastic policy) and ``resources`` (CPU and memory modelled: some
-    job had a demand for a resource some node limits, ``docs/resources.md``)."""
+    elastic jobs under an elastic policy), ``resources`` (CPU and memory modelled: some
+    job had a demand for a resource some node limits, ``docs/resources.md``) and
+    ``gpushare`` (GPU sharing on: a placement of the FGD paper)."""
     out = {"power": False, "uplinks": False, "failures": False, "devices": False}
     out["resources"] = False
+    out["gpushare"] = False
     out["devices"] = (
         run.state == RunState.SUCCEEDED
         and run.stints_id is not None
@@ -90,6 +94,7 @@ def run_models(run: Run) -> dict[str, bool]:
     out["uplinks"] = bool(models.get("uplinks", {}).get("t_s"))
     out["failures"] = "failures" in models
     out["resources"] = "cpu_utilisation" in ts or "mem_utilisation" in ts
+    out["gpushare"] = "gpushare" in models
     return out
 
 
@@ -646,3 +651,119 @@ def carbon_pareto(runs: Sequence[Run], baseline: Run | None = None) -> Chart:
         return frame
 
     return Chart(title=PARETO_TITLE, figure={"data": traces, "layout": lay}, data=export, note=note)
+
+
+def fragmentation(run: Run) -> Chart:
+    """FGD's fragmentation rate and the allocated GPU share over time, for a run with GPU
+    sharing on (:func:`clustersim.metrics.gpushare_series`)."""
+    rec = model_records(run.timeseries_id).get("gpushare") if run.timeseries_id else None
+    if not rec:
+        return empty(FRAG_TITLE, "This run had GPU sharing off (choose a placement of the FGD "
+                     "paper, e.g. fgd, to turn it on).")  # fmt: skip
+    if not rec.get("t_s"):
+        return empty(FRAG_TITLE, "Nothing was allocated during this run.")
+    t = np.asarray(rec["t_s"], dtype=np.float64)
+    dt = np.asarray(rec["dt_s"], dtype=np.float64)
+    unit, scale = time_unit([float(t[-1] + dt[-1])])
+    x = rounded_array(t / scale)
+    frag = np.asarray(rec["frag_rate"], dtype=np.float64) * 100.0
+    alloc = np.asarray(rec["allocated_share"], dtype=np.float64) * 100.0
+    traces = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "Fragmentation rate",
+            "x": x,
+            "y": rounded_array(frag, 4),
+            "line": {"color": PALETTE[3], "width": 1.2, "shape": "hv"},
+            "hovertemplate": f"%{{x:.3g}} {unit}: %{{y:.3g}} % of idle GPU fragmented"
+            "<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "Allocated GPU share",
+            "x": x,
+            "y": rounded_array(alloc, 4),
+            "line": {"color": PALETTE[0], "width": 1.2, "shape": "hv"},
+            "hovertemplate": f"%{{x:.3g}} {unit}: %{{y:.3g}} % of GPU allocated<extra></extra>",
+        },
+    ]
+    lay = layout(
+        FRAG_TITLE,
+        axis("Time since trace start", unit),
+        axis("Share", "%", rangemode="tozero"),
+    )
+    note = (
+        "Fragmentation rate as the FGD paper defines it: the idle GPU milli that a job drawn "
+        "from the workload's typical jobs could not use, over all idle GPU milli "
+        "(time-weighted per bin). "
+        f"{rec.get('shared_jobs', 0)} jobs asked for a share of a GPU; interference "
+        f"coefficient {rec.get('interference', 0):.3g} (docs/gpu-sharing.md)."
+    )
+
+    def export() -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "t_s": t,
+                "dt_s": dt,
+                "frag_rate": rec["frag_rate"],
+                "allocated_share": rec["allocated_share"],
+            }
+        )
+
+    return Chart(title=FRAG_TITLE, figure={"data": traces, "layout": lay}, data=export, note=note)
+
+
+def share_map(run: Run) -> Chart:
+    """Each GPU of each node, its time-averaged allocated milli, as a heatmap (GPU index ×
+    node), for a run with GPU sharing on."""
+    rec = model_records(run.timeseries_id).get("gpushare") if run.timeseries_id else None
+    if not rec or not rec.get("node_gpus"):
+        return empty(SHARE_MAP_TITLE, "This run had GPU sharing off.")
+    milli = np.asarray(rec["node_gpu_milli"], dtype=np.float64)  # (nodes, width)
+    gpus = np.asarray(rec["node_gpus"], dtype=np.int64)
+    width = milli.shape[1] if milli.ndim == 2 else 0
+    z = np.where(np.arange(width)[None, :] < gpus[:, None], milli, np.nan).T
+    nodes = [f"node {i}" for i in range(len(gpus))]
+    figure = {
+        "data": [
+            {
+                "type": "heatmap",
+                "x": nodes,
+                "y": [f"GPU {g}" for g in range(width)],
+                "z": [[None if v != v else round(float(v), 1) for v in row] for row in z],
+                "zmin": 0,
+                "zmax": 1000,
+                "colorscale": "Blues",
+                "colorbar": {"title": {"text": "milli"}},
+                "hovertemplate": "%{x}, %{y}: %{z:.4g} milli on average<extra></extra>",
+            }
+        ],
+        "layout": layout(
+            SHARE_MAP_TITLE,
+            {"title": {"text": "Node"}, "type": "category", "showticklabels": len(gpus) <= 60},
+            {"title": {"text": "GPU"}, "type": "category", "automargin": True},
+            height=max(240, 80 + 24 * width),
+        ),
+    }
+    share = np.asarray(rec["node_share"], dtype=np.float64)
+    note = (
+        "Milli-GPU allocated on each GPU, averaged over the run (1000 = a whole GPU all the "
+        f"time; blank: no such GPU). No GPU ever held more than {rec.get('peak_milli', 0)} "
+        "milli."
+    )
+    if len(share):
+        note += f" Busiest node: node {int(np.argmax(share))} ({100 * share.max():.3g} %)."
+
+    def export() -> pd.DataFrame:
+        real = np.tile(np.arange(width), len(gpus)) < np.repeat(gpus, width)
+        return pd.DataFrame(
+            {
+                "node": np.repeat(np.arange(len(gpus)), width)[real],
+                "gpu": np.tile(np.arange(width), len(gpus))[real],
+                "mean_milli": milli.reshape(-1)[real],
+            }
+        )
+
+    return Chart(title=SHARE_MAP_TITLE, figure=figure, data=export, note=note)

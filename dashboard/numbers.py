@@ -31,6 +31,9 @@ COUNT_KEYS = frozenset(
         "spot_restarts",
         "spot_restarts_saved_by_notice",
         "spot_jobs_restarted",
+        "gpu_shared_jobs",
+        "gpu_share_peak_milli",
+        "gpu_share_rerates",
     }
 )
 

@@ -52,6 +52,13 @@ FAILURE_ROWS = (
 )
 #: Rows of runs with network contention on (``docs/network.md``), shown only when a run has them.
 NETWORK_ROWS = ("network_lost_job_hours", "uplink_utilisation_mean", "uplink_utilisation_max")
+#: Rows of runs with GPU sharing on (``docs/gpu-sharing.md``), shown only when a run has them.
+GPUSHARE_ROWS = (
+    "gpu_shared_jobs",
+    "gpu_allocated_share_mean",
+    "gpu_frag_rate_mean",
+    "gpu_share_peak_milli",
+)
 #: Rows of runs with stragglers on (``docs/failures.md``), shown only when a run has them.
 STRAGGLER_ROWS = ("slow_nodes", "jobs_slowed", "straggler_device_hours")
 #: Rows of runs with spot reclaims on (``docs/failures.md``), shown only when a run has them.
@@ -92,6 +99,10 @@ _UNITS = {
     "network_lost_job_hours": "job-h",
     "uplink_utilisation_mean": "%",
     "uplink_utilisation_max": "%",
+    "gpu_shared_jobs": "jobs",
+    "gpu_allocated_share_mean": "%",
+    "gpu_frag_rate_mean": "%",
+    "gpu_share_peak_milli": "milli",
     "slow_nodes": "count",
     "jobs_slowed": "jobs",
     "straggler_device_hours": "device-h",
@@ -130,6 +141,10 @@ _LABELS = {
     "network_lost_job_hours": "Time lost to network contention",
     "uplink_utilisation_mean": "Rack uplink utilisation (mean over racks)",
     "uplink_utilisation_max": "Rack uplink utilisation (busiest rack)",
+    "gpu_shared_jobs": "Jobs sharing a GPU",
+    "gpu_allocated_share_mean": "GPU milli allocated (time-averaged share)",
+    "gpu_frag_rate_mean": "GPU fragmentation rate (FGD, time-averaged)",
+    "gpu_share_peak_milli": "Most milli on one GPU",
     "slow_nodes": "Slow nodes",
     "jobs_slowed": "Jobs slowed by a slow node",
     "straggler_device_hours": "Device time lost to slow nodes",
@@ -161,6 +176,7 @@ def summary_rows(
     for extra, marker in (
         (FAILURE_ROWS, "node_failures"),
         (NETWORK_ROWS, "network_lost_job_hours"),
+        (GPUSHARE_ROWS, "gpu_shared_jobs"),
         (STRAGGLER_ROWS, "straggler_device_hours"),
         (SPOT_ROWS, "spot_reclaims"),
         (SPOT_COST_ROWS, "spot_device_hours"),

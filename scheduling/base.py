@@ -583,6 +583,10 @@ class Placement:
         The strategy draws from the ``rng`` that :meth:`reset` receives (a child of the run's
         seed). ``False`` (the default): it is deterministic, ties broken by node index (see
         :attr:`Policy.uses_seed`; the conformance battery checks the claim both ways).
+    shares_gpus : bool
+        The strategy places on single GPUs' milli (the FGD paper's placements): the engine
+        runs the GPU-sharing model (:mod:`clustersim.gpushare`) and hands it to
+        :meth:`bind_share`.
     """
 
     name: ClassVar[str] = ""
@@ -593,9 +597,15 @@ class Placement:
     largest_first_across_nodes: ClassVar[bool] = False
     uses_seed: ClassVar[bool] = False
     colocates: ClassVar[bool] = False
+    shares_gpus: ClassVar[bool] = False
 
     def reset(self, rng: np.random.Generator) -> None:
         """Called once before a run."""
+
+    def bind_share(self, model: Any) -> None:
+        """Called once before a run with the GPU-sharing model
+        (:class:`clustersim.gpushare.GpuShare`), or ``None`` when GPU sharing is off.
+        Strategies that count whole devices need not override it."""
 
     def bind_network(self, view: Any) -> None:
         """Called once before a run with the network model's live view

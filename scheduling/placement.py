@@ -294,3 +294,84 @@ class Yarn(Placement):
             counts,
         )
         return (nodes[:k].copy(), counts[:k].copy()) if k else None
+
+
+class _SharePlacement(Placement):
+    """A placement of the FGD paper, scored on single GPUs' milli (base of the six below).
+
+    In a run the engine turns on the GPU-sharing model (``shares_gpus``) and each start of a
+    job that fits one node is placed by the model's copy of the FGD study's scoring
+    (:meth:`clustersim.gpushare.GpuShare.choose`: the rules of ``docs/fgd-fidelity.md``, on
+    the candidate nodes of the type the policy chose, one job at a time); the GPU a share
+    goes to is the one the rule picks. A gang larger than any node (openb pods never are)
+    and calls outside a run (no model bound, whole devices only) fall back to
+    :class:`Consolidate`.
+    """
+
+    shares_gpus = True
+    code = -1
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+
+    def bind_share(self, model: Any) -> None:
+        self._model = model
+
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        if self._model is not None:
+            u = self._rng.random(2) if self.uses_seed else np.zeros(2)
+            got = self._model.choose(self.code, candidates, f, ndev, u)
+            if got is not None:
+                return got
+        return Consolidate().choose(cluster, free, candidates, f, ndev)
+
+
+class FGD(_SharePlacement):
+    """Fragmentation gradient descent (Weng et al., "Beware of Fragmentation", ATC'23, §4):
+    the node (and GPU) whose fragmentation, measured against the workload's typical jobs,
+    grows least."""
+
+    name = "fgd"
+    code = 0
+
+
+class BestFit(_SharePlacement):
+    """Best fit on CPU and total GPU milli left (the FGD paper's baseline, §6.1)."""
+
+    name = "best-fit"
+    code = 1
+
+
+class DotProduct(_SharePlacement):
+    """Tetris' dot product of free resources and request (the FGD paper's baseline)."""
+
+    name = "dot-product"
+    code = 2
+
+
+class GpuPacking(_SharePlacement):
+    """GPU packing: shares onto used GPUs, whole GPUs onto used nodes (FGD paper baseline)."""
+
+    name = "gpu-packing"
+    code = 3
+
+
+class GpuClustering(_SharePlacement):
+    """GPU clustering: jobs of one kind (share, k GPUs) together (FGD paper baseline)."""
+
+    name = "gpu-clustering"
+    code = 4
+
+
+class RandomFit(_SharePlacement):
+    """A uniformly drawn feasible node and GPU (seeded; the FGD paper's baseline)."""
+
+    name = "random-fit"
+    code = 5
+    uses_seed = True

@@ -37,9 +37,15 @@ from scheduling.gavel_packing import GavelGandiva
 from scheduling.las import LAS
 from scheduling.optimus import Optimus
 from scheduling.placement import (
+    FGD,
+    BestFit,
     CommAware,
     Consolidate,
+    DotProduct,
     FirstFit,
+    GpuClustering,
+    GpuPacking,
+    RandomFit,
     RandomPlacement,
     Spread,
     TopologyAware,
@@ -100,7 +106,21 @@ POLICIES: dict[str, type[Policy]] = {
 
 PLACEMENTS: dict[str, type[Placement]] = {
     cls.name: cls
-    for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn, CommAware)
+    for cls in (
+        Consolidate,
+        Spread,
+        RandomPlacement,
+        TopologyAware,
+        FirstFit,
+        Yarn,
+        CommAware,
+        FGD,
+        BestFit,
+        DotProduct,
+        GpuPacking,
+        GpuClustering,
+        RandomFit,
+    )
 }
 
 

@@ -256,8 +256,12 @@ def test_a_placement_depends_on_the_seed_exactly_when_it_says_so(name: str) -> N
 
 def test_the_random_placement_is_the_seeded_one_and_the_rest_are_not() -> None:
     # what the product promises (experiments collapse seeds on the others)
-    assert [n for n, cls in sorted(PLACEMENTS.items()) if cls.uses_seed] == ["random"]
+    assert [n for n, cls in sorted(PLACEMENTS.items()) if cls.uses_seed] == [
+        "random",
+        "random-fit",
+    ]
     assert seed_matters(POLICIES["fifo"], PLACEMENTS["random"])
+    assert seed_matters(POLICIES["fifo"], PLACEMENTS["random-fit"])
     assert not seed_matters(POLICIES["fifo"], PLACEMENTS["consolidate"])
     assert not seed_matters(POLICIES["fifo"])  # the default placement is consolidate
 
@@ -449,3 +453,51 @@ def test_policy_never_overcommits_cpu_or_memory(name: str) -> None:
         for i in order.tolist():
             use[ev_n[i]] += ev_a[i]
             assert use[ev_n[i]] <= cap[ev_n[i]] + 1e-9, (name, ev_t[i], ev_n[i])
+
+
+def _fractional_trace(seed: int, n: int = 40):  # type: ignore[no-untyped-def]
+    """Jobs of which about half ask for a share (0.1-0.9) of one GPU."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.uniform(0, 200, n)).round(1)
+    frac = np.where(rng.random(n) < 0.5, rng.integers(1, 10, n) / 10, 1.0)
+    gpus = np.where(frac < 1, 1, rng.choice([1, 1, 2, 4], n))
+    work = rng.uniform(1, 120, n).round(1)
+    return jobs(
+        list(zip(submit.tolist(), gpus.tolist(), work.tolist(), strict=True)),
+        priority=rng.integers(0, 3, n),
+        gpu_fraction=frac,
+        mem_gb=rng.uniform(1, 40, n).round(1),
+    )
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_on_fractional_devices_no_gpu_passes_1000_milli_nor_a_node_its_memory(
+    name: str,
+) -> None:
+    # GPU sharing on (the fgd placement turns it on): a policy either runs with it, never
+    # putting more than 1000 milli on a GPU nor more memory on a node than it has, or is
+    # refused with a clear error when it needs an engine feature sharing does not support
+    from clustersim.errors import SimulationError
+    from clustersim.gpushare import MILLI
+
+    cl = dataclasses.replace(
+        CLUSTERS["two-racks"], node_host_mem_gb=np.array([64.0, 64.0, 128.0, 128.0])
+    )
+    t = _fractional_trace(5)
+    pol = make_policy(name)
+    try:
+        r = simulate(t, cl, pol, make_placement("fgd"), rates=fixed_rates(t, cl), seed=3)
+    except SimulationError as exc:
+        assert "does not support" in str(exc), exc
+        return
+    rec = r.gpushare
+    assert rec is not None
+    assert rec.node_peak_milli.max() <= MILLI
+    assert (rec.allocated <= cl.total_devices * MILLI).all()
+    # memory: replay the stints; at every start the node's jobs' memory fits
+    st = r.stints
+    mem_dev = t.mem_gb / t.num_gpus
+    for k in range(len(st.job)):
+        n = st.node[k]
+        on = (st.node == n) & (st.start <= st.start[k]) & (st.end > st.start[k])
+        assert (mem_dev[st.job[on]] * st.devices[on]).sum() <= cl.node_mem[n] + 1e-6

@@ -506,3 +506,56 @@ def test_a_bad_field_is_reported_on_its_line(
     if err is not None:
         assert err.line == k + 1, str(err)
         assert err.field or "NUL" in err.message, str(err)
+
+
+def _openb_rows(tmp_path: Path, rows: list[str], extra: str = "") -> Path:
+    header = (FIXTURES / "openb_small.csv").read_text().splitlines()[0] + extra
+    path = tmp_path / "pods.csv"
+    path.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_openb_malformed_fractional_requests_are_dropped_and_counted(tmp_path: Path) -> None:
+    path = _openb_rows(
+        tmp_path,
+        [
+            "p1,1000,1024,1,500,,LS,Running,0,100,0",  # a share: kept
+            "p2,1000,1024,2,500,,LS,Running,0,100,0",  # half of each of two GPUs: malformed
+            "p3,1000,1024,2,1500,,LS,Running,0,100,0",  # above 1000 milli
+            "p4,1000,1024,1,-5,,LS,Running,0,100,0",  # negative
+            "p5,1000,1024,2,1000,,LS,Running,0,100,0",  # two whole GPUs: kept
+        ],
+    )
+    jobs, report = read_trace(path)
+    assert list(jobs.job_id) == ["p1", "p5"]
+    assert list(jobs.gpu_fraction) == [0.5, 1.0]
+    assert report.drop_reasons == {
+        "gpu_milli < 1000 with num_gpu > 1 (a share is of one GPU)": LineTally(1, [3]),
+        "gpu_milli outside [0, 1000]": LineTally(2, [4, 5]),
+    }
+
+
+def test_openb_mig_slices_become_shares_and_unknown_profiles_are_dropped(
+    tmp_path: Path,
+) -> None:
+    path = _openb_rows(
+        tmp_path,
+        [
+            "m1,1000,1024,1,1000,A100,LS,Running,0,100,0,3g.20gb",  # A100-40GB offers it
+            "m2,1000,1024,1,1000,H100,LS,Running,0,100,0,3g.20gb",  # H100 does not
+            "m3,1000,1024,1,1000,V100M32,LS,Running,0,100,0,1g.5gb",  # V100: no MIG
+            "m4,1000,1024,1,1000,,LS,Running,0,100,0,9g.99gb",  # no device has it
+            "m5,1000,1024,2,1000,A100,LS,Running,0,100,0,1g.10gb",  # a slice of two GPUs
+            "m6,1000,1024,1,1000,,LS,Running,0,100,0,1g.10gb",  # any device: A100-80GB has it
+            "m7,1000,1024,1,1000,,LS,Running,0,100,0,",  # no slice: a whole GPU
+        ],
+        extra=",mig_profile",
+    )
+    jobs, report = read_trace(path)
+    assert list(jobs.job_id) == ["m1", "m6", "m7"]
+    # 3 of 7 compute slices -> round(3000 / 7) = 429 milli; 1 of 7 -> 143 milli
+    assert list(jobs.gpu_fraction) == [0.429, 0.143, 1.0]
+    assert report.drop_reasons["MIG profile not offered by the pod's GPU"] == LineTally(
+        3, [3, 4, 5]
+    )
+    assert report.drop_reasons["MIG slice with num_gpu other than 1"] == LineTally(1, [6])

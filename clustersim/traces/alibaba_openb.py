@@ -26,11 +26,15 @@ Mapping to the job table
 - ``num_gpus``: ``num_gpu``. CPU-only pods (``num_gpu`` 0) are dropped;
 - ``gpu_fraction``: GPU-sharing pods (``num_gpu`` 1, ``0 < gpu_milli < 1000``, thousandths
   of a GPU; 2,573 of the 6,203 pods kept from the default list) are kept with ``gpu_fraction =
-  gpu_milli / 1000``, the share of a device they asked for, and counted in a warning: the
-  engine allocates whole devices (no GPU-sharing model yet), so each still holds one whole
-  device. Their run time is kept as measured (a shared GPU slowed them down, if anything).
-  Option ``sharing="drop"`` drops them instead (counted under their own reason), for a
-  study of the whole-GPU workload only. Every other pod has ``gpu_fraction`` 1;
+  gpu_milli / 1000``, the share of a device they asked for, and counted in a warning. With
+  GPU sharing on (:mod:`clustersim.gpushare`, docs/gpu-sharing.md) several share a device;
+  otherwise each holds one whole device. Their run time is kept as measured (a shared GPU
+  slowed them down, if anything). Option ``sharing="drop"`` drops them instead (counted
+  under their own reason), for a study of the whole-GPU workload only. A pod of an optional
+  ``mig_profile`` column (``3g.20gb``, …) asks for that MIG slice: ``gpu_fraction`` is its
+  compute slices over 7 (:data:`clustersim.gpushare.MIG_PROFILES`); a profile the pod's
+  ``gpu_spec`` device does not offer, or a slice with ``num_gpu`` other than 1, is dropped
+  with its reason. Every other pod has ``gpu_fraction`` 1;
 - ``gpu_type``: from ``gpu_spec`` (e.g. ``"V100M32|V100M16"``: any of those types). Names
   resolve through the catalog aliases (``V100M16`` → ``V100-SXM2-16GB``); names the catalog
   deliberately leaves unmapped (``G2``, ``G3``) are kept as written and reported. The job
@@ -67,7 +71,9 @@ Options
 
 Rows are dropped (each counted under the first reason that applies, in this order) when
 ``num_gpu`` is 0 (CPU-only), negative, not an integer or implausibly large, ``gpu_milli`` is
-outside [0, 1000], the pod shares a GPU and ``sharing="drop"``, the phase is not selected,
+outside [0, 1000], ``gpu_milli`` is below 1000 with ``num_gpu`` above 1 (a share is of one
+GPU), the MIG profile is not offered or is asked for more than one GPU, the pod shares a GPU
+and ``sharing="drop"``, the phase is not selected,
 the pod was never scheduled, ``creation_time`` is negative or not finite, or the pod's end is
 not after its ``scheduled_time``.
 """
@@ -204,6 +210,25 @@ class AlibabaOpenbReader(TraceReader):
             (f"num_gpu > {MAX_GPUS}", huge & ~fractional),
             ("gpu_milli outside [0, 1000]", bad_milli),
         ]
+        # a share spans one GPU: fewer than 1000 milli on each of several GPUs is malformed
+        checks.append(
+            (
+                "gpu_milli < 1000 with num_gpu > 1 (a share is of one GPU)",
+                (gpus > 1) & (milli > 0) & (milli < 1000),
+            )
+        )
+        # MIG slices (optional column mig_profile): a profile the pod's device does not offer
+        mig_names, mig = _encode(cols.get("mig_profile"), n)
+        mig_milli_of = np.array([_mig_milli(m) for m in mig_names], dtype=np.float64)
+        raw_spec_names, raw_spec = _encode(cols.get("gpu_spec"), n)
+        mig_ok = np.array(
+            [[_mig_offered(m, sp) for sp in raw_spec_names] for m in mig_names], dtype=bool
+        )
+        on_mig = (mig_milli_of[mig] > 0) | (np.array([bool(m) for m in mig_names])[mig])
+        checks.append(("MIG profile not offered by the pod's GPU", on_mig & ~mig_ok[mig, raw_spec]))
+        checks.append(("MIG slice with num_gpu other than 1", on_mig & (gpus != 1)))
+        shares = shares | (on_mig & (gpus == 1))
+        milli = np.where(on_mig & (gpus == 1), mig_milli_of[mig], milli)
         if sharing == "drop":
             checks.append((SHARING_DROPPED, shares))
         if phases is not None:
@@ -243,16 +268,16 @@ class AlibabaOpenbReader(TraceReader):
         if share.any():
             report.warn(
                 f"GPU-sharing pods (0 < gpu_milli < 1000, {kept_milli[share].sum() / 1000:.1f} "
-                "GPUs of demand in total): kept with gpu_fraction = gpu_milli / 1000, but each "
-                "holds one whole device (the engine has no GPU-sharing model yet); run times "
-                "kept as measured (option sharing='drop' drops them)",
+                "GPUs of demand in total, MIG slices included): kept with "
+                "gpu_fraction = gpu_milli / 1000; with GPU sharing on (a GPU-sharing placement "
+                "such as fgd) several share a device, otherwise each holds a whole device; run "
+                "times kept as measured (option sharing='drop' drops them)",
                 kl[share],
             )
-        report.warn("GPU pod with gpu_milli = 0: whole GPUs assumed", kl[kept_milli == 0])
-        report.warn(
-            "multi-GPU pod with gpu_milli other than 1000: whole GPUs assumed",
-            kl[(kept_gpus > 1) & (kept_milli != 1000) & (kept_milli != 0)],
-        )
+        kept_mig = on_mig[idx]
+        if kept_mig.any():
+            report.assume("MIG slice: gpu_fraction = compute slices / 7 (e.g. 3g.20gb: 3/7)")
+        report.warn("GPU pod with gpu_milli = 0: whole GPUs assumed", kl[(kept_milli == 0)])
 
         # Phases and times.
         counts = np.bincount(kept_phase, minlength=len(phase_names))
@@ -493,3 +518,40 @@ def _encode(values: pa.Array | None, n: int) -> tuple[list[str], npt.NDArray[np.
     enc = pc.dictionary_encode(trim(values))
     names = [str(x) for x in enc.dictionary.to_pylist()]
     return names, np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _mig_milli(profile: str) -> float:
+    """Milli-GPU of a MIG profile name (0 for an empty or unparsable name)."""
+    from clustersim.gpushare import mig_milli
+
+    try:
+        return float(mig_milli(profile)) if profile else 0.0
+    except ValueError:
+        return 0.0
+
+
+#: ``gpu_spec`` model names that stand for the MIG-capable devices of
+#: :data:`clustersim.gpushare.MIG_PROFILES` (case-insensitive).
+_MIG_ALIASES = {
+    "a100": ("A100-40GB", "A100-80GB"),
+    "a100-40gb": ("A100-40GB",),
+    "a100-80gb": ("A100-80GB",),
+    "h100": ("H100",),
+}
+
+
+def _mig_offered(profile: str, spec: str) -> bool:
+    """Whether every device the pod's ``gpu_spec`` allows offers MIG ``profile`` (no spec:
+    some MIG-capable device does). An empty profile is always offered."""
+    from clustersim.gpushare import MIG_PROFILES, mig_devices
+
+    if not profile:
+        return True
+    models = [m.strip().lower() for m in spec.split("|") if m.strip()]
+    if not models:
+        return bool(mig_devices(profile))
+    for m in models:
+        devices = _MIG_ALIASES.get(m, ())
+        if not devices or not any(profile in MIG_PROFILES[d] for d in devices):
+            return False
+    return True

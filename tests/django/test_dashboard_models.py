@@ -119,6 +119,7 @@ def test_a_run_without_the_models_shows_none_of_their_charts(web: Any, finished_
         assert f"/charts/runs/{finished_run.pk}/{name}/" not in page
         # asked for anyway, the chart says why it is empty
         assert "empty" in _chart(web, finished_run, name)
+    assert "GPU fragmentation rate" not in page
 
 
 def test_a_power_policy_run_shows_power_by_state(
@@ -188,3 +189,34 @@ def test_failure_rows_fall_back_to_pools_when_many_nodes_fail() -> None:
     ev = {"node": [0, 1, 0], "accel_type": ["V100", "K80", "V100"]}
     assert failure_rows(ev) == ["node 0 · V100", "node 1 · K80", "node 0 · V100"]
     assert failure_rows(ev, max_rows=1) == ["V100", "K80", "V100"]
+
+
+def test_a_gpu_sharing_run_shows_its_fragmentation_and_share_map(
+    web: Any, owner: Any, make_experiment: Any
+) -> None:
+    # the fgd placement turns GPU sharing on (clustersim.gpushare); the demo trace has no
+    # fractional jobs, so every GPU is held whole and the map's peak is 1000 milli
+    exp = make_experiment(owner, run=True, placement="fgd")
+    run = exp.runs.get()
+    assert run.state == RunState.SUCCEEDED, run.error
+    page = web.get(f"/runs/{run.pk}/").content.decode()
+    assert f"/charts/runs/{run.pk}/fragmentation/" in page
+    assert f"/charts/runs/{run.pk}/share-map/" in page
+    assert "GPU fragmentation rate (FGD, time-averaged)" in page
+    frag = _chart(web, run, "fragmentation")
+    rate, alloc = frag["figure"]["data"]
+    assert rate["name"] == "Fragmentation rate" and alloc["name"] == "Allocated GPU share"
+    assert all(0 <= y <= 100 for y in rate["y"] + alloc["y"])
+    assert "FGD paper" in frag["note"]
+    share = _chart(web, run, "share-map")
+    heat = share["figure"]["data"][0]
+    assert heat["type"] == "heatmap" and heat["zmax"] == 1000
+    assert all(v is None or 0 <= v <= 1000 for row in heat["z"] for v in row)
+
+
+def test_a_run_without_gpu_sharing_shows_no_sharing_chart(web: Any, finished_run: Any) -> None:
+    page = web.get(f"/runs/{finished_run.pk}/").content.decode()
+    for name in ("fragmentation", "share-map"):
+        assert f"/charts/runs/{finished_run.pk}/{name}/" not in page
+        assert "empty" in _chart(web, finished_run, name)
+    assert "GPU fragmentation rate" not in page

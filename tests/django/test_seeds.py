@@ -122,7 +122,10 @@ def test_the_form_says_seeds_only_matter_for_seeded_configurations(web: Client) 
     html = web.get("/experiments/new/").content.decode()
     assert "Seeds only matter for seeded configurations" in html
     # the carbon-aware policies draw their forecast errors from the seed (forecast_error > 0)
-    assert "placements: random; policies: carbon-wait, carbon-suspend, carbon-region" in html
+    assert (
+        "placements: random, random-fit; policies: carbon-wait, carbon-suspend, carbon-region"
+        in html
+    )
     assert "random (uses the seed)" in html
     assert "run once, with the first seed" in html
 
