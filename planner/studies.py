@@ -322,22 +322,25 @@ def _count_states(study: Study) -> list[tuple[str, int]]:
 
 
 def advance(study_id: int) -> str:
-    """One step of the study (module docstring); in eager mode, every step until it ends."""
+    """Steps of the study (module docstring) until one waits for evaluations: a phase change
+    goes straight on to the next phase's batch; in eager mode (tests) the evaluations ran
+    inline, so it goes on until the study ends."""
     for _ in range(10_000):
-        outcome, sent = _advance_once(study_id)
-        if not (_eager() and sent):
+        outcome, sent, moved = _advance_once(study_id)
+        if not (moved or (_eager() and sent)):
             return outcome
-    return "stopped"  # a bound on the eager loop, never reached by a finite study
+    return "stopped"  # a bound on the loop, never reached by a finite study
 
 
-def _advance_once(study_id: int) -> tuple[str, bool]:
+def _advance_once(study_id: int) -> tuple[str, bool, bool]:
+    """One step: ``(outcome, sent evaluations, moved to the next phase)``."""
     study = Study.objects.filter(pk=study_id).select_related("workload").first()
     if study is None:
-        return "gone", False
+        return "gone", False, False
     if study.state in (State.SUCCEEDED, State.FAILED, State.CANCELLED):
-        return study.state, False
+        return study.state, False, False
     if study.evaluations.filter(state__in=(EState.PENDING, EState.RUNNING)).exists():
-        return "waiting", False
+        return "waiting", False, False
     if study.state == State.QUEUED:
         Study.objects.filter(pk=study_id, state=State.QUEUED).update(
             state=State.RUNNING, started_at=timezone.now()
@@ -346,16 +349,17 @@ def _advance_once(study_id: int) -> tuple[str, bool]:
         todo, kind = _next(study)
     except (ClustersimError, ValueError) as exc:
         _fail(study_id, f"{type(exc).__name__}: {exc}")
-        return "failed", False
+        return "failed", False, False
     if todo is None:
-        return study.state, False
+        return study.state, False, False
     if not todo:  # the phase is over: go to the next one (the claim on round decides who)
-        return _next_phase(study), True
+        outcome = _next_phase(study)
+        return outcome, False, outcome not in ("raced", "failed", "succeeded")
     with transaction.atomic():
         if not Study.objects.filter(pk=study_id, round=study.round, state=State.RUNNING).update(
             round=study.round + 1
         ):
-            return "raced", False
+            return "raced", False, False
         start = study.evaluations.count()
         rows = [
             StudyEvaluation(study=study, kind=kind, index=start + i, counts=list(c), key=_key(c))
@@ -369,7 +373,7 @@ def _advance_once(study_id: int) -> tuple[str, bool]:
         )
     for pk in sorted(ids):
         _send_evaluation(pk)
-    return f"asked {len(ids)}", True
+    return f"asked {len(ids)}", True, False
 
 
 def _next(study: Study) -> tuple[list[tuple[int, ...]] | None, str]:

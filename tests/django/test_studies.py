@@ -295,3 +295,33 @@ def test_the_form_names_the_bad_field(web: Any, workload: Any) -> None:
     errors = r.context["form"].errors
     assert "types" in errors and "types[1]" in errors["types"][0]
     assert not Study.objects.exists()
+
+
+def test_one_advance_goes_on_through_a_phase_change(owner: Any, workload: Any) -> None:
+    """On real workers nothing but the last evaluation's advance follows a phase change: that
+    one call must move on and ask the next phase's batch (no waiting for the sweeper)."""
+    problem = studies.build_problem(
+        types=BODY["types"], policies=BODY["policies"], constraints=BODY["constraints"]
+    )
+    sent: list[int] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(studies, "_eager", lambda: False)
+        mp.setattr(studies, "send_advance", lambda pk: True)
+        mp.setattr(studies, "_send_evaluation", sent.append)
+        study = studies.create_study(owner, name="s", workload=workload, problem=problem, budget=3)
+        for _ in range(20):
+            studies.advance(study.pk)
+            study.refresh_from_db()
+            if study.state != Study.State.RUNNING:
+                break
+            pending = list(study.evaluations.filter(state="pending").values_list("pk", flat=True))
+            assert pending, f"advance left phase {study.phase} with nothing in flight"
+            for pk in pending:
+                assert studies.evaluate(pk, "w") == "stored"
+    assert study.state == Study.State.SUCCEEDED
+    assert study.evaluations.filter(kind="sensitivity").exists()
+    assert sorted(sent) == sorted(
+        study.evaluations.exclude(result__status__in=("empty", "static")).values_list(
+            "pk", flat=True
+        )
+    )
