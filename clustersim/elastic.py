@@ -37,9 +37,10 @@ Singularity's mechanism (Shukla et al., 2022; ``scheduling/singularity.py``,
 ``docs/singularity.md``): a job keeps its *world size* ``w`` (``num_gpus``: its data-parallel
 ranks) whatever devices it holds; on ``d = w / k`` devices each device time-slices ``k`` of
 its ranks. A policy that declares ``splice_overhead`` (:attr:`scheduling.base.Policy.
-splice_overhead`) has :func:`clustersim.engine.simulate` pass the run's jobs and rates through
-:func:`splice`, the one hook: rigid jobs may then run on fewer devices than ``num_gpus`` (their
-``min_gpus`` becomes 1; the policy keeps to divisors of ``w``), and the engine rates a job on
+splicing`) has :func:`clustersim.engine.simulate` pass the run's jobs and rates through
+:func:`splice`, the one hook: jobs may then run on fewer devices than ``num_gpus`` (their
+``min_gpus`` becomes their smallest count: a divisor of ``w`` with ``k <= max_splice``; the
+policy keeps to such divisors), and the engine rates a job on
 ``d < w`` devices at ``d / w`` of the rate of ``w`` devices behind the slowest link of the
 placement it holds, times ``1 − splice_overhead``. Nothing else in the engine changes.
 
@@ -286,27 +287,63 @@ class SplicedRates(JobRates):
         return base * share
 
 
-def splice(jobs: JobTable, rates: JobRates, overhead: float) -> tuple[JobTable, SplicedRates]:
-    """The run's jobs and rates under replica splicing (module doc): rigid jobs (``min_gpus
-    == num_gpus == max_gpus``) get ``min_gpus = 1`` (every job is elastic by splicing; the
-    policy keeps to divisors of ``num_gpus``), others keep their bounds; the rates become
-    :class:`SplicedRates` with ``overhead`` (a fraction in ``[0, 1)``).
+@dataclass(frozen=True)
+class SpliceConfig:
+    """What a splicing policy tells the engine (:attr:`scheduling.base.Policy.splicing`).
+
+    Attributes
+    ----------
+    overhead
+        Throughput lost by a time-sliced job, a fraction in ``[0, 1)``.
+    max_splice
+        Most ranks one device time-slices (``k``), at least 1.
+    """
+
+    overhead: float = 0.03
+    max_splice: int = 4
+
+
+def splice_bounds(jobs: JobTable, max_splice: int) -> IntArray:
+    """(n,) int64: each job's smallest count under splicing (:func:`splice_counts`), from 1
+    for rigid jobs (``min_gpus == num_gpus == max_gpus``: every job is elastic by splicing)
+    and from ``min_gpus`` for the others (a trace's or rule's bound is kept)."""
+    w = np.asarray(jobs.num_gpus, dtype=np.int64)
+    rigid = (jobs.min_gpus == w) & (jobs.max_gpus == w)
+    bound = np.where(rigid, 1, np.minimum(jobs.min_gpus, w)).astype(np.int64)
+    out = w.copy()
+    if not len(w):
+        return out
+    pairs, inv = np.unique(np.stack([w, bound]), axis=1, return_inverse=True)
+    small = np.array(
+        [splice_counts(int(a), int(b), max_splice)[0] for a, b in pairs.T.tolist()],
+        dtype=np.int64,
+    )
+    return small[inv.ravel()]
+
+
+def splice(jobs: JobTable, rates: JobRates, config: SpliceConfig) -> tuple[JobTable, SplicedRates]:
+    """The run's jobs and rates under replica splicing (module doc): each job's ``min_gpus``
+    becomes its smallest count (:func:`splice_bounds`; so the engine drops as too large only
+    the jobs that cannot run even spliced), ``max_gpus`` stays (the policy never goes past
+    the world size); the rates become :class:`SplicedRates` with ``config.overhead``.
 
     Raises
     ------
     ClustersimError
-        When ``overhead`` is not in ``[0, 1)``.
+        When ``config.overhead`` is not in ``[0, 1)`` or ``config.max_splice`` is below 1.
     """
-    if not 0.0 <= overhead < 1.0:
-        raise ClustersimError(f"splice_overhead: must be in [0, 1), not {overhead!r}")
-    rigid = (jobs.min_gpus == jobs.num_gpus) & (jobs.max_gpus == jobs.num_gpus)
-    if rigid.any():
-        jobs = jobs.replace(min_gpus=np.where(rigid, 1, jobs.min_gpus).astype(np.int64))
+    if not 0.0 <= config.overhead < 1.0:
+        raise ClustersimError(f"splice_overhead: must be in [0, 1), not {config.overhead!r}")
+    if config.max_splice < 1:
+        raise ClustersimError(f"max_splice: must be at least 1, not {config.max_splice!r}")
+    lo = splice_bounds(jobs, config.max_splice)
+    if len(jobs) and (lo != jobs.min_gpus).any():
+        jobs = jobs.replace(min_gpus=lo)
     values = {f.name: getattr(rates, f.name) for f in fields(rates)}
     out = SplicedRates(**values)
     object.__setattr__(out, "inner", rates)
     object.__setattr__(out, "world", np.asarray(jobs.num_gpus, dtype=np.int64))
-    object.__setattr__(out, "overhead", float(overhead))
+    object.__setattr__(out, "overhead", float(config.overhead))
     return jobs, out
 
 

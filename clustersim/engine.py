@@ -1586,8 +1586,8 @@ def simulate(
     placement = placement or Consolidate()
     if rates is None:
         rates = (perf or PerformanceModel()).prepare(jobs, cluster)
-    if policy.splice_overhead is not None:  # replica splicing: clustersim.elastic.splice
-        jobs, rates = splice(jobs, rates, policy.splice_overhead)
+    if policy.splicing is not None:  # replica splicing: clustersim.elastic.splice
+        jobs, rates = splice(jobs, rates, policy.splicing)
     choose(len(jobs), force=policy.compiled_kernels)
     policy_ss, place_ss = np.random.SeedSequence(opt.seed).spawn(2)
     policy.reset(np.random.default_rng(policy_ss))

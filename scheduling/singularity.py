@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 
-from clustersim.elastic import splice_counts
+from clustersim.elastic import SpliceConfig, splice_bounds, splice_counts
 from scheduling.base import EMPTY, Decision, IntArray, Policy, State
 from scheduling.params import NON_NEGATIVE, POSITIVE, Range
+
+if TYPE_CHECKING:
+    from clustersim.jobs import JobTable
 
 
 class Singularity(Policy):
@@ -76,17 +79,25 @@ class Singularity(Policy):
         self.interval_s = interval_s
         self.restore_s = restore_s
         self._counts: dict[tuple[int, int], IntArray] = {}
+        self._lo_of: JobTable | None = None
+        self._lo_all: IntArray = EMPTY
 
     @property
     def resume_s(self) -> float | None:  # type: ignore[override]
         """Delay of every resume and resize: ``restore_s`` (``None``: the model's)."""
         return self.restore_s
 
+    @property
+    def splicing(self) -> SpliceConfig:  # type: ignore[override]
+        """What the engine needs for splicing (:func:`clustersim.elastic.splice`)."""
+        return SpliceConfig(overhead=self.splice_overhead, max_splice=self.max_splice)
+
     def reset(self, rng: np.random.Generator) -> None:
         self._counts = {}
+        self._lo_of, self._lo_all = None, EMPTY
 
     def counts(self, world: int, lo: int) -> IntArray:
-        """Allowed positive counts of a job (rule 1), ascending; memoised per (w, bound)."""
+        """Allowed positive counts of a job (rule 1) from ``lo`` up, ascending; memoised."""
         key = (world, lo)
         c = self._counts.get(key)
         if c is None:
@@ -94,26 +105,17 @@ class Singularity(Policy):
             self._counts[key] = c
         return c
 
-    def bounds(self, state: State, a: IntArray) -> IntArray:
-        """(k,) int64: the smallest count ``lo`` of each job of ``a`` (rule 1)."""
-        jobs = state.jobs
-        w = jobs.num_gpus[a]
-        bound = np.where(
-            (jobs.min_gpus[a] == w) & (jobs.max_gpus[a] == w), 1, np.minimum(jobs.min_gpus[a], w)
-        )
-        lo = np.empty(len(a), dtype=np.int64)
-        pairs, inv = np.unique(np.stack([w, bound]), axis=1, return_inverse=True)
-        for i in range(pairs.shape[1]):
-            lo[inv.ravel() == i] = self.counts(int(pairs[0, i]), int(pairs[1, i]))[0]
-        return lo
-
     def schedule(self, state: State) -> Decision:
         wake = state.now + self.interval_s
         a = state.active
         if not len(a):
             return Decision(run=EMPTY, wake_at=wake)
         jobs = state.jobs
-        lo = self.bounds(state, a)
+        # each job's smallest count (rule 1), once per job table: the engine's table holds
+        # them already as min_gpus (clustersim.elastic.splice); a view without it gets the same
+        if self._lo_of is not jobs:
+            self._lo_of, self._lo_all = jobs, splice_bounds(jobs, self.max_splice)
+        lo = self._lo_all[a]
         fits = state.capacity[None, :] >= lo[:, None]
         best = np.argmax(np.where(fits, state.rate[a], -1.0), axis=1)
         home = np.where(state.running[a], state.alloc_type[a], best)
@@ -122,12 +124,9 @@ class Singularity(Policy):
         if not len(a):
             return Decision(run=EMPTY, wake_at=wake)
         w = jobs.num_gpus[a].astype(np.int64)
-        bound = np.where(
-            (jobs.min_gpus[a] == w) & (jobs.max_gpus[a] == w), 1, np.minimum(jobs.min_gpus[a], w)
-        )
         tier = jobs.priority[a] if self.tiers else np.zeros(len(a), dtype=np.int64)
         order = np.lexsort((a, -tier))  # tier high first, then submit order
-        a, lo, home, w, bound, tier = (x[order] for x in (a, lo, home, w, bound, tier))
+        a, lo, home, w, tier = (x[order] for x in (a, lo, home, w, tier))
         left = state.capacity.astype(np.int64).copy()
         got = np.zeros(len(a), dtype=np.int64)
         cuts = np.flatnonzero(np.diff(tier)) + 1
@@ -138,19 +137,19 @@ class Singularity(Policy):
                 got[idx[take]] = lo[idx[take]]
                 grow = idx[take & (lo[idx] < w[idx])]
                 if len(grow) and left[t] > 0:
-                    left[t] = self.grow(got, grow, w, bound, int(left[t]))
+                    left[t] = self.grow(got, grow, w, lo, int(left[t]))
         run = got > 0
         keep = run & state.running[a]
         sel = np.concatenate([np.flatnonzero(keep), np.flatnonzero(run & ~keep)])
         return Decision(run=a[sel], ndev=got[sel], types=home[sel].astype(np.int64), wake_at=wake)
 
-    def grow(self, got: IntArray, idx: IntArray, w: IntArray, bound: IntArray, left: int) -> int:
+    def grow(self, got: IntArray, idx: IntArray, w: IntArray, lo: IntArray, left: int) -> int:
         """Rule 4: jobs ``idx`` (positions, in order) grow in ``got`` in place to the largest
         allowed count within ``got + left``; returns the devices left."""
         for i in idx.tolist():
             if left <= 0:
                 break
-            c = self.counts(int(w[i]), int(bound[i]))
+            c = self.counts(int(w[i]), int(lo[i]))
             g = int(got[i])
             k = int(np.searchsorted(c, g + left, side="right")) - 1
             new = int(c[k])

@@ -50,7 +50,7 @@ class Recorder(Policy):
         self.service_marks = inner.service_marks
         self.colocates = inner.colocates  # type: ignore[misc]
         self.power = inner.power  # the power model, for the policies that use it
-        self.splice_overhead = inner.splice_overhead  # replica splicing (singularity)
+        self.splicing = inner.splicing  # replica splicing (singularity)
         self.calls = 0
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -123,8 +123,8 @@ def test_policy_runs_every_job_once_within_capacity(name: str, cl_name: str) -> 
     # work done equals work asked (rates do not depend on gang size here, but for a
     # splicing policy's time-sliced jobs: d / w of it, times 1 - overhead)
     speed = np.linspace(1, 2, cl.n_types)
-    if pol.splice_overhead is not None:
-        work = _spliced_work_done(r, speed, pol.splice_overhead)
+    if pol.splicing is not None:
+        work = _spliced_work_done(r, speed, pol.splicing.overhead)
     else:
         work = _work_done(r, speed)
     np.testing.assert_allclose(work[done], t.work[done], rtol=1e-9)
