@@ -26,7 +26,9 @@ a run.
 Section ``advisor`` (:mod:`bench.advisor`): a capacity study over three types on a 10,000-job
 Philly window with 100 evaluations on a two-process worker, against a coarse grid's optimum.
 
-``python -m bench [sim|gavel|...|models|aux|advisor ...]`` runs some sections only.
+Section ``singularity`` (:mod:`bench.singularity`): ``singularity`` on full Philly (issue 15).
+
+``python -m bench [sim|gavel|...|models|aux|advisor|singularity ...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -321,6 +323,15 @@ def bench_advisor() -> None:
 
 
 SECTIONS["advisor"] = bench_advisor
+
+
+def bench_singularity() -> None:
+    from bench.singularity import bench_singularity as run
+
+    run()
+
+
+SECTIONS["singularity"] = bench_singularity
 
 
 def main(argv: list[str]) -> int:

@@ -54,6 +54,21 @@ class Singularity(Policy):
     splicing; spliced ranks' all-reduce is rated as ``w`` devices' over the placement's
     link; migration for defragmentation, cross-region placement and the paper's
     checkpoint-size numbers are not modelled.
+
+    Parameters
+    ----------
+    splice_overhead
+        Throughput a time-sliced job loses, a fraction in [0, 1) (default 0.03: the paper
+        reports steady-state overheads of at most about 3 %).
+    max_splice
+        Most ranks one device time-slices, k (default 4; 1: no splicing, only preemption).
+    tiers
+        Take the job table's priority as the SLA tier (larger first); off: one tier.
+    interval_s
+        Re-decide at least this often, s, besides at arrivals and completions.
+    restore_s
+        Delay of every resume and resize, s; empty: the performance model's
+        checkpoint/restore delay.
     """
 
     name = "singularity"
