@@ -41,7 +41,7 @@ class Singularity(Policy):
     A job's *home* type is the type it runs on, else its fastest type with at least ``lo``
     devices. The engine rates a job on ``d < w`` devices at ``d / w`` of its ``w``-device rate
     on that placement times ``1 − splice_overhead``, and lets rigid jobs shrink
-    (:func:`clustersim.elastic.splice`, through :attr:`splice_overhead`). Each change of a
+    (:func:`clustersim.elastic.splice`, through :attr:`splicing`). Each change of a
     running job's count is a resize and each stop a preemption; both pay the checkpoint/
     restore delay (``restore_s``, else the performance model's: 10 s plus the checkpoint at
     0.05 GB/s, 30 s for jobs of unknown model).
