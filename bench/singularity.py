@@ -2,11 +2,12 @@
 
 The full Philly trace (82,247 jobs, read as :mod:`bench.workers` reads it) on the ``philly``
 preset (560 P100), consolidate placement, default restore delays, under ``singularity`` with
-its defaults (splice overhead 0.03, ``max_splice`` 4, tiers from the trace's priorities) and
-with ``max_splice`` 1 (no splicing: preemptive tiers only). Each run is its own spawned
-process; CPU seconds (``time.process_time``) from the performance model's preparation to the
-result (numba loaded before the clock), peak memory its own (``VmHWM``). Target: ≤
-:data:`TARGET_CPU_S` CPU seconds.
+its defaults (splice overhead 0.03, ``max_splice`` 4, tiers from the trace's priorities); for
+comparison (no target) with ``max_splice`` 1 (no splicing: preemptive tiers only) and the
+default on the first 2,000 jobs. Each run is its own spawned process; CPU seconds
+(``time.process_time``) from the performance model's preparation to the result (numba loaded
+before the clock), peak memory its own (``VmHWM``). Target: the default on the full trace
+≤ :data:`TARGET_CPU_S` CPU seconds.
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ def bench_singularity() -> None:
     print("## singularity on the Philly trace, `philly` preset (560 P100), one process each")
     print(f"target: full trace ≤ {TARGET_CPU_S:g} CPU s; finish-time hash: sha1, 16 hex\n")
     rows = [_in_process(singularity_run, row) for row in ROWS]
-    for r in rows:
-        r["met"] = "" if r["jobs"] < 82_247 else ("yes" if r["cpu_s"] <= TARGET_CPU_S else "NO")
+    for r, (_, params, n) in zip(rows, ROWS, strict=True):
+        # the target is the default policy's on the full trace; the rest are for comparison
+        headline = n is None and not params
+        r["met"] = ("yes" if r["cpu_s"] <= TARGET_CPU_S else "NO") if headline else ""
     cols = [
         ("label", "label                    ", ""),
         ("jobs", "  jobs", ","),
