@@ -27,10 +27,11 @@ class Singularity(Policy):
        ``w`` (the world size is preserved; a larger ``max_gpus`` is not used). Its smallest
        count is ``lo``.
     2. **Tiers.** Jobs are taken tier by tier, highest first: the job table's ``priority``
-       (larger = higher; e.g. 2 premium, 1 standard, 0 basic, the paper's three SLA tiers)
-       when ``tiers`` is on, else one tier. Within a tier, submit order. A tier gets only the
-       devices the higher tiers left: so a lower-tier job is shrunk first and preempted
-       (0 devices) only when even its ``lo`` no longer fits.
+       (larger = higher; e.g. 2 premium, 1 standard, 0 basic: the SLA tiers as we read the
+       paper, docs/singularity.md) when ``tiers`` is on, else one tier. Within a tier,
+       submit order. A tier gets only the devices the higher tiers left: so a lower-tier
+       job is shrunk first and preempted (0 devices) only when even its ``lo`` no longer
+       fits.
     3. **Admit small** (within a tier): each job in order gets its ``lo`` devices on its
        home type if they are free, else waits (later, smaller jobs may still start).
     4. **Grow back** (work-conserving, within a tier): each admitted job in order grows to the
@@ -40,11 +41,11 @@ class Singularity(Policy):
 
     A job's *home* type is the type it runs on, else its fastest type with at least ``lo``
     devices. The engine rates a job on ``d < w`` devices at ``d / w`` of its ``w``-device rate
-    on that placement times ``1 − splice_overhead``, and lets rigid jobs shrink
-    (:func:`clustersim.elastic.splice`, through :attr:`splicing`). Each change of a
-    running job's count is a resize and each stop a preemption; both pay the checkpoint/
-    restore delay (``restore_s``, else the performance model's: 10 s plus the checkpoint at
-    0.05 GB/s, 30 s for jobs of unknown model).
+    on that placement times ``1 − splice_overhead``, and lets jobs shrink (``min_gpus``
+    becomes each job's ``lo``: :func:`clustersim.elastic.splice`, through :attr:`splicing`).
+    Each change of a running job's count is a resize and each stop a preemption; both pay
+    the checkpoint/restore delay (``restore_s``, else the performance model's: 10 s plus the
+    checkpoint at 0.05 GB/s, 30 s for jobs of unknown model).
 
     There is no public reference simulator of Singularity (nor public scheduler code): the
     rules above are our reading of the paper; where we simplify (docs/singularity.md): the
@@ -58,8 +59,8 @@ class Singularity(Policy):
     Parameters
     ----------
     splice_overhead
-        Throughput a time-sliced job loses, a fraction in [0, 1) (default 0.03: the paper
-        reports steady-state overheads of at most about 3 %).
+        Throughput a time-sliced job loses, a fraction in [0, 1) (default 0.03: summaries
+        of the paper give a steady-state overhead below about 3 %).
     max_splice
         Most ranks one device time-slices, k (default 4; 1: no splicing, only preemption).
     tiers
