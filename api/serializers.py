@@ -1071,8 +1071,9 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         help_text="Let the rigid jobs of every run shrink and grow: `LO-HI`, each side `xF` (F"
         " times the job's num_gpus) or a device count, e.g. `x0.5-x2` (half to twice),"
         " `1-x1` (only shrink), `x1-64` (only grow); jobs a workload already made elastic"
-        " keep their bounds. Only elastic policies (afs, optimus) resize jobs"
-        " (docs/elastic.md). Blank or `none`: as the workloads say.",
+        " keep their bounds. Only elastic policies (afs, optimus, pollux) resize jobs"
+        " (docs/elastic.md; singularity resizes any job by splicing, docs/singularity.md)."
+        " Blank or `none`: as the workloads say.",
     )
     aux_demand = serializers.CharField(
         required=False,

@@ -29,7 +29,10 @@ a run.
 Section ``advisor`` (:mod:`bench.advisor`): a capacity study over three types on a 10,000-job
 Philly window with 100 evaluations on a two-process worker, against a coarse grid's optimum.
 
-``python -m bench [sim|gavel|...|models|aux|advisor|gpushare ...]`` runs some sections only.
+Section ``singularity`` (:mod:`bench.singularity`): ``singularity`` on full Philly (issue 15).
+
+``python -m bench [sim|gavel|...|models|aux|advisor|gpushare|singularity ...]`` runs some
+sections only.
 """
 
 from __future__ import annotations
@@ -334,6 +337,15 @@ def bench_gpushare() -> None:
 
 
 SECTIONS["gpushare"] = bench_gpushare
+
+
+def bench_singularity() -> None:
+    from bench.singularity import bench_singularity as run
+
+    run()
+
+
+SECTIONS["singularity"] = bench_singularity
 
 
 def main(argv: list[str]) -> int:

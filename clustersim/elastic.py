@@ -31,6 +31,19 @@ few nodes as that type's nodes allow (one device: no communication; up to the la
 of the type: its intra-node link; more: the type's NIC), evaluated by the performance model.
 A view without a performance model scales the full-gang rate linearly.
 
+Replica splicing (:func:`splice`, :class:`SplicedRates`)
+---------------------------------------------------------
+Singularity's mechanism (Shukla et al., 2022; ``scheduling/singularity.py``,
+``docs/singularity.md``): a job keeps its *world size* ``w`` (``num_gpus``: its data-parallel
+ranks) whatever devices it holds; on ``d = w / k`` devices each device time-slices ``k`` of
+its ranks. A policy that declares ``splice_overhead`` (:attr:`scheduling.base.Policy.
+splicing`) has :func:`clustersim.engine.simulate` pass the run's jobs and rates through
+:func:`splice`, the one hook: jobs may then run on fewer devices than ``num_gpus`` (their
+``min_gpus`` becomes their smallest count: a divisor of ``w`` with ``k <= max_splice``; the
+policy keeps to such divisors), and the engine rates a job on
+``d < w`` devices at ``d / w`` of the rate of ``w`` devices behind the slowest link of the
+placement it holds, times ``1 − splice_overhead``. Nothing else in the engine changes.
+
 Resizes (:func:`snapshot_sizes`, :func:`count_resizes`)
 -------------------------------------------------------
 The engine applies a preemptive decision by suspending every running job that does not keep
@@ -45,18 +58,18 @@ before.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from clustersim.errors import ClustersimError
+from clustersim.perf import JobRates
 
 if TYPE_CHECKING:
     from clustersim.cluster import Cluster
     from clustersim.jobs import JobTable
-    from clustersim.perf import JobRates
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -240,6 +253,108 @@ class Scaling:
             vals = self._flat[self._off[idx][pos] + n - 1]
             out[pos, n] = np.where(ok[pos], vals, 0.0)
         return out
+
+
+class SplicedRates(JobRates):
+    """The rates of a run with replica splicing (module doc): a job of world size ``w``
+    (``num_gpus``) on ``d < w`` devices runs at ``d / w`` of what ``inner`` gives ``w``
+    devices behind the same slowest link, times ``1 − overhead``; on ``d >= w`` devices as
+    ``inner`` says. Built by :func:`splice`; the wrapped rates are left as they are.
+
+    The ``w``-device rate over the placement's link keeps the performance model's placement
+    effect (a spliced job spread over nodes is slower than one on a node); one device has no
+    link (``inf``), so a job on one device runs at ``1 / w`` of its compute-only rate.
+    """
+
+    inner: JobRates
+    world: IntArray
+    overhead: float
+
+    def placement_rate(
+        self, jobs: IntArray, types: IntArray, ndev: IntArray, link_gbs: FloatArray
+    ) -> FloatArray:
+        j = np.asarray(jobs, dtype=np.int64)
+        n = np.asarray(ndev, dtype=np.int64)
+        w = self.world[j]
+        sliced = n < w
+        base = np.asarray(
+            self.inner.placement_rate(j, types, np.where(sliced, w, n), link_gbs),
+            dtype=np.float64,
+        )
+        if not sliced.any():
+            return base
+        share = np.where(sliced, n / np.maximum(w, 1) * (1.0 - self.overhead), 1.0)
+        return base * share
+
+
+@dataclass(frozen=True)
+class SpliceConfig:
+    """What a splicing policy tells the engine (:attr:`scheduling.base.Policy.splicing`).
+
+    Attributes
+    ----------
+    overhead
+        Throughput lost by a time-sliced job, a fraction in ``[0, 1)``.
+    max_splice
+        Most ranks one device time-slices (``k``), at least 1.
+    """
+
+    overhead: float = 0.03
+    max_splice: int = 4
+
+
+def splice_bounds(jobs: JobTable, max_splice: int) -> IntArray:
+    """(n,) int64: each job's smallest count under splicing (:func:`splice_counts`), from 1
+    for rigid jobs (``min_gpus == num_gpus == max_gpus``: every job is elastic by splicing)
+    and from ``min_gpus`` for the others (a trace's or rule's bound is kept)."""
+    w = np.asarray(jobs.num_gpus, dtype=np.int64)
+    rigid = (jobs.min_gpus == w) & (jobs.max_gpus == w)
+    bound = np.where(rigid, 1, np.minimum(jobs.min_gpus, w)).astype(np.int64)
+    out = w.copy()
+    if not len(w):
+        return out
+    pairs, inv = np.unique(np.stack([w, bound]), axis=1, return_inverse=True)
+    small = np.array(
+        [splice_counts(int(a), int(b), max_splice)[0] for a, b in pairs.T.tolist()],
+        dtype=np.int64,
+    )
+    return small[inv.ravel()]
+
+
+def splice(jobs: JobTable, rates: JobRates, config: SpliceConfig) -> tuple[JobTable, SplicedRates]:
+    """The run's jobs and rates under replica splicing (module doc): each job's ``min_gpus``
+    becomes its smallest count (:func:`splice_bounds`; so the engine drops as too large only
+    the jobs that cannot run even spliced), ``max_gpus`` stays (the policy never goes past
+    the world size); the rates become :class:`SplicedRates` with ``config.overhead``.
+
+    Raises
+    ------
+    ClustersimError
+        When ``config.overhead`` is not in ``[0, 1)`` or ``config.max_splice`` is below 1.
+    """
+    if not 0.0 <= config.overhead < 1.0:
+        raise ClustersimError(f"splice_overhead: must be in [0, 1), not {config.overhead!r}")
+    if config.max_splice < 1:
+        raise ClustersimError(f"max_splice: must be at least 1, not {config.max_splice!r}")
+    lo = splice_bounds(jobs, config.max_splice)
+    if len(jobs) and (lo != jobs.min_gpus).any():
+        jobs = jobs.replace(min_gpus=lo)
+    values = {f.name: getattr(rates, f.name) for f in fields(rates)}
+    out = SplicedRates(**values)
+    object.__setattr__(out, "inner", rates)
+    object.__setattr__(out, "world", np.asarray(jobs.num_gpus, dtype=np.int64))
+    object.__setattr__(out, "overhead", float(config.overhead))
+    return jobs, out
+
+
+def splice_counts(world: int, lo: int, max_splice: int) -> IntArray:
+    """The device counts a job of world size ``world`` may run on under splicing, ascending:
+    the divisors ``d`` of ``world`` with ``d >= lo`` and ``world / d <= max_splice`` (``world``
+    itself always; (c,) int64)."""
+    d = np.arange(1, world + 1, dtype=np.int64)
+    ok = (world % d == 0) & (d >= lo) & (world // d <= max_splice)
+    ok[-1] = True
+    return d[ok]
 
 
 def snapshot_sizes(

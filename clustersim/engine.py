@@ -38,7 +38,7 @@ from clustersim import kernels
 from clustersim.carbon import DEFAULT_START
 from clustersim.cluster import Cluster
 from clustersim.colocation import CoLocator, PairFactors
-from clustersim.elastic import count_resizes, snapshot_sizes
+from clustersim.elastic import count_resizes, snapshot_sizes, splice
 from clustersim.errors import SimulationError
 from clustersim.failures import FailureOptions, NodeFailures
 from clustersim.failures import check_engine as check_failures
@@ -1635,6 +1635,8 @@ def simulate(
     placement = placement or Consolidate()
     if rates is None:
         rates = (perf or PerformanceModel()).prepare(jobs, cluster)
+    if policy.splicing is not None:  # replica splicing: clustersim.elastic.splice
+        jobs, rates = splice(jobs, rates, policy.splicing)
     choose(len(jobs), force=policy.compiled_kernels)
     policy_ss, place_ss = np.random.SeedSequence(opt.seed).spawn(2)
     policy.reset(np.random.default_rng(policy_ss))

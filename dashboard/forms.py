@@ -125,7 +125,8 @@ class ExperimentForm(forms.Form):
         label="Elastic jobs",
         help_text="Let rigid jobs shrink and grow: LO-HI, each side xF (F times the job's"
         " devices) or a device count, e.g. x0.5-x2 (half to twice), 1-x1 (only shrink)."
-        " Only the elastic policies (afs, optimus) resize jobs. Blank: as the workloads say.",
+        " Only the elastic policies (afs, optimus, pollux) resize jobs (singularity resizes"
+        " any job by splicing). Blank: as the workloads say.",
     )
     aux_demand = forms.CharField(
         required=False,
@@ -492,6 +493,7 @@ POLICY_FAMILIES = {
     "comm_wait": "Network-aware",
     "afs": "Elastic",
     "optimus": "Elastic",
+    "singularity": "Elastic",
     "drf": "Multi-resource",
 }
 BASELINES = "Baselines"

@@ -483,8 +483,9 @@ def device_count(run: Run) -> Chart:
         return empty(
             DEVICES_TITLE,
             "No job changed its device count in this run: only the elastic policies (afs,"
-            " optimus) resize jobs, and only jobs with bounds (the experiment's elastic rule,"
-            " e.g. x0.5-x2, or min_gpus/max_gpus columns in the workload).",
+            " optimus, pollux) resize jobs, and only jobs with bounds (the experiment's elastic"
+            " rule, e.g. x0.5-x2, or min_gpus/max_gpus columns in the workload); singularity"
+            " resizes any job by splicing.",
         )
     shown = every[:MAX_DEVICE_JOBS]
     ids = parquet_columns(run.per_job_id, ["job_id"])["job_id"].astype(str).to_numpy()

@@ -31,7 +31,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from clustersim.cluster import Cluster
     from clustersim.colocation import PairFactors
-    from clustersim.elastic import Scaling
+    from clustersim.elastic import Scaling, SpliceConfig
     from clustersim.jobs import JobTable
     from clustersim.perf import JobRates
     from clustersim.power import PowerConfig, PowerView
@@ -490,6 +490,13 @@ class Policy:
         then re-rates every running job of a profiled model to its goodput (throughput ×
         statistical efficiency at its progress, best batch size) after each decision.
         ``False`` (the default): rates come from the performance model only.
+    splicing : SpliceConfig or None
+        The policy splices replicas (Singularity's time-slicing, :mod:`clustersim.elastic`):
+        :func:`clustersim.engine.simulate` then passes the run's jobs and rates through
+        :func:`clustersim.elastic.splice`, so a job may run on a divisor ``d`` of its world
+        size ``w = num_gpus`` with ``w / d <= max_splice`` (``min_gpus`` becomes the smallest),
+        at ``d / w`` of its ``w``-device rate on that placement times ``1 − overhead``.
+        ``None`` (the default): no splicing.
     steers_regions : bool
         The policy's decisions say which region each starting job goes to
         (``Decision.region``); the engine then places every start through the placement
@@ -517,6 +524,7 @@ class Policy:
     power: PowerConfig | None = None
     steers_regions: ClassVar[bool] = False
     goodput: ClassVar[bool] = False
+    splicing: SpliceConfig | None = None
 
     @classmethod
     def cluster_problems(cls, params: Mapping[str, Any], cluster: Cluster) -> list[str]:

@@ -55,6 +55,7 @@ from scheduling.pollux import Pollux
 from scheduling.power_cap import PowerCap
 from scheduling.power_down import PowerDown
 from scheduling.priority import StrictPriority
+from scheduling.singularity import Singularity
 from scheduling.sjf import SJF
 from scheduling.slurm import Slurm
 from scheduling.srtf import SRTF
@@ -101,6 +102,7 @@ POLICIES: dict[str, type[Policy]] = {
         Optimus,
         Pollux,
         DRF,
+        Singularity,
     )
 }
 

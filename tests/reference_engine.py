@@ -17,7 +17,11 @@ placement cannot matter) and rates that do not depend on placement:
   that fit by device count (a running job keeps its type), suspend the other running jobs,
   and start the chosen ones;
 * a resumed job makes no progress for its restore delay (the policy's ``resume_s`` when set);
-* jobs a policy drops are stopped and never finish.
+* jobs a policy drops are stopped and never finish;
+* a policy that splices replicas (``Policy.splicing``, :func:`clustersim.elastic.splice`)
+  has the jobs' ``min_gpus`` lowered to their smallest spliced count, and a job on ``d``
+  devices fewer than its ``w = num_gpus`` runs at ``d / w × (1 − overhead)`` of its rate; a
+  running job restarted on another count in one decision is a resize, not a preemption.
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ def reference_simulate(
     jobs: JobTable, cluster: Cluster, policy: Policy, rates: JobRates, seed: int = 0
 ) -> dict[str, list[float]]:
     assert np.all(np.bincount(cluster.node_type) == 1), "one node per type only"
+    splicing = policy.splicing
+    if splicing is not None:
+        from clustersim.elastic import splice
+
+        jobs, _ = splice(jobs, rates, splicing)
     n, nt = len(jobs), cluster.n_types
     cap = [int(x) for x in cluster.devices_per_type()]
     free = list(cap)
@@ -57,8 +66,9 @@ def reference_simulate(
             "last": math.nan,
             "finish": math.nan,
             "pre": 0,
+            "resizes": 0,
             "arrived": False,
-            "runnable": any(rates.rate[i, t] > 0 and jobs.num_gpus[i] <= cap[t] for t in range(nt)),
+            "runnable": any(rates.rate[i, t] > 0 and jobs.min_gpus[i] <= cap[t] for t in range(nt)),
         }
         for i in range(n)
     ]
@@ -104,7 +114,10 @@ def reference_simulate(
         j = J[i]
         free[t] -= nd
         resumed = not math.isnan(j["first"])
-        j.update(type=t, n=nd, last=now, rate=float(rates.rate[i, t]))
+        share = 1.0
+        if splicing is not None and nd < j["gpus"]:
+            share = nd / j["gpus"] * (1.0 - splicing.overhead)
+        j.update(type=t, n=nd, last=now, rate=float(rates.rate[i, t]) * share)
         restore = float(rates.restore_s[i]) if policy.resume_s is None else policy.resume_s
         j["stall"] = now + (restore if resumed else 0.0)
         if not resumed:
@@ -152,9 +165,13 @@ def reference_simulate(
             left[t] -= nd
             target.append((i, t, nd))
         keep = {i for i, t, nd in target if J[i]["type"] == t and J[i]["n"] == nd}
+        count = {i: nd for i, t, nd in target}
         for i in [i for i, j in enumerate(J) if j["type"] >= 0]:
             if i not in keep:
-                J[i]["pre"] += 1
+                if i in count and count[i] != J[i]["n"]:
+                    J[i]["resizes"] += 1  # restarted on another count: a resize
+                else:
+                    J[i]["pre"] += 1
                 stop(i)
         for i, t, nd in target:
             if i not in keep:
@@ -232,4 +249,5 @@ def reference_simulate(
         "finish": [j["finish"] for j in J],
         "first_start": [j["first"] for j in J],
         "preemptions": [float(j["pre"]) for j in J],
+        "resizes": [float(j["resizes"]) for j in J],
     }

@@ -50,6 +50,7 @@ class Recorder(Policy):
         self.service_marks = inner.service_marks
         self.colocates = inner.colocates  # type: ignore[misc]
         self.power = inner.power  # the power model, for the policies that use it
+        self.splicing = inner.splicing  # replica splicing (singularity)
         self.calls = 0
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -119,9 +120,14 @@ def test_policy_runs_every_job_once_within_capacity(name: str, cl_name: str) -> 
     # held time fits between first start and finish
     held = r.type_time.sum(axis=1)
     assert (held[done] <= r.finish[done] - r.first_start[done] + 1e-6).all()
-    # work done equals work asked (rates do not depend on gang size here)
+    # work done equals work asked (rates do not depend on gang size here, but for a
+    # splicing policy's time-sliced jobs: d / w of it, times 1 - overhead)
     speed = np.linspace(1, 2, cl.n_types)
-    np.testing.assert_allclose(_work_done(r, speed)[done], t.work[done], rtol=1e-9)
+    if pol.splicing is not None:
+        work = _spliced_work_done(r, speed, pol.splicing.overhead)
+    else:
+        work = _work_done(r, speed)
+    np.testing.assert_allclose(work[done], t.work[done], rtol=1e-9)
     _check_stints(r)
 
 
@@ -148,6 +154,21 @@ def _work_done(r, speed: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-d
         f = float(profile_of(cl.types[t]).throughput(cap.get((int(j), float(start)), 1.0)))
         work[j] += (end - start) * speed[t] * f
     return work
+
+
+def _spliced_work_done(r, speed: np.ndarray, overhead: float) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Work each job did at ``speed`` per type under replica splicing
+    (clustersim.elastic.SplicedRates): a stint on ``d`` devices of a job of world size ``w``
+    runs at ``speed × d / w × (1 − overhead)`` when ``d < w``, at ``speed`` otherwise."""
+    st, cl = r.stints, r.cluster
+    key = st.job * 1_000_003 + np.searchsorted(np.unique(st.start), st.start)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    d = np.bincount(inv, weights=st.devices)  # devices of each stint, over its nodes
+    j = st.job[first]
+    w = r.jobs.num_gpus[j]
+    share = np.where(d < w, d / w * (1.0 - overhead), 1.0)
+    rate = speed[cl.node_type[st.node[first]]] * share
+    return np.bincount(j, weights=(st.end[first] - st.start[first]) * rate, minlength=len(r.jobs))
 
 
 def _check_stints(r) -> None:  # type: ignore[no-untyped-def]
