@@ -216,6 +216,12 @@ class EngineOptions:
         Spot reclaims: the cluster's spot pools lose nodes at their rate or by a trace, with
         notice (:mod:`clustersim.spot`); ``None`` (the default): spot nodes are never
         reclaimed (they are still priced at their spot price).
+    decision_grid_s
+        Call the policy only at the multiples of this many seconds after time 0 (a
+        time-stepped simulator's steps, e.g. Pollux's 60 s; ``--compat pollux``): arrivals
+        wait for the next step, devices freed by completions stay idle until then, and the
+        policy's wake-ups and service marks take effect at the next step too. 0 (the
+        default): the policy is called at events as usual.
     """
 
     seed: int = 0
@@ -229,6 +235,7 @@ class EngineOptions:
     stragglers: StragglerOptions | None = None
     network: NetworkOptions | None = None
     spot: SpotOptions | None = None
+    decision_grid_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -1160,6 +1167,10 @@ class _Run:
         if round_s and not relative:
             k = np.ceil((self.now - self.opt.round_origin) / round_len)
             next_round = self.opt.round_origin + max(k, 0.0) * round_len
+        grid = float(self.opt.decision_grid_s)
+        if grid < 0 or not math.isfinite(grid):
+            raise SimulationError(f"decision_grid_s must be >= 0 and finite, got {grid}")
+        last_step = -math.inf  # the last step at which the policy was called (with a grid)
         until = self.opt.until
         progress, every = self.opt.progress, max(1, self.opt.progress_every)
         completed = 0
@@ -1193,6 +1204,8 @@ class _Run:
                 t_fail = min([o.next_time for o in outages]) if n_active or t_arr < inf else inf
             if n_active:
                 t_next = min(t_arr, t_fin, next_round, wake, t_mark, t_fail)
+                if grid:  # the first step strictly after now
+                    t_next = min(t_next, (math.floor(self.now / grid + 1e-9) + 1) * grid)
             else:
                 t_next = min(t_arr, t_fin, next_round if t_arr <= next_round else inf, t_fail)
             if pw is not None:
@@ -1257,7 +1270,14 @@ class _Run:
                 at_wake = True
             if pw is not None and t_next >= pw.next_time and pw.advance(self):
                 at_wake = True  # woken nodes' devices are free
-            if (at_round or at_wake or (changed and not relative)) and self.n_active:
+            call = (at_round or at_wake or (changed and not relative)) and self.n_active
+            if grid:  # a time-stepped simulator decides at its steps only
+                k = round(t_next / grid)
+                at_step = k >= 1 and abs(t_next - k * grid) <= 1e-6 and t_next > last_step
+                call = at_step and bool(self.n_active)
+                if call:
+                    last_step = t_next
+            if call:
                 if (
                     not preemptive
                     and not at_round

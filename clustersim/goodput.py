@@ -441,7 +441,12 @@ class GoodputRates:
     """Engine plugin (loaded when the policy sets ``goodput``): after every decision, every
     running profiled job is re-rated to its goodput on the placement it holds, at its
     progress now, with the best batch size there (:meth:`Application.best`). Efficiency
-    therefore changes at decisions (every ``interval_s`` for ``pollux``), not in between."""
+    therefore changes at decisions (every ``interval_s`` for ``pollux``), not in between.
+
+    A policy with a positive ``start_s`` attribute (``pollux``'s first-start delay) has
+    every job it starts for the first time make no progress for ``start_s`` seconds, as a
+    resumed job does for its restore delay (Pollux's simulator charges its 30-s re-scale
+    delay on first starts too)."""
 
     def __init__(self, jobs: JobTable, cluster: Cluster) -> None:
         self.model = JobGoodput(jobs, cluster)
@@ -452,17 +457,25 @@ class GoodputRates:
         from clustersim.kernels import (
             JB_RUNNING,
             JF_CRATE,
+            JF_FIRST_START,
             JF_REMAINING,
+            JF_STALL,
             JI_ALLOC_TYPE,
             JI_PLACED,
             JI_SLOT,
         )
 
+        start_s = float(getattr(eng.policy, "start_s", 0.0) or 0.0)
+        fresh = np.zeros(0, dtype=np.int64)
+        if start_s > 0:
+            run = eng.running_jobs()
+            new_start = (eng.jf[JF_FIRST_START, run] == eng.now) & (
+                eng.jf[JF_STALL, run] < eng.now + start_s
+            )
+            fresh = np.sort(run[new_start]).astype(np.int64)
         prof = self.model.profiled
-        if not len(prof):
-            return
-        js = prof[eng.jb[JB_RUNNING, prof]]
-        if not len(js):
+        js = prof[eng.jb[JB_RUNNING, prof]] if len(prof) else prof
+        if not len(js) and not len(fresh):
             return
         eng.sync("remaining")
         new = np.empty(len(js))
@@ -475,5 +488,12 @@ class GoodputRates:
         old = eng.jf[JF_CRATE, js]
         change = np.abs(new - old) > 1e-12 * np.maximum(np.abs(old), 1.0)
         if change.any():
-            rerate(eng, js[change], new[change])
             self.rerates += int(change.sum())
+        pick = change | np.isin(js, fresh)
+        rest = fresh[~np.isin(fresh, js)]
+        todo = np.concatenate([js[pick], rest])
+        rates = np.concatenate([new[pick], eng.jf[JF_CRATE, rest]])
+        if len(fresh):
+            eng.jf[JF_STALL, fresh] = eng.now + start_s
+        if len(todo):
+            rerate(eng, todo, rates)
