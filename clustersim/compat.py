@@ -23,10 +23,12 @@ models, and nothing else changes. Every mode turns the device-fit check off
     Pollux's simulator (petuum/adaptdl ``simulator/``, branch ``osdi21-artifact``;
     ``docs/pollux-fidelity.md``): every job is one of Pollux's six profiled models and runs
     at its goodput from the profiles; one accelerator type with at most 4 devices a node;
-    the policy's own rules of that simulator (``CompatSpec.params``: for ``pollux`` the
-    30-s delay on first starts and restarts, linear speedups before a job has run) and its
-    device-count bounds (``CompatSpec.elastic``: ``1-64`` for ``pollux``); decisions on
-    the simulator's 60-s steps only (arrivals and freed devices wait for the next step).
+    a 30-s delay on every first start, restart and resize; decisions on the simulator's
+    60-s steps only (arrivals and freed devices wait for the next step); the policy's own
+    rules of that simulator (``CompatSpec.params``, e.g. ``pollux``'s linear speedups
+    before a job has run), its device-count bounds (``CompatSpec.elastic``: ``1-64`` for
+    ``pollux``) and its batch sizes (``CompatSpec.engine``: the baselines ``tiresias`` and
+    ``optimus`` run every job at its trace's batch size).
 
 Which policies a mode covers is declared by the policies themselves (:attr:`Policy.compat
 <scheduling.base.Policy.compat>`); asking a mode for a policy it does not cover, or for a
@@ -74,6 +76,9 @@ class CompatMode:
     step_s
         The simulator advances in steps of this many seconds and decides only at them
         (engine option ``decision_grid_s``); 0: event-driven.
+    restore_s
+        Delay (s) of every resume and resize, and, for a ``profiled`` mode, of first starts
+        too (engine option ``goodput_start_s``): the simulator's own, fixed.
     """
 
     name: str
@@ -83,6 +88,7 @@ class CompatMode:
     durations: bool = False
     profiled: bool = False
     step_s: float = 0.0
+    restore_s: float = 0.0
 
 
 MODES: dict[str, CompatMode] = {
@@ -106,6 +112,7 @@ MODES: dict[str, CompatMode] = {
             "docs/pollux-fidelity.md",
             profiled=True,
             step_s=60.0,
+            restore_s=30.0,
         ),
     )
 }
@@ -230,18 +237,20 @@ def prepare(
     if m is not None:
         if restore_s is not None:
             fixed = (
-                "at its re-scale delay (the policy's restart_s and start_s)"
-                if m.profiled
+                f"at {m.restore_s:g} s (its simulator's)"
+                if m.restore_s
                 else "at 0 s (its simulator has none)"
             )
             raise ClustersimError(
                 f"--compat {m.name} fixes the checkpoint/restore delay {fixed}; leave out the"
                 " restore delay"
             )
-        perf_kw.update(restore_s=0.0, placement_aware=False, fit_check=False)
+        perf_kw.update(restore_s=m.restore_s, placement_aware=False, fit_check=False)
         engine["whole_steps_per_round"] = m.whole_steps_per_round
         if m.step_s:
             engine["decision_grid_s"] = m.step_s
+        if m.profiled:
+            engine["goodput_start_s"] = m.restore_s
     elif restore_s is not None:
         perf_kw["restore_s"] = restore_s
     try:
@@ -257,9 +266,10 @@ def prepare(
         from clustersim.elastic import apply_elastic
         from scheduling.registry import POLICIES
 
-        rule = POLICIES[policy].compat[m.name].elastic
-        if rule:
-            jobs, _ = apply_elastic(jobs, rule, cluster)
+        spec = POLICIES[policy].compat[m.name]
+        if spec.elastic:
+            jobs, _ = apply_elastic(jobs, spec.elastic, cluster)
+        engine.update(spec.engine)
     rates = PerformanceModel(**perf_kw).prepare(jobs, cluster)
     if m is not None and m.durations:
         if not rates.generic.all():

@@ -222,6 +222,15 @@ class EngineOptions:
         wait for the next step, devices freed by completions stay idle until then, and the
         policy's wake-ups and service marks take effect at the next step too. 0 (the
         default): the policy is called at events as usual.
+    goodput_trace_batch
+        Rate jobs of Pollux's profiled models by the goodput model at the batch size of
+        their Pollux workload row, whatever the policy (:class:`clustersim.goodput.
+        GoodputRates`; ``--compat pollux``'s baselines). ``False``: the goodput model only
+        under a policy that sets ``goodput``, at the best batch size.
+    goodput_start_s
+        With the goodput model on: every job's first start stalls this long, as a resume
+        stalls for the restore delay (Pollux's simulator's 30-s re-scale delay). 0: no
+        delay on first starts.
     """
 
     seed: int = 0
@@ -236,6 +245,8 @@ class EngineOptions:
     network: NetworkOptions | None = None
     spot: SpotOptions | None = None
     decision_grid_s: float = 0.0
+    goodput_trace_batch: bool = False
+    goodput_start_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -492,10 +503,12 @@ class _Run:
         placement.bind_network(None if self.network is None else self.network.view)
         # Pollux's goodput model (clustersim.goodput): profiled jobs progress at their goodput
         self.goodput: GoodputRates | None = None
-        if policy.goodput:
+        if policy.goodput or self.opt.goodput_trace_batch:
             if self.coloc is not None:
                 raise SimulationError(f"policy {policy.name!r}: goodput with co-location")
-            self.goodput = GoodputRates(jobs, cluster)
+            self.goodput = GoodputRates(
+                jobs, cluster, self.opt.goodput_trace_batch, self.opt.goodput_start_s
+            )
         self._bind()
 
     # ------------------------------------------------------------------ views

@@ -54,17 +54,15 @@ class Pollux(Policy):
     has this and the other departures from the reference's genetic algorithm).
 
     Every restart and resize pays ``restart_s`` (the reference's 30-s re-scale delay), as
-    the policy's ``resume_s``, and a first start pays ``start_s`` (0 by default; the
-    reference charges the 30 s on first starts too). The engine rates running profiled jobs
-    by their goodput (``goodput = True``, :class:`clustersim.goodput.GoodputRates`, which
-    also applies ``start_s``). A restart, for the penalty, is every start of a job on
-    another count than it held at the previous decision once it has run (a resume after a
-    pause included).
+    the policy's ``resume_s`` (``--compat pollux`` charges it on first starts too). The
+    engine rates running profiled jobs by their goodput (``goodput = True``,
+    :class:`clustersim.goodput.GoodputRates`). A restart, for the penalty, is every start
+    of a job on another count than it held at the previous decision once it has run (a
+    resume after a pause included).
 
-    ``--compat pollux`` (docs/pollux-fidelity.md) sets ``start_s`` = 30 and
-    ``linear_unseen``: a job that has not run yet plans with a speedup linear in its
-    devices, ``n / ceil(G / J)``, as the reference's jobs do before their first throughput
-    fit (the mode also has the engine decide on the reference's 60-s steps only).
+    ``--compat pollux`` (docs/pollux-fidelity.md) sets ``linear_unseen``: a job that has not
+    run yet plans with a speedup linear in its devices, ``n / ceil(G / J)``, as the
+    reference's jobs do before their first throughput fit.
     """
 
     name = "pollux"
@@ -76,7 +74,7 @@ class Pollux(Policy):
     goodput: ClassVar[bool] = True
     compat: ClassVar[Mapping[str, CompatSpec]] = {
         "pollux": CompatSpec(
-            params={"start_s": 30.0, "linear_unseen": True},
+            params={"linear_unseen": True},
             elastic="1-64",
         )
     }
@@ -86,7 +84,6 @@ class Pollux(Policy):
         interval_s: Annotated[float, POSITIVE] = 60.0,
         p: float = -1.0,
         restart_s: Annotated[float, NON_NEGATIVE] = 30.0,
-        start_s: Annotated[float, NON_NEGATIVE] = 0.0,
         linear_unseen: bool = False,
     ) -> None:
         if not math.isfinite(p):
@@ -94,7 +91,6 @@ class Pollux(Policy):
         self.interval_s = interval_s
         self.p = p
         self.restart_s = restart_s
-        self.start_s = start_s
         self.linear_unseen = linear_unseen
         self._model: JobGoodput | None = None
         self._seen: dict[int, int] = {}

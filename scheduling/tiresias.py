@@ -89,7 +89,12 @@ class Tiresias(Policy):
     citation = "Gu et al., Tiresias, NSDI'19"
     preemptive = True
     compat: ClassVar[Mapping[str, CompatSpec]] = {
-        "tiresias": CompatSpec(params={"timing": "simulator"}, placements=("first-fit",))
+        "tiresias": CompatSpec(params={"timing": "simulator"}, placements=("first-fit",)),
+        # Pollux's simulator's baseline (simulator/tiresias.py there): two queues split at
+        # 16 GPU-hours, rigid jobs at their trace's batch size on the goodput model
+        "pollux": CompatSpec(
+            params={"thresholds": (57600.0,)}, engine={"goodput_trace_batch": True}
+        ),
     }
 
     def __init__(
