@@ -101,6 +101,7 @@ class Application:
     max_epochs: int
     sizes: FloatArray  # (B,) profiled total batch sizes, ascending
     progress: FloatArray  # (B, E) progress at the end of each epoch
+    iteration: FloatArray  # (B, E) iterations at the end of each epoch
     grad_sqr: FloatArray  # (B, E)
     grad_var: FloatArray  # (B, E)
     placements: dict[tuple[int, ...], FloatArray]  # canonical placement -> (3, k) bsz/step/sync
@@ -147,6 +148,12 @@ class Application:
         sqr = np.interp(b, self.sizes, self.grad_sqr[:, epoch])
         var = np.interp(b, self.sizes, self.grad_var[:, epoch])
         return sqr, var
+
+    def iterations(self, batch: float, epoch: int) -> float:
+        """Iterations at total ``batch`` by the end of ``epoch``: linear in the batch between
+        the profiled sizes around it (the reference's ``get_iteration``)."""
+        b = min(max(float(batch), float(self.sizes[0])), float(self.sizes[-1]))
+        return float(np.interp(b, self.sizes, self.iteration[:, epoch]))
 
     def gain(self, batch: float | FloatArray, epoch: int) -> FloatArray:
         """Statistical progress per step of total ``batch`` relative to one step of
@@ -386,6 +393,7 @@ def load(name: str, directory: str | None = None) -> Application | None:
         max_epochs=epochs,
         sizes=np.array(sizes, dtype=np.float64),
         progress=col("progress"),
+        iteration=col("iteration"),
         grad_sqr=col("grad_sqr"),
         grad_var=col("grad_var"),
         placements=placements,
