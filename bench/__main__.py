@@ -20,8 +20,11 @@ on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models ...]`` runs some
-sections only.
+Section ``pollux`` (:mod:`bench.pollux`): Pollux and its simulator's baselines on the Pollux
+workloads under ``--compat pollux`` (CPU seconds, peak memory, mean JCT against the published).
+
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|pollux ...]``
+runs some sections only.
 """
 
 from __future__ import annotations
@@ -298,6 +301,15 @@ def bench_models() -> None:
 
 
 SECTIONS["models"] = bench_models
+
+
+def bench_pollux() -> None:
+    from bench.pollux import bench_pollux as run
+
+    run(_in_process)
+
+
+SECTIONS["pollux"] = bench_pollux
 
 
 def main(argv: list[str]) -> int:
