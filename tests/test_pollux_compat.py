@@ -238,3 +238,41 @@ def test_the_policies_run_on_the_steps_of_the_simulator(policy: str) -> None:
     assert (r.finish - r.first_start > 30).all()
     # never more devices than the cluster has
     assert r.seg_busy.sum(axis=(1, 2)).max() <= 64
+
+
+def test_every_reallocation_after_the_first_start_is_a_restart() -> None:
+    # the simulator counts a restart on every reallocation but the first start, a resume
+    # after a pause included; the policy learns them from the states it sees
+    from types import SimpleNamespace
+
+    from scheduling.pollux import Pollux
+
+    policy = Pollux()
+    a = np.array([0])
+    seen = []
+    for running, n in [(False, 0), (True, 2), (False, 0), (True, 2), (True, 4), (True, 4)]:
+        state = SimpleNamespace(running=np.array([running]), alloc_n=np.array([n]))
+        policy.observe(state, a)  # type: ignore[arg-type]
+        seen.append((policy._restarts.get(0, 0), policy._seen.get(0, 0)))
+    # waiting: nothing; first start on 2: no restart; paused; resumed on 2: 1; resized to 4:
+    # 2; kept: 2
+    assert seen == [(0, 0), (0, 2), (0, 2), (1, 2), (2, 4), (2, 4)]
+
+
+@pytest.mark.parametrize(
+    ("rewalk", "finish"),
+    [
+        # re-walked in arrival order: at 10 (A done) B, ahead of C in queue 0, fits the 4
+        # devices and C is preempted; B 10 -> 20, C resumes at 20 with 90 left: 110
+        (True, [10.0, 20.0, 110.0]),
+        # Tiresias's own order keeps running C ahead of waiting B: C 0 -> 100, B 100 -> 110
+        (False, [10.0, 110.0, 100.0]),
+    ],
+)
+def test_the_simulators_tiresias_rewalks_its_queue(rewalk: bool, finish: list[float]) -> None:
+    # 4 devices; at 0: A 2 GPUs 10 s, B 4 GPUs 10 s, C 2 GPUs 100 s; one queue in effect
+    t = jobs([(0.0, 2, 10.0), (0.0, 4, 10.0), (0.0, 2, 100.0)])
+    cl = cluster([("T0", 4)])
+    policy = make_policy("tiresias", thresholds=(1e9,), rewalk=rewalk)
+    r = simulate(t, cl, policy, rates=fixed_rates(t, cl))
+    assert r.finish.tolist() == finish
