@@ -276,3 +276,35 @@ def test_the_simulators_tiresias_rewalks_its_queue(rewalk: bool, finish: list[fl
     policy = make_policy("tiresias", thresholds=(1e9,), rewalk=rewalk)
     r = simulate(t, cl, policy, rates=fixed_rates(t, cl))
     assert r.finish.tolist() == finish
+
+
+@pytest.mark.parametrize(
+    ("policy", "params"),
+    [
+        ("tiresias", {"thresholds": (50.0,), "rewalk": True}),
+        ("optimus", {"profiles": True}),
+        ("pollux", {"linear_unseen": True}),
+    ],
+)
+@pytest.mark.parametrize("steps", [0.0, 60.0])
+def test_the_modes_variants_keep_the_battery_invariants(
+    policy: str, params: dict[str, object], steps: float
+) -> None:
+    # the conformance battery's random traces and clusters, with the mode's parameters:
+    # every job finishes, no type is over-allocated, the same run twice is the same
+    from tests.test_policy_conformance import CLUSTERS, random_trace
+
+    for cl in CLUSTERS.values():
+        t = random_trace(3)
+        t = t.replace(min_gpus=np.ones(len(t), dtype=np.int64)) if policy != "tiresias" else t
+        opt = EngineOptions(decision_grid_s=steps, goodput_trace_batch=True, goodput_start_s=30)
+        runs = [
+            simulate(t, cl, make_policy(policy, **params), rates=fixed_rates(t, cl), options=opt)
+            for _ in range(2)
+        ]
+        r = runs[0]
+        ok = r.drop_reason == ""
+        assert np.isfinite(r.finish[ok]).all()
+        cap = cl.devices_per_type()
+        assert (r.seg_busy.sum(axis=2) <= cap[None, :]).all()
+        assert np.array_equal(r.finish, runs[1].finish, equal_nan=True)
