@@ -60,7 +60,10 @@ class Optimus(ElasticPolicy):
 
     compat: ClassVar[Mapping[str, CompatSpec]] = {
         "pollux": CompatSpec(
-            params={"profiles": True}, elastic="1-64", engine={"goodput_trace_batch": True}
+            params={"profiles": True},
+            placements=("freest",),
+            elastic="1-64",
+            engine={"goodput_trace_batch": True},
         )
     }
 

@@ -40,6 +40,7 @@ from scheduling.placement import (
     CommAware,
     Consolidate,
     FirstFit,
+    FreestFirst,
     RandomPlacement,
     Spread,
     TopologyAware,
@@ -100,7 +101,16 @@ POLICIES: dict[str, type[Policy]] = {
 
 PLACEMENTS: dict[str, type[Placement]] = {
     cls.name: cls
-    for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn, CommAware)
+    for cls in (
+        Consolidate,
+        Spread,
+        RandomPlacement,
+        TopologyAware,
+        FirstFit,
+        Yarn,
+        CommAware,
+        FreestFirst,
+    )
 }
 
 

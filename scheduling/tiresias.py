@@ -100,6 +100,7 @@ class Tiresias(Policy):
         # 16 GPU-hours, rigid jobs at their trace's batch size on the goodput model
         "pollux": CompatSpec(
             params={"thresholds": (57600.0,), "rewalk": True},
+            placements=("freest",),
             engine={"goodput_trace_batch": True},
         ),
     }

@@ -308,3 +308,20 @@ def test_the_modes_variants_keep_the_battery_invariants(
         cap = cl.devices_per_type()
         assert (r.seg_busy.sum(axis=2) <= cap[None, :]).all()
         assert np.array_equal(r.finish, runs[1].finish, equal_nan=True)
+
+
+def test_freest_first_takes_the_freest_nodes_even_for_a_small_gang() -> None:
+    # free devices [2, 4, 3, 4]: 2 devices go to node 1 (the freest, lowest index among the
+    # two with 4), where consolidate would take node 0 (the fullest that holds them); 6 go
+    # 4 on node 1, then 2 on node 3 (next freest, 4 free)
+    from scheduling.registry import make_placement
+
+    cl = cluster([("T0", 4)] * 4)
+    free = np.array([2, 4, 3, 4], dtype=np.int64)
+    cand = np.arange(4, dtype=np.int64)
+    nodes, counts = make_placement("freest").place(cl, free, cand, 2)  # type: ignore[misc]
+    assert (nodes.tolist(), counts.tolist()) == ([1], [2])
+    nodes, counts = make_placement("consolidate").place(cl, free, cand, 2)  # type: ignore[misc]
+    assert (nodes.tolist(), counts.tolist()) == ([0], [2])
+    nodes, counts = make_placement("freest").place(cl, free, cand, 6)  # type: ignore[misc]
+    assert (nodes.tolist(), counts.tolist()) == ([1, 3], [4, 2])
