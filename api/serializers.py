@@ -1010,8 +1010,9 @@ class ExperimentCreateSerializer(StrictInput, serializers.Serializer):
         allow_blank=True,
         default="",
         help_text="Model only what this reference simulator models, to compare with its"
-        " numbers (docs/gavel-fidelity.md, docs/tiresias-fidelity.md); a mode refuses a"
-        " policy or placement its simulator does not have.",
+        " numbers (docs/gavel-fidelity.md, docs/tiresias-fidelity.md,"
+        " docs/pollux-fidelity.md); a mode refuses a policy or placement its simulator does"
+        " not have.",
     )
     until_s = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
     cost_horizon_hours = PositiveFloatField(

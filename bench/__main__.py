@@ -31,8 +31,11 @@ Philly window with 100 evaluations on a two-process worker, against a coarse gri
 
 Section ``singularity`` (:mod:`bench.singularity`): ``singularity`` on full Philly (issue 15).
 
-``python -m bench [sim|gavel|...|models|aux|advisor|gpushare|singularity ...]`` runs some
-sections only.
+Section ``pollux`` (:mod:`bench.pollux`): Pollux and its simulator's baselines on the Pollux
+workloads under ``--compat pollux`` (CPU seconds, peak memory, mean JCT against the published).
+
+``python -m bench [sim|gavel|...|models|aux|advisor|gpushare|singularity|pollux ...]`` runs
+some sections only.
 """
 
 from __future__ import annotations
@@ -346,6 +349,15 @@ def bench_singularity() -> None:
 
 
 SECTIONS["singularity"] = bench_singularity
+
+
+def bench_pollux() -> None:
+    from bench.pollux import bench_pollux as run
+
+    run(_in_process)
+
+
+SECTIONS["pollux"] = bench_pollux
 
 
 def main(argv: list[str]) -> int:

@@ -598,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--compat",
         default=None,
         metavar="NAME",
-        help="model only what reference simulator NAME models (gavel, tiresias), to compare"
+        help="model only what reference simulator NAME models (gavel, tiresias, pollux), to compare"
         " with its numbers",
     )
     r.add_argument("--gavel-compat", action="store_true", help="alias of --compat gavel")

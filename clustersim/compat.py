@@ -19,6 +19,16 @@ models, and nothing else changes. Every mode turns the device-fit check off
     policy's own simulator rules (``CompatSpec.params``, e.g. Tiresias's whole-second queue
     checks) and the simulator's placement for that policy (``yarn`` for FIFO by default,
     ``first-fit`` for counting only; Tiresias's ``dlas-gpu`` counts GPUs and ignores nodes).
+``pollux``
+    Pollux's simulator (petuum/adaptdl ``simulator/``, branch ``osdi21-artifact``;
+    ``docs/pollux-fidelity.md``): every job is one of Pollux's six profiled models and runs
+    at its goodput from the profiles; one accelerator type with at most 4 devices a node;
+    a 30-s delay on every first start, restart and resize; decisions on the simulator's
+    60-s steps only (arrivals and freed devices wait for the next step); the policy's own
+    rules of that simulator (``CompatSpec.params``, e.g. ``pollux``'s linear speedups
+    before a job has run), its device-count bounds (``CompatSpec.elastic``: ``1-64`` for
+    ``pollux``) and its batch sizes (``CompatSpec.engine``: the baselines ``tiresias`` and
+    ``optimus`` run every job at its trace's batch size).
 
 Which policies a mode covers is declared by the policies themselves (:attr:`Policy.compat
 <scheduling.base.Policy.compat>`); asking a mode for a policy it does not cover, or for a
@@ -59,6 +69,16 @@ class CompatMode:
     durations
         Jobs run for their work in reference seconds on any devices, read in whole seconds
         (submit times too): the simulator replays durations and has no device types.
+    profiled
+        Every job must be one of Pollux's profiled models (:mod:`clustersim.goodput`) and
+        the cluster one accelerator type of at most 4 devices a node: the simulator knows
+        nothing else.
+    step_s
+        The simulator advances in steps of this many seconds and decides only at them
+        (engine option ``decision_grid_s``); 0: event-driven.
+    restore_s
+        Delay (s) of every resume and resize, and, for a ``profiled`` mode, of first starts
+        too (engine option ``goodput_start_s``): the simulator's own, fixed.
     """
 
     name: str
@@ -66,6 +86,9 @@ class CompatMode:
     doc: str
     whole_steps_per_round: bool = False
     durations: bool = False
+    profiled: bool = False
+    step_s: float = 0.0
+    restore_s: float = 0.0
 
 
 MODES: dict[str, CompatMode] = {
@@ -82,6 +105,14 @@ MODES: dict[str, CompatMode] = {
             "SymbioticLab/Tiresias, simulator/",
             "docs/tiresias-fidelity.md",
             durations=True,
+        ),
+        CompatMode(
+            "pollux",
+            "petuum/adaptdl, simulator/ (osdi21-artifact)",
+            "docs/pollux-fidelity.md",
+            profiled=True,
+            step_s=60.0,
+            restore_s=30.0,
         ),
     )
 }
@@ -205,12 +236,21 @@ def prepare(
     m = mode(compat) if compat else None
     if m is not None:
         if restore_s is not None:
-            raise ClustersimError(
-                f"--compat {m.name} fixes the checkpoint/restore delay at 0 s (its simulator has"
-                " none); leave out the restore delay"
+            fixed = (
+                f"at {m.restore_s:g} s (its simulator's)"
+                if m.restore_s
+                else "at 0 s (its simulator has none)"
             )
-        perf_kw.update(restore_s=0.0, placement_aware=False, fit_check=False)
+            raise ClustersimError(
+                f"--compat {m.name} fixes the checkpoint/restore delay {fixed}; leave out the"
+                " restore delay"
+            )
+        perf_kw.update(restore_s=m.restore_s, placement_aware=False, fit_check=False)
         engine["whole_steps_per_round"] = m.whole_steps_per_round
+        if m.step_s:
+            engine["decision_grid_s"] = m.step_s
+        if m.profiled:
+            engine["goodput_start_s"] = m.restore_s
     elif restore_s is not None:
         perf_kw["restore_s"] = restore_s
     try:
@@ -220,6 +260,16 @@ def prepare(
         raise ClustersimError(str(exc).strip('"')) from None
     if m is not None and m.durations:
         jobs = _whole_seconds(jobs, m)
+    if m is not None and m.profiled:
+        _check_profiled(jobs, cluster, m)
+    if m is not None:
+        from clustersim.elastic import apply_elastic
+        from scheduling.registry import POLICIES
+
+        spec = POLICIES[policy].compat[m.name]
+        if spec.elastic:
+            jobs, _ = apply_elastic(jobs, spec.elastic, cluster)
+        engine.update(spec.engine)
     rates = PerformanceModel(**perf_kw).prepare(jobs, cluster)
     if m is not None and m.durations:
         if not rates.generic.all():
@@ -254,3 +304,29 @@ def _whole_seconds(jobs: JobTable, m: CompatMode) -> JobTable:
     if np.array_equal(work, jobs.work) and np.array_equal(submit, jobs.submit_time):
         return jobs
     return jobs.replace(work=work, submit_time=submit)
+
+
+def _check_profiled(jobs: JobTable, cluster: Cluster, m: CompatMode) -> None:
+    """Refuse what Pollux's simulator cannot run: a job not of a profiled model, more than
+    one accelerator type, a node of more than 4 devices."""
+    from clustersim.goodput import NODE_GPUS, load
+
+    names = np.unique(jobs.job_type).tolist()
+    missing = [str(n) for n in names if load(str(n)) is None]
+    if missing:
+        j = int(np.flatnonzero(np.isin(jobs.job_type, missing))[0])
+        raise ClustersimError(
+            f"--compat {m.name}: job {jobs.job_id[j]!r} is of type {jobs.job_type[j]!r},"
+            f" not one of the profiled models {m.reference} runs"
+            " (bert, cifar10, deepspeech2, imagenet, ncf, yolov3)"
+        )
+    if cluster.n_types != 1:
+        raise ClustersimError(
+            f"--compat {m.name}: the cluster has {cluster.n_types} accelerator types;"
+            f" {m.reference} models one"
+        )
+    if len(cluster.node_devices) and int(cluster.node_devices.max()) > NODE_GPUS:
+        raise ClustersimError(
+            f"--compat {m.name}: a node holds {int(cluster.node_devices.max())} devices;"
+            f" {m.reference} has at most {NODE_GPUS} a node"
+        )

@@ -224,6 +224,21 @@ class EngineOptions:
         several share a device (:mod:`clustersim.gpushare`); ``None`` (the default): off,
         unless the placement is one of the FGD paper's (``Placement.shares_gpus``), which
         turns it on with the default options.
+    decision_grid_s
+        Call the policy only at the multiples of this many seconds after time 0 (a
+        time-stepped simulator's steps, e.g. Pollux's 60 s; ``--compat pollux``): arrivals
+        wait for the next step, devices freed by completions stay idle until then, and the
+        policy's wake-ups and service marks take effect at the next step too. 0 (the
+        default): the policy is called at events as usual.
+    goodput_trace_batch
+        Rate jobs of Pollux's profiled models by the goodput model at the batch size of
+        their Pollux workload row, whatever the policy (:class:`clustersim.goodput.
+        GoodputRates`; ``--compat pollux``'s baselines). ``False``: the goodput model only
+        under a policy that sets ``goodput``, at the best batch size.
+    goodput_start_s
+        With the goodput model on: every job's first start stalls this long, as a resume
+        stalls for the restore delay (Pollux's simulator's 30-s re-scale delay). 0: no
+        delay on first starts.
     """
 
     seed: int = 0
@@ -238,6 +253,9 @@ class EngineOptions:
     network: NetworkOptions | None = None
     spot: SpotOptions | None = None
     gpushare: GpuShareOptions | None = None
+    decision_grid_s: float = 0.0
+    goodput_trace_batch: bool = False
+    goodput_start_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -494,10 +512,12 @@ class _Run:
         placement.bind_network(None if self.network is None else self.network.view)
         # Pollux's goodput model (clustersim.goodput): profiled jobs progress at their goodput
         self.goodput: GoodputRates | None = None
-        if policy.goodput:
+        if policy.goodput or self.opt.goodput_trace_batch:
             if self.coloc is not None:
                 raise SimulationError(f"policy {policy.name!r}: goodput with co-location")
-            self.goodput = GoodputRates(jobs, cluster)
+            self.goodput = GoodputRates(
+                jobs, cluster, self.opt.goodput_trace_batch, self.opt.goodput_start_s
+            )
         # GPU sharing (clustersim.gpushare): shares of one GPU; the model owns the GPUs'
         # milli and the nodes' CPU and memory, and every start goes through the strategy
         self.gpushare: GpuShare | None = None
@@ -1204,6 +1224,10 @@ class _Run:
         if round_s and not relative:
             k = np.ceil((self.now - self.opt.round_origin) / round_len)
             next_round = self.opt.round_origin + max(k, 0.0) * round_len
+        grid = float(self.opt.decision_grid_s)
+        if grid < 0 or not math.isfinite(grid):
+            raise SimulationError(f"decision_grid_s must be >= 0 and finite, got {grid}")
+        last_step = -math.inf  # the last step at which the policy was called (with a grid)
         until = self.opt.until
         progress, every = self.opt.progress, max(1, self.opt.progress_every)
         completed = 0
@@ -1238,6 +1262,8 @@ class _Run:
                 t_fail = min([o.next_time for o in outages]) if n_active or t_arr < inf else inf
             if n_active:
                 t_next = min(t_arr, t_fin, next_round, wake, t_mark, t_fail)
+                if grid:  # the first step strictly after now
+                    t_next = min(t_next, (math.floor(self.now / grid + 1e-9) + 1) * grid)
             else:
                 t_next = min(t_arr, t_fin, next_round if t_arr <= next_round else inf, t_fail)
             if pw is not None:
@@ -1304,7 +1330,14 @@ class _Run:
                 at_wake = True
             if pw is not None and t_next >= pw.next_time and pw.advance(self):
                 at_wake = True  # woken nodes' devices are free
-            if (at_round or at_wake or (changed and not relative)) and self.n_active:
+            call = (at_round or at_wake or (changed and not relative)) and self.n_active
+            if grid:  # a time-stepped simulator decides at its steps only
+                k = round(t_next / grid)
+                at_step = k >= 1 and abs(t_next - k * grid) <= 1e-6 and t_next > last_step
+                call = at_step and bool(self.n_active)
+                if call:
+                    last_step = t_next
+            if call:
                 if (
                     not preemptive
                     and not at_round

@@ -101,6 +101,7 @@ class Application:
     max_epochs: int
     sizes: FloatArray  # (B,) profiled total batch sizes, ascending
     progress: FloatArray  # (B, E) progress at the end of each epoch
+    iteration: FloatArray  # (B, E) iterations at the end of each epoch
     grad_sqr: FloatArray  # (B, E)
     grad_var: FloatArray  # (B, E)
     placements: dict[tuple[int, ...], FloatArray]  # canonical placement -> (3, k) bsz/step/sync
@@ -147,6 +148,12 @@ class Application:
         sqr = np.interp(b, self.sizes, self.grad_sqr[:, epoch])
         var = np.interp(b, self.sizes, self.grad_var[:, epoch])
         return sqr, var
+
+    def iterations(self, batch: float, epoch: int) -> float:
+        """Iterations at total ``batch`` by the end of ``epoch``: linear in the batch between
+        the profiled sizes around it (the reference's ``get_iteration``)."""
+        b = min(max(float(batch), float(self.sizes[0])), float(self.sizes[-1]))
+        return float(np.interp(b, self.sizes, self.iteration[:, epoch]))
 
     def gain(self, batch: float | FloatArray, epoch: int) -> FloatArray:
         """Statistical progress per step of total ``batch`` relative to one step of
@@ -226,6 +233,21 @@ class Application:
         ``max_local``) evaluated on the profiles; a model with a fixed batch
         (:data:`FIXED_BATCH`) keeps it. Goodput 0 when nothing is valid."""
         return _best(self, _normal(placement), epoch)
+
+    def fixed(self, replicas: int, batch: float) -> tuple[int, int]:
+        """``(atomic, accum)`` of a job run at total ``batch`` on ``replicas`` GPUs, as the
+        reference's ``Job.update_local_bsz`` sets them for a fixed batch size: local batch
+        ``ceil(batch / R)``, accumulation above ``max_local`` (at least one step on one
+        replica when ``batch > init_bsz``), atomic batch ``ceil(local / (accum + 1))``
+        capped at ``floor(max_bsz / (R × (accum + 1)))``."""
+        r = int(replicas)
+        local = math.ceil(batch / r - _EPS)
+        accum = math.ceil(local / self.max_local - _EPS) - 1
+        if r == 1 and batch > self.init_bsz:
+            accum = max(1, accum)
+        atomic = math.ceil(local / (accum + 1) - _EPS)
+        atomic = min(atomic, int(self.max_bsz / (r * (accum + 1))))
+        return atomic, accum
 
     def goodput(self, placement: tuple[int, ...], epoch: int, atomic: int, accum: int) -> float:
         """Progress per second (T4) of a given configuration (``nan`` off the profiles)."""
@@ -371,6 +393,7 @@ def load(name: str, directory: str | None = None) -> Application | None:
         max_epochs=epochs,
         sizes=np.array(sizes, dtype=np.float64),
         progress=col("progress"),
+        iteration=col("iteration"),
         grad_sqr=col("grad_sqr"),
         grad_var=col("grad_var"),
         placements=placements,
@@ -406,9 +429,14 @@ class JobGoodput:
     A profiled job's work (any unit, e.g. the reference seconds a trace reader gave it) is
     taken to be proportional to its progress: ``progress = (1 − remaining / work) ×
     total_progress``. Jobs whose ``job_type`` is not a profiled model have no entry.
+
+    With ``trace_batch`` every profiled job runs at the batch size of its Pollux workload
+    row (recovered by :func:`clustersim.traces.pollux.trace_batch`; :class:`ClustersimError`
+    naming a job whose batch cannot be recovered) instead of the best one: Pollux's
+    simulator runs its baselines so.
     """
 
-    def __init__(self, jobs: JobTable, cluster: Cluster) -> None:
+    def __init__(self, jobs: JobTable, cluster: Cluster, trace_batch: bool = False) -> None:
         self.apps: dict[int, Application] = {}
         for name in np.unique(jobs.job_type).tolist():
             app = load(str(name))
@@ -419,6 +447,20 @@ class JobGoodput:
         self.profiled = np.array(sorted(self.apps), dtype=np.int64)
         self.work = jobs.work
         self.factor = type_factors(cluster)
+        self.batch: dict[int, float] = {}
+        if trace_batch:
+            from clustersim.errors import ClustersimError
+            from clustersim.traces.pollux import trace_batch as recover
+
+            for j in self.profiled.tolist():
+                b = recover(str(jobs.job_type[j]), int(jobs.num_gpus[j]), float(jobs.work[j]))
+                if not math.isfinite(b):
+                    raise ClustersimError(
+                        f"job {jobs.job_id[j]!r}: its batch size cannot be recovered from its"
+                        " work; run at the trace's batch size needs a job read from a Pollux"
+                        " workload (num_replicas on Pollux's grid, batch_size profiled)"
+                    )
+                self.batch[j] = b
 
     def epoch(self, j: int, remaining: float) -> int:
         """Epoch job ``j`` is in with ``remaining`` work left."""
@@ -431,20 +473,40 @@ class JobGoodput:
         """Work units/s of profiled job ``j`` on ``placement`` of type ``type_`` at its best
         batch size now (0 when the profiles hold no valid configuration there)."""
         app = self.apps[j]
-        cfg = app.best(_normal(placement), self.epoch(j, remaining))
-        if cfg.goodput <= 0:
-            cfg = app.best(consolidated(sum(placement)), self.epoch(j, remaining))
-        return cfg.goodput * self.factor[type_] * float(self.work[j]) / app.total_progress
+        batch = self.batch.get(j)
+        if batch is not None:
+            epoch = self.epoch(j, remaining)
+            atomic, accum = app.fixed(sum(placement), batch)
+            g = app.goodput(placement, epoch, atomic, accum)
+            if not g > 0:
+                g = app.goodput(consolidated(sum(placement)), epoch, atomic, accum)
+            g = g if g > 0 else 0.0
+        else:
+            cfg = app.best(_normal(placement), self.epoch(j, remaining))
+            if cfg.goodput <= 0:
+                cfg = app.best(consolidated(sum(placement)), self.epoch(j, remaining))
+            g = cfg.goodput
+        return g * self.factor[type_] * float(self.work[j]) / app.total_progress
 
 
 class GoodputRates:
     """Engine plugin (loaded when the policy sets ``goodput``): after every decision, every
     running profiled job is re-rated to its goodput on the placement it holds, at its
     progress now, with the best batch size there (:meth:`Application.best`). Efficiency
-    therefore changes at decisions (every ``interval_s`` for ``pollux``), not in between."""
+    therefore changes at decisions (every ``interval_s`` for ``pollux``), not in between.
 
-    def __init__(self, jobs: JobTable, cluster: Cluster) -> None:
-        self.model = JobGoodput(jobs, cluster)
+    With ``start_s`` > 0 (engine option ``goodput_start_s``, ``--compat pollux``) every job
+    started for the first time makes no progress for ``start_s`` seconds, as a resumed job
+    does for its restore delay (Pollux's simulator charges its 30-s re-scale delay on first
+    starts too). With ``trace_batch`` jobs run at their trace's batch size
+    (:class:`JobGoodput`; engine option ``goodput_trace_batch``, ``--compat pollux``'s
+    baselines)."""
+
+    def __init__(
+        self, jobs: JobTable, cluster: Cluster, trace_batch: bool = False, start_s: float = 0.0
+    ) -> None:
+        self.model = JobGoodput(jobs, cluster, trace_batch)
+        self.start_s = float(start_s)
         self.rerates = 0
 
     def after_decision(self, eng: Any) -> None:
@@ -452,17 +514,25 @@ class GoodputRates:
         from clustersim.kernels import (
             JB_RUNNING,
             JF_CRATE,
+            JF_FIRST_START,
             JF_REMAINING,
+            JF_STALL,
             JI_ALLOC_TYPE,
             JI_PLACED,
             JI_SLOT,
         )
 
+        start_s = self.start_s
+        fresh = np.zeros(0, dtype=np.int64)
+        if start_s > 0:
+            run = eng.running_jobs()
+            new_start = (eng.jf[JF_FIRST_START, run] == eng.now) & (
+                eng.jf[JF_STALL, run] < eng.now + start_s
+            )
+            fresh = np.sort(run[new_start]).astype(np.int64)
         prof = self.model.profiled
-        if not len(prof):
-            return
-        js = prof[eng.jb[JB_RUNNING, prof]]
-        if not len(js):
+        js = prof[eng.jb[JB_RUNNING, prof]] if len(prof) else prof
+        if not len(js) and not len(fresh):
             return
         eng.sync("remaining")
         new = np.empty(len(js))
@@ -475,5 +545,12 @@ class GoodputRates:
         old = eng.jf[JF_CRATE, js]
         change = np.abs(new - old) > 1e-12 * np.maximum(np.abs(old), 1.0)
         if change.any():
-            rerate(eng, js[change], new[change])
             self.rerates += int(change.sum())
+        pick = change | np.isin(js, fresh)
+        rest = fresh[~np.isin(fresh, js)]
+        todo = np.concatenate([js[pick], rest])
+        rates = np.concatenate([new[pick], eng.jf[JF_CRATE, rest]])
+        if len(fresh):
+            eng.jf[JF_STALL, fresh] = eng.now + start_s
+        if len(todo):
+            rerate(eng, todo, rates)

@@ -301,6 +301,7 @@ class Workload(Owned):
 #: web process does not import the simulator to know them).
 COMPAT_CHOICES = (
     ("gavel", "Gavel's simulator"),
+    ("pollux", "Pollux's simulator"),
     ("tiresias", "Tiresias's simulator"),
 )
 

@@ -425,10 +425,19 @@ class CompatSpec:
     placements
         Placement strategies the reference simulator has for this policy, the first being its
         default; empty: the mode does not restrict the placement.
+    elastic
+        Device-count bounds rule (:mod:`clustersim.elastic`, e.g. ``"1-64"``) the reference
+        simulator gives every job under this policy, applied to the workload's rigid jobs in
+        that mode; empty: the workload's bounds as they are.
+    engine
+        Engine options (:class:`clustersim.engine.EngineOptions` keywords) the reference
+        simulator's rules for this policy need in that mode.
     """
 
     params: Mapping[str, Any] = field(default_factory=dict)
     placements: tuple[str, ...] = ()
+    elastic: str = ""
+    engine: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Policy:

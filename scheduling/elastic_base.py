@@ -86,9 +86,13 @@ class ElasticPolicy(Policy):
         is what each type has to give, used up in place."""
         raise NotImplementedError
 
+    def table(self, state: State) -> Table:
+        """The planning table of this decision (:func:`planning_table`)."""
+        return planning_table(state)
+
     def schedule(self, state: State) -> Decision:
         wake = state.now + self.interval_s
-        table = planning_table(state)
+        table = self.table(state)
         if not len(table.jobs):
             return Decision(run=EMPTY, wake_at=wake)
         alloc = self.allocate(table, state.capacity.astype(np.int64).copy())

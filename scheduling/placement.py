@@ -240,6 +240,25 @@ class CommAware(Placement):
         return np.concatenate(chosen_nodes), np.concatenate(chosen_counts)
 
 
+class FreestFirst(Placement):
+    """The freest node first, wholly, again until the gang is placed (ties: lowest index),
+    even when the gang would fit a fuller node.
+
+    Pollux's simulator's placement for its baselines (petuum/adaptdl ``simulator/
+    tiresias.py`` and ``optimus.py``: ``Counter.most_common(1)`` over the free GPUs per
+    node, repeated); ``--compat pollux`` gives it to ``tiresias`` and ``optimus``.
+    :class:`Consolidate` differs only for a gang that fits one node (it takes the fullest
+    node that holds it).
+    """
+
+    name = "freest"
+
+    def choose(
+        self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
+    ) -> tuple[IntArray, IntArray] | None:
+        return _take_largest_first(free, candidates, ndev)
+
+
 class FirstFit(Placement):
     """Nodes in index order, each filled before the next (any rack, any number of nodes).
 

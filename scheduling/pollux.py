@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, ClassVar
 
 import numpy as np
 
 from clustersim.goodput import NODE_GPUS, JobGoodput, consolidated
-from scheduling.base import EMPTY, Decision, FloatArray, IntArray, Policy, State
+from scheduling.base import (
+    EMPTY,
+    CompatSpec,
+    Decision,
+    FloatArray,
+    IntArray,
+    Policy,
+    State,
+)
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
 #: Added to every speedup before the power mean (the reference's), so a job given nothing
@@ -44,9 +53,16 @@ class Pollux(Policy):
     chosen; the engine's placement strategy places them (docs/pollux-fidelity.md, section 6,
     has this and the other departures from the reference's genetic algorithm).
 
-    Every (re)start and resize pays ``restart_s`` (the reference's 30-s re-scale delay), as
-    the policy's ``resume_s``. The engine rates running profiled jobs by their goodput
-    (``goodput = True``).
+    Every restart and resize pays ``restart_s`` (the reference's 30-s re-scale delay), as
+    the policy's ``resume_s`` (``--compat pollux`` charges it on first starts too). The
+    engine rates running profiled jobs by their goodput (``goodput = True``,
+    :class:`clustersim.goodput.GoodputRates`). A restart, for the penalty, is every start
+    of a job on another count than it held at the previous decision once it has run (a
+    resume after a pause included).
+
+    ``--compat pollux`` (docs/pollux-fidelity.md) sets ``linear_unseen``: a job that has not
+    run yet plans with a speedup linear in its devices, ``n / ceil(G / J)``, as the
+    reference's jobs do before their first throughput fit.
     """
 
     name = "pollux"
@@ -56,18 +72,26 @@ class Pollux(Policy):
     )
     preemptive = True
     goodput: ClassVar[bool] = True
+    compat: ClassVar[Mapping[str, CompatSpec]] = {
+        "pollux": CompatSpec(
+            params={"linear_unseen": True},
+            elastic="1-64",
+        )
+    }
 
     def __init__(
         self,
         interval_s: Annotated[float, POSITIVE] = 60.0,
         p: float = -1.0,
         restart_s: Annotated[float, NON_NEGATIVE] = 30.0,
+        linear_unseen: bool = False,
     ) -> None:
         if not math.isfinite(p):
             raise ValueError("p: must be a finite number")
         self.interval_s = interval_s
         self.p = p
         self.restart_s = restart_s
+        self.linear_unseen = linear_unseen
         self._model: JobGoodput | None = None
         self._seen: dict[int, int] = {}
         self._restarts: dict[int, int] = {}
@@ -130,17 +154,19 @@ class Pollux(Policy):
 
     def observe(self, state: State, a: IntArray) -> None:
         """Learn from the state what the previous decisions did: the most devices each job
-        has held (exploration cap) and how often a job that had run was started on another
-        count (restarts). Idempotent for one state, so a decision depends on the state."""
+        has held (exploration cap) and how often a job that had run was started again on
+        another count than it held at the previous decision, 0 (paused) included
+        (restarts). Idempotent for one state, so a decision depends on the state."""
         held = np.where(state.running[a], state.alloc_n[a], 0)
         for j, n in zip(a.tolist(), held.tolist(), strict=True):
-            if n <= 0:
-                continue
             last = self._last.get(j)
-            if last is not None and last != n:
+            if last is None and n <= 0:
+                continue  # never run yet
+            if n > 0 and last is not None and last != n:
                 self._restarts[j] = self._restarts.get(j, 0) + 1
             self._last[j] = n
-            self._seen[j] = max(self._seen.get(j, 0), n)
+            if n > 0:
+                self._seen[j] = max(self._seen.get(j, 0), n)
 
     def speedups(
         self, state: State, js: IntArray, t: int, capacity: int, nodes: int
@@ -159,7 +185,14 @@ class Pollux(Policy):
         scale = nodes / capacity if capacity else 0.0
         for i, j in enumerate(js.tolist()):
             app = model.apps.get(j)
-            if app is not None:
+            if self.linear_unseen and j not in self._seen:
+                # not run yet: no throughput fit, speedup linear in the replicas (the
+                # reference's), capped as a profiled job's first allocation is
+                if app is not None:
+                    hi[i] = max(lo[i], min(hi[i], 1))
+                good = np.arange(hi[i] + 1, dtype=np.float64)
+                base = float(fair)
+            elif app is not None:
                 cap = (
                     1
                     if app.fixed_batch is not None

@@ -43,6 +43,7 @@ from scheduling.placement import (
     Consolidate,
     DotProduct,
     FirstFit,
+    FreestFirst,
     GpuClustering,
     GpuPacking,
     RandomFit,
@@ -122,6 +123,7 @@ PLACEMENTS: dict[str, type[Placement]] = {
         GpuPacking,
         GpuClustering,
         RandomFit,
+        FreestFirst,
     )
 }
 

@@ -83,13 +83,26 @@ class Tiresias(Policy):
     timing
         ``"exact"`` (queue changes at the instant they are due), ``"simulator"`` or
         ``"simulator-py2"`` (the simulator's own check times, see above).
+    rewalk
+        ``True`` (set by ``--compat pollux``): the queues of Pollux's simulator's Tiresias
+        baseline instead (petuum/adaptdl ``simulator/tiresias.py``, docs/pollux-fidelity.md
+        section 3b): each queue keeps its arrival (queue 0) or demotion order and is
+        re-walked from its head at every decision, so a waiting job preempts a running job
+        that came after it in its own queue; devices are counted over the whole cluster.
     """
 
     name = "tiresias"
     citation = "Gu et al., Tiresias, NSDI'19"
     preemptive = True
     compat: ClassVar[Mapping[str, CompatSpec]] = {
-        "tiresias": CompatSpec(params={"timing": "simulator"}, placements=("first-fit",))
+        "tiresias": CompatSpec(params={"timing": "simulator"}, placements=("first-fit",)),
+        # Pollux's simulator's baseline (simulator/tiresias.py there): two queues split at
+        # 16 GPU-hours, rigid jobs at their trace's batch size on the goodput model
+        "pollux": CompatSpec(
+            params={"thresholds": (57600.0,), "rewalk": True},
+            placements=("freest",),
+            engine={"goodput_trace_batch": True},
+        ),
     }
 
     def __init__(
@@ -97,10 +110,14 @@ class Tiresias(Policy):
         thresholds: Annotated[tuple[float, ...], POSITIVE] = (3250.0, 7200.0),
         promote_knob: Annotated[float, POSITIVE] | None = None,
         timing: Timing = "exact",
+        rewalk: bool = False,
     ) -> None:
         self.thresholds = tuple(float(x) for x in thresholds)
         self.promote_knob = promote_knob
         self.timing = timing
+        self.rewalk = rewalk
+        if rewalk and promote_knob is not None:
+            raise ValueError("tiresias: rewalk has no starvation guard; leave out promote_knob")
         if list(self.thresholds) != sorted(self.thresholds) or any(x <= 0 for x in self.thresholds):
             raise ValueError(
                 f"tiresias: thresholds must be positive and ascending, got {thresholds}"
@@ -131,11 +148,52 @@ class Tiresias(Policy):
             "thresholds": self.thresholds,
             "promote_knob": self.promote_knob,
             "timing": self.timing,
+            "rewalk": self.rewalk,
         }
 
     def reset(self, rng: np.random.Generator) -> None:
         self._n = -1
         self._last = None
+        self._queues: list[list[int]] = [[] for _ in range(len(self.thresholds) + 1)]
+        self._queued: dict[int, int] = {}
+
+    def _rewalk(self, state: State) -> Decision:
+        """Pollux's simulator's Tiresias (``rewalk``): new jobs join the back of queue 0 in
+        submit order; a job whose attained service has reached its queue's threshold moves
+        to the back of the next queue (in submit order among those moving at once); then
+        the queues are walked from the first, each in its own order, and a job runs when
+        its gang still fits in the devices left by the jobs before it (backfilling: one
+        that does not fit is skipped). Running jobs of the result come first (they keep
+        their devices), then the starts, in walking order."""
+        if not hasattr(self, "_queues"):
+            self.reset(np.random.default_rng(0))
+        active = state.active
+        alive = set(active.tolist())
+        queues = [[j for j in q if j in alive] for q in self._queues]
+        where = {j: k for k, q in enumerate(queues) for j in q}
+        for j in active.tolist():
+            if j not in where:
+                queues[0].append(j)
+                where[j] = 0
+        attained = state.attained
+        for k, thr in enumerate(self.thresholds):
+            down = [j for j in sorted(queues[k]) if attained[j] >= thr - 1e-9]
+            if down:
+                moved = set(down)
+                queues[k] = [j for j in queues[k] if j not in moved]
+                queues[k + 1].extend(down)
+        self._queues = queues
+        left = int(state.capacity.sum())
+        gangs = state.jobs.num_gpus
+        run = []
+        for q in queues:
+            for j in q:
+                if state.rate[j].max() > 0 and gangs[j] <= left:
+                    run.append(j)
+                    left -= int(gangs[j])
+        out = np.array(run, dtype=np.int64)
+        keep = state.running[out] if len(out) else np.zeros(0, dtype=bool)
+        return Decision(run=np.concatenate([out[keep], out[~keep]]))
 
     def _allocate(self, n: int, n_types: int) -> None:
         nq = len(self._thr) + 1
@@ -151,6 +209,8 @@ class Tiresias(Policy):
         self._now = 0.0
 
     def schedule(self, state: State) -> Decision:
+        if self.rewalk:
+            return self._rewalk(state)
         last = self._last
         if last is not None and last[0] is state and last[1] == state.snapshot:
             return last[2]

@@ -108,6 +108,7 @@ def reference_simulate(
             type_time=np.array([j["tt"] for j in J]).reshape(n, nt),
             round_index=rounds,
             pending=sum(1 for j in J if not j["arrived"] and j["runnable"]),
+            job_rates=rates,
         )
 
     def start(i: int, t: int, nd: int) -> None:

@@ -372,6 +372,22 @@ def grid_jct(application: str, num_replicas: float, batch_size: float) -> tuple[
     return float(grid[a, b]), 2
 
 
+def trace_batch(application: str, num_replicas: int, work: float) -> float:
+    """The ``batch_size`` a row of a Pollux workload had, recovered from the work this reader
+    gave it: the profiled batch size whose rigid JCT at ``num_replicas`` (on the grid of
+    :data:`POLLUX_JCT_S`, × the T4 speed) equals ``work`` to 1e-9 relative; ``nan`` when
+    none does (a job not read from a Pollux workload, or off the grid). Used by
+    ``--compat pollux``, whose baselines run every job at its trace's batch size."""
+    if application not in POLLUX_JCT_S or num_replicas not in GRID_REPLICAS:
+        return math.nan
+    sizes, rows = POLLUX_JCT_S[application]
+    speed = reference_speed(PROFILE_TYPE) or 1.0
+    jcts = np.array(rows[GRID_REPLICAS.index(num_replicas)]) * speed
+    with np.errstate(invalid="ignore"):
+        hit = np.flatnonzero(np.abs(jcts - work) <= 1e-9 * max(abs(work), 1.0))
+    return float(sizes[int(hit[0])]) if len(hit) == 1 else math.nan
+
+
 # --------------------------------------------------------------------------------------------
 # Deriving the table from Pollux's profiles
 

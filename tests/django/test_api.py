@@ -341,7 +341,7 @@ def test_the_policy_catalogue_describes_parameters(api: Any) -> None:
     assert {"fifo", "tiresias", "las"} <= set(policies)
     tiresias = policies["tiresias"]
     assert "NSDI" in tiresias["citation"]
-    param, knob, timing = tiresias["parameters"]
+    param, knob, timing, rewalk = tiresias["parameters"]
     assert (param["name"], param["default"], param["required"]) == (
         "thresholds",
         [3250.0, 7200.0],
@@ -350,7 +350,10 @@ def test_the_policy_catalogue_describes_parameters(api: Any) -> None:
     assert param["type"].startswith("tuple")
     assert param["description"]
     assert (knob["name"], knob["default"], timing["default"]) == ("promote_knob", None, "exact")
-    assert tiresias["compat"] == ["tiresias"] and policies["gavel-las"]["compat"] == ["gavel"]
+    assert (rewalk["name"], rewalk["default"]) == ("rewalk", False)
+    assert tiresias["compat"] == ["pollux", "tiresias"] and policies["gavel-las"]["compat"] == [
+        "gavel"
+    ]
     for p in policies.values():
         assert p["summary"] and p["citation"]
     assert {p["name"] for p in api.get("/api/v1/placements/").json()} >= {"consolidate"}

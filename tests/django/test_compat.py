@@ -33,6 +33,7 @@ def _grid(cluster: int, workload: int, **kw: Any) -> dict[str, Any]:
 def test_the_web_process_knows_every_mode() -> None:
     assert [name for name, _ in COMPAT_CHOICES] == sorted(MODES)
     assert policies_of("tiresias") == ["fifo", "tiresias"]
+    assert policies_of("pollux") == ["optimus", "pollux", "tiresias"]
     assert {"allox", "gavel-fifo", "gavel-las", "gavel-mmf", "gavel-hierarchical"} <= set(
         policies_of("gavel")
     )
