@@ -483,6 +483,7 @@ class _Run:
             )
             self.network = NetworkContention(cluster, rates, n, options.network)
         placement.bind_network(None if self.network is None else self.network.view)
+        placement.bind_resources(self.aux)
         # Pollux's goodput model (clustersim.goodput): profiled jobs progress at their goodput
         self.goodput: GoodputRates | None = None
         if policy.goodput:

@@ -34,6 +34,8 @@ from scheduling.gavel_lp import (
 )
 from scheduling.gavel_mmf_packed import GavelMMFPacked
 from scheduling.gavel_packing import GavelGandiva
+from scheduling.kube_placement import KubeLeastAllocated, KubeMostAllocated
+from scheduling.kubernetes import Kubernetes
 from scheduling.las import LAS
 from scheduling.optimus import Optimus
 from scheduling.placement import (
@@ -91,6 +93,7 @@ POLICIES: dict[str, type[Policy]] = {
         CommWait,
         Slurm,
         YarnCapacity,
+        Kubernetes,
         AFS,
         Optimus,
         Pollux,
@@ -100,7 +103,17 @@ POLICIES: dict[str, type[Policy]] = {
 
 PLACEMENTS: dict[str, type[Placement]] = {
     cls.name: cls
-    for cls in (Consolidate, Spread, RandomPlacement, TopologyAware, FirstFit, Yarn, CommAware)
+    for cls in (
+        Consolidate,
+        Spread,
+        RandomPlacement,
+        TopologyAware,
+        FirstFit,
+        Yarn,
+        CommAware,
+        KubeLeastAllocated,
+        KubeMostAllocated,
+    )
 }
 
 

@@ -1,0 +1,511 @@
+"""Kubernetes with Kueue: quota-based gang admission, then the default scheduler's node
+scoring (``kubernetes``).
+
+Sources, read in their own words and written in ours: Kueue v0.9 documentation ("Cluster
+Queue": ``resourceGroups``, ``nominalQuota``, ``borrowingLimit``, ``cohort``,
+``queueingStrategy``, ``flavorFungibility``, ``preemption.reclaimWithinCohort``;
+"Preemption"; "Local Queue") and its scheduler's ordering of heads; Kubernetes v1.31
+``kube-scheduler`` (``pkg/scheduler/framework/plugins/noderesources``: ``NodeResourcesFit``
+filter, ``LeastAllocated`` / ``MostAllocated`` scoring, ``NodeResourcesBalancedAllocation``;
+``apis/config/v1/default_plugins.go`` for the plugin weights). The node side is the pair of
+placement strategies ``k8s-least-allocated`` and ``k8s-most-allocated``
+(:mod:`scheduling.kube_placement`); this module is Kueue's admission.
+
+The rules, one by one:
+
+* **ClusterQueues and flavours.** Each accelerator type is a ``ResourceFlavor``; the one
+  resource quota'd is ``nvidia.com/gpu``. ``queues`` lists ClusterQueues as
+  ``NAME[@COHORT]:FLAVOUR=NOMINAL[+BORROW],...;...``: ``"a@c:V100=8+4,K80=2;b@c:V100=8"``
+  gives ``a`` a nominal quota of 8 V100 and 2 K80 and lets it borrow at most 4 more V100
+  from its cohort ``c`` (``borrowingLimit``; absent: no limit, Kueue's default); ``b`` 8
+  V100 in the same cohort. A queue without ``@COHORT`` is in no cohort: it never borrows
+  and nothing borrows from it. The flavours of an entry are tried in the order written.
+* **Queues from the trace.** A job is a Workload submitted through a LocalQueue that points
+  to the ClusterQueue named as its virtual cluster (``queue_by="vc"``, the trace's ``vc``;
+  ``"user"``: its user). A job whose ClusterQueue does not exist is refused at submission
+  (reported rejected, as Kueue leaves a Workload of a missing queue inadmissible for ever).
+  Empty ``queues`` (the default): one ClusterQueue per VC (or user), all in one cohort
+  ``default``, no borrowing limit, each type's devices split as equal nominal quotas
+  (``capacity // k``; the remainder one each to the first queues in name order), flavours
+  in the cluster's type order.
+* **Order within a queue**: priority (the trace's ``priority``, standing for the
+  ``WorkloadPriorityClass`` value) descending, then the queue time, then the job index. The
+  queue time is the submission, or the latest eviction for a preempted job (Kueue's default
+  ``requeuingStrategy.timestamp: Eviction``).
+* **Queueing strategy**: ``StrictFIFO``: a queue's head that cannot be admitted blocks the
+  jobs behind it; ``BestEffortFIFO`` (Kueue's default): it is set aside and the first job of
+  the queue that can be admitted is considered instead.
+* **Fit of a workload** (``g`` devices) on flavour ``f`` of queue ``q`` with usage ``u``:
+  without a cohort, ``u + g <= nominal``; in a cohort, ``u + g <= nominal + borrowingLimit``
+  and the cohort's usage of ``f`` plus ``g`` at most the sum of its queues' nominal quotas
+  (the unused nominal quota of the others is what can be borrowed). The workload *borrows*
+  when ``u + g > nominal``. The whole gang is admitted or none of it (Kueue admits a
+  Workload whole). ``flavorFungibility`` is Kueue's default (``whenCanBorrow: Borrow``,
+  ``whenCanPreempt: TryNextFlavor``): the first flavour where the workload fits, with or
+  without borrowing, is taken; only when it fits on none is preemption tried.
+* **Admission cycles**: the candidate of each queue (its head; with ``BestEffortFIFO`` the
+  first job that fits when the head does not) are ordered as Kueue's scheduler orders heads
+  — workloads that do not borrow first, then priority descending, then queue time — and the
+  first is admitted; this repeats until no queue has a candidate.
+* **Preemption** (``reclaim_within_cohort``, Kueue's ``preemption.reclaimWithinCohort``;
+  ``withinClusterQueue`` stays ``Never``): ``Never`` (Kueue's default) — a queue whose
+  nominal quota is lent out waits until the borrowers' jobs end. ``LowerPriority`` /
+  ``Any`` — a head that fits within its queue's nominal quota but not in the cohort (or the
+  free devices) evicts workloads of *other* queues of the cohort that borrow on that flavour
+  (of lower priority than the head, for ``LowerPriority``), lowest priority first, then the
+  most recently admitted first, skipping a victim whose queue no longer borrows; then, as
+  Kueue's minimal-preemption pass, victims are given back in reverse order while the head
+  still fits. Evicted jobs return to their queue (queue time: the eviction) and resume
+  from their checkpoint (the engine's restore delay).
+* **Pods on nodes**: the admitted gang goes to the placement strategy — with
+  ``k8s-least-allocated`` or ``k8s-most-allocated`` the default scheduler's filter and
+  scores (:mod:`scheduling.kube_placement`); a gang the nodes cannot hold now (the filter
+  finds no node for one of its pods) waits in its queue, counted in its quota only once it
+  runs.
+
+Departures, and why:
+
+* A Workload admitted by quota but whose pods cannot all be bound stays *pending* here
+  (Kueue would reserve the quota and leave pods Pending until ``waitForPodsReady`` evicts
+  it): admission and binding happen in one decision.
+* One admission per cycle, cycles repeated at once (Kueue tries every head in one cycle and
+  admits several); the order is the same, and no simulated time passes between cycles.
+* Only ``nvidia.com/gpu`` has a quota (CPU and memory are checked per node by the
+  scheduler's filter, when the cluster and trace give them); no ``lendingLimit``, no
+  hierarchical cohorts, no fair sharing, no ``borrowWithinCohort``, no
+  ``withinClusterQueue`` preemption, no AdmissionChecks; ``BestEffortFIFO`` reconsiders set
+  aside workloads at every event (Kueue at events that may free quota).
+* A quota above the cluster's devices of its flavour is refused (naming ``queues``): Kueue
+  accepts it, but a planner means the quota to be real.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduling.base import Decision, Policy, State
+
+if TYPE_CHECKING:
+    from clustersim.cluster import Cluster
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+DEFAULT_COHORT = "default"
+
+
+@dataclass
+class ClusterQueueSpec:
+    """One ClusterQueue of ``queues``: its cohort (``""``: none) and, per flavour in the
+    order written, the nominal quota and borrowing limit (``inf``: none) in devices."""
+
+    name: str
+    cohort: str
+    flavours: list[str] = field(default_factory=list)
+    nominal: list[int] = field(default_factory=list)
+    borrow: list[float] = field(default_factory=list)
+
+
+def parse_queues(spec: str) -> list[ClusterQueueSpec]:
+    """The ClusterQueues of ``spec`` (module doc); ``ValueError`` naming ``queues``."""
+    out: list[ClusterQueueSpec] = []
+    seen: set[str] = set()
+    for k, raw in enumerate(x for x in spec.split(";") if x.strip()):
+        item = raw.strip()
+        where = f"queues: entry {k + 1} ({item!r})"
+        head, sep, body = item.partition(":")
+        if not sep or not body.strip():
+            raise ValueError(f"{where}: want NAME[@COHORT]:FLAVOUR=NOMINAL[+BORROW],...")
+        name, _, cohort = head.partition("@")
+        name, cohort = name.strip(), cohort.strip()
+        if not name or ("@" in head and not cohort):
+            raise ValueError(f"{where}: want NAME[@COHORT]:FLAVOUR=NOMINAL[+BORROW],...")
+        if name in seen:
+            raise ValueError(f"queues: ClusterQueue {name!r} is listed twice")
+        seen.add(name)
+        cq = ClusterQueueSpec(name, cohort)
+        for part in body.split(","):
+            flav, eq, nums = part.partition("=")
+            flav = flav.strip()
+            if not eq or not flav:
+                raise ValueError(f"{where}: want FLAVOUR=NOMINAL[+BORROW], got {part.strip()!r}")
+            nom_s, plus, bor_s = nums.partition("+")
+            try:
+                nominal = int(nom_s.strip())
+                borrow = float(int(bor_s.strip())) if plus else math.inf
+            except ValueError:
+                raise ValueError(
+                    f"{where}: quotas are whole numbers of devices, got {nums.strip()!r}"
+                ) from None
+            if nominal < 0 or borrow < 0:
+                raise ValueError(f"{where}: quotas must be zero or positive")
+            if flav in cq.flavours:
+                raise ValueError(f"{where}: flavour {flav!r} is listed twice")
+            if plus and not cohort:
+                raise ValueError(f"{where}: a borrowing limit needs a cohort (NAME@COHORT)")
+            cq.flavours.append(flav)
+            cq.nominal.append(nominal)
+            cq.borrow.append(borrow)
+        out.append(cq)
+    return out
+
+
+def quota_problems(spec: str, cluster: Cluster) -> list[str]:
+    """What is wrong with ``spec`` on ``cluster``: flavours that are no accelerator type of
+    it, nominal quotas above its devices of the flavour (each message names ``queues``)."""
+    try:
+        cqs = parse_queues(spec)
+    except ValueError as e:
+        return [str(e)]
+    names = [t.name for t in cluster.types]
+    devices = np.bincount(cluster.node_type, weights=cluster.node_devices, minlength=len(names))
+    problems: list[str] = []
+    for cq in cqs:
+        for f, nom in zip(cq.flavours, cq.nominal, strict=True):
+            if f not in names:
+                problems.append(
+                    f"queues: ClusterQueue {cq.name!r} names flavour {f!r}, which is no "
+                    f"accelerator type of the cluster ({', '.join(names)})"
+                )
+                continue
+            have = int(devices[names.index(f)])
+            if nom > have:
+                problems.append(
+                    f"queues: ClusterQueue {cq.name!r} has a nominal quota of {nom} {f}, "
+                    f"above the cluster's {have} {f} devices"
+                )
+    return problems
+
+
+class Kubernetes(Policy):
+    """Kueue's quota-based gang admission over the default kube-scheduler (module doc: the
+    rules and where they depart from Kueue v0.9 and Kubernetes v1.31).
+
+    Parameters
+    ----------
+    queues
+        ClusterQueues, ``NAME[@COHORT]:FLAVOUR=NOMINAL[+BORROW],...`` separated by ``;``;
+        empty: one queue per VC (or user) in one cohort, equal nominal quotas.
+    queue_by
+        Which trace column names a job's ClusterQueue: ``"vc"`` or ``"user"``.
+    queueing
+        ``"BestEffortFIFO"`` (Kueue's default) or ``"StrictFIFO"``.
+    reclaim_within_cohort
+        ``"Never"`` (Kueue's default), ``"LowerPriority"`` or ``"Any"``.
+    """
+
+    name = "kubernetes"
+    citation = (
+        "Kueue v0.9 (kubernetes-sigs/kueue: ClusterQueue quotas, cohorts, borrowing, "
+        "queueing strategies, preemption) over the Kubernetes v1.31 kube-scheduler "
+        "(NodeResourcesFit, LeastAllocated/MostAllocated, BalancedAllocation)"
+    )
+    preemptive = True
+
+    def __init__(
+        self,
+        queues: str = "",
+        queue_by: Literal["vc", "user"] = "vc",
+        queueing: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO",
+        reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Never",
+    ) -> None:
+        self.queues = queues
+        self.queue_by = queue_by
+        self.queueing = queueing
+        self.reclaim_within_cohort = reclaim_within_cohort
+        if queue_by not in ("vc", "user"):
+            raise ValueError(f"queue_by: must be vc or user, got {queue_by!r}")
+        if queueing not in ("BestEffortFIFO", "StrictFIFO"):
+            raise ValueError(f"queueing: must be BestEffortFIFO or StrictFIFO, got {queueing!r}")
+        if reclaim_within_cohort not in ("Never", "LowerPriority", "Any"):
+            raise ValueError(
+                "reclaim_within_cohort: must be Never, LowerPriority or Any, "
+                f"got {reclaim_within_cohort!r}"
+            )
+        if queues.strip():
+            parse_queues(queues)  # a bad spec is refused when the policy is built
+
+    @classmethod
+    def cluster_problems(cls, params: Mapping[str, Any], cluster: Cluster) -> list[str]:
+        spec = str(params.get("queues", "") or "")
+        return quota_problems(spec, cluster) if spec.strip() else []
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._ready = False
+        self._cq_of: IntArray = np.zeros(0, dtype=np.int64)
+        self._evicted_at: FloatArray = np.zeros(0)
+        self._preempted = 0
+        self._borrowed = 0
+
+    def stats(self) -> dict[str, float]:
+        """``preempted_to_reclaim``: workloads evicted to give a queue back its nominal
+        quota; ``admitted_borrowing``: workloads admitted beyond their queue's quota."""
+        return {
+            "preempted_to_reclaim": float(self._preempted),
+            "admitted_borrowing": float(self._borrowed),
+        }
+
+    # ------------------------------------------------------------------ set-up
+    def _setup(self, state: State) -> None:
+        jobs = state.jobs
+        col = jobs.vc if self.queue_by == "vc" else jobs.user
+        keys = [str(v) for v in col]
+        n_types = len(state.capacity)
+        type_names = [t.name for t in state.cluster.types]
+        if self.queues.strip():
+            cqs = parse_queues(self.queues)
+            problems = quota_problems(self.queues, state.cluster)
+            if problems:
+                raise ValueError("; ".join(problems))
+        else:
+            names = sorted(set(keys)) or [""]
+            k = len(names)
+            cap = state.capacity.astype(np.int64)
+            cqs = []
+            for i, nm in enumerate(names):
+                nominal = [int(c // k + (1 if i < c % k else 0)) for c in cap.tolist()]
+                cqs.append(
+                    ClusterQueueSpec(
+                        nm, DEFAULT_COHORT, list(type_names), nominal, [math.inf] * n_types
+                    )
+                )
+        m = len(cqs)
+        self._names = [c.name for c in cqs]
+        cohorts = sorted({c.cohort for c in cqs if c.cohort})
+        # cohort index per queue, -1 for none
+        self._cohort = np.array(
+            [cohorts.index(c.cohort) if c.cohort else -1 for c in cqs], dtype=np.int64
+        )
+        self._nominal = np.zeros((m, n_types), dtype=np.int64)
+        self._limit = np.zeros((m, n_types))  # nominal + borrowing limit (inf: none)
+        self._has = np.zeros((m, n_types), dtype=bool)  # the queue lists the flavour
+        self._order: list[list[int]] = []
+        for q, c in enumerate(cqs):
+            order = []
+            for f, nom, bor in zip(c.flavours, c.nominal, c.borrow, strict=True):
+                t = type_names.index(f)
+                order.append(t)
+                self._nominal[q, t] = nom
+                self._has[q, t] = True
+                self._limit[q, t] = nom + bor if c.cohort else nom
+            self._order.append(order)
+        self._cohort_nominal = np.zeros((len(cohorts), n_types), dtype=np.int64)
+        for q in range(m):
+            if self._cohort[q] >= 0:
+                self._cohort_nominal[self._cohort[q]] += self._nominal[q]
+        index = {nm: q for q, nm in enumerate(self._names)}
+        self._cq_of = np.array([index.get(x, -1) for x in keys], dtype=np.int64)
+        self._evicted_at = np.full(len(jobs), np.nan)
+        self._ready = True
+
+    def admit(self, state: State, arriving: IntArray) -> BoolArray:
+        if not self._ready:
+            self._setup(state)
+        return np.asarray(self._cq_of[arriving] >= 0, dtype=bool)
+
+    # ------------------------------------------------------------------ schedule
+    def schedule(self, state: State) -> Decision:
+        if not self._ready:
+            self._setup(state)
+        jobs = state.jobs
+        m = len(self._names)
+        n_types = len(state.capacity)
+        running = state.running_jobs()
+        running = running[state.alloc_n[running] > 0]
+        r_cq = self._cq_of[running]
+        r_t = state.alloc_type[running]
+        r_n = state.alloc_n[running]
+        usage = np.zeros((m, n_types), dtype=np.int64)
+        np.add.at(usage, (r_cq, r_t), r_n)
+        cohort = self._cohort
+        c_usage = np.zeros_like(self._cohort_nominal)
+        inc = cohort >= 0
+        if inc.any():
+            np.add.at(c_usage, cohort[inc], usage[inc])
+        free = state.free.astype(np.int64).copy()
+        keep = np.ones(len(running), dtype=bool)
+        queued = state.queued()
+        prio = jobs.priority
+        qtime = np.where(
+            np.isnan(self._evicted_at[queued]), jobs.submit_time[queued], self._evicted_at[queued]
+        )
+        order = np.lexsort((queued, qtime, -prio[queued]))
+        queued, qtime = queued[order], qtime[order]
+        q_cq = self._cq_of[queued]
+        by_cq = np.argsort(q_cq, kind="stable")
+        bounds = np.searchsorted(q_cq[by_cq], np.arange(m + 1))
+        pend = [queued[by_cq[bounds[q] : bounds[q + 1]]] for q in range(m)]
+        ptime = [qtime[by_cq[bounds[q] : bounds[q + 1]]] for q in range(m)]
+        taken = [np.zeros(len(p), dtype=bool) for p in pend]
+        gang = jobs.num_gpus
+        rate = state.rate
+        starts: list[int] = []
+        types: list[int] = []
+        strict = self.queueing == "StrictFIFO"
+        self._state = (running, r_cq, r_t, r_n, keep)
+        self._prio = prio
+        self._start = state.last_start
+        reclaim = self.reclaim_within_cohort != "Never"
+        while True:
+            best: tuple[Any, ...] | None = None
+            for q in range(m):
+                cand = self._candidate(
+                    q, pend[q], taken[q], usage, c_usage, free, gang, rate, strict, reclaim
+                )
+                if cand is None:
+                    continue
+                i, t, borrows, victims = cand
+                j = int(pend[q][i])
+                key = (borrows, -float(prio[j]), float(ptime[q][i]), j)
+                if best is None or key < best[0]:
+                    best = (key, q, i, t, victims)
+            if best is None:
+                break
+            _, q, i, t, victims = best
+            j = int(pend[q][i])
+            g = int(gang[j])
+            if victims:
+                for v in victims:
+                    keep[v] = False
+                    vq, vn = int(r_cq[v]), int(r_n[v])
+                    usage[vq, t] -= vn
+                    if cohort[vq] >= 0:
+                        c_usage[cohort[vq], t] -= vn
+                    free[t] += vn
+                    self._evicted_at[running[v]] = state.now
+                self._preempted += len(victims)
+            if usage[q, t] + g > self._nominal[q, t]:
+                self._borrowed += 1
+            usage[q, t] += g
+            if cohort[q] >= 0:
+                c_usage[cohort[q], t] += g
+            free[t] -= g
+            taken[q][i] = True
+            starts.append(j)
+            types.append(t)
+        kept = running[keep]
+        run = np.concatenate([kept, np.array(starts, dtype=np.int64)])
+        typ = np.concatenate([state.alloc_type[kept], np.array(types, dtype=np.int64)])
+        return Decision(run=run, types=typ)
+
+    def _fits(
+        self,
+        q: int,
+        g: IntArray,
+        usage: IntArray,
+        c_usage: IntArray,
+        free: IntArray,
+    ) -> BoolArray:
+        """(k, n_types) bool: whether gangs ``g`` fit on each flavour of queue ``q`` now
+        (quota, cohort and free devices)."""
+        gg = g[:, None]
+        ok = self._has[q][None, :] & (gg <= free[None, :])
+        ok &= usage[q][None, :] + gg <= self._limit[q][None, :]
+        c = int(self._cohort[q])
+        if c >= 0:
+            ok &= c_usage[c][None, :] + gg <= self._cohort_nominal[c][None, :]
+        return ok
+
+    def _candidate(
+        self,
+        q: int,
+        pend: IntArray,
+        taken: BoolArray,
+        usage: IntArray,
+        c_usage: IntArray,
+        free: IntArray,
+        gang: IntArray,
+        rate: FloatArray,
+        strict: bool,
+        reclaim: bool,
+    ) -> tuple[int, int, bool, list[int]] | None:
+        """Queue ``q``'s candidate: (position in ``pend``, flavour, borrows, victims)."""
+        left = np.flatnonzero(~taken)
+        if not len(left):
+            return None
+        head = int(left[0])
+        js = pend[left] if not strict else pend[head : head + 1]
+        ok = self._fits(q, gang[js], usage, c_usage, free) & (rate[js] > 0)
+        order = self._order[q]
+        if ok[0].any():
+            t = next(t for t in order if ok[0, t])
+            return head, t, bool(usage[q, t] + gang[js[0]] > self._nominal[q, t]), []
+        if reclaim:
+            got = self._reclaim(q, int(pend[head]), usage, c_usage, free, gang, rate)
+            if got is not None:
+                return head, got[0], False, got[1]
+        if strict:
+            return None
+        rows = np.flatnonzero(ok.any(axis=1))
+        if not len(rows):
+            return None
+        k = int(rows[0])
+        j = int(js[k])
+        t = next(t for t in order if ok[k, t])
+        return int(left[k]), t, bool(usage[q, t] + gang[j] > self._nominal[q, t]), []
+
+    def _reclaim(
+        self,
+        q: int,
+        j: int,
+        usage: IntArray,
+        c_usage: IntArray,
+        free: IntArray,
+        gang: IntArray,
+        rate: FloatArray,
+    ) -> tuple[int, list[int]] | None:
+        """Preemption to give queue ``q`` back its nominal quota for job ``j``: (flavour,
+        victims as positions in the running-jobs array of this decision) or ``None``."""
+        c = int(self._cohort[q])
+        if c < 0:
+            return None
+        g = int(gang[j])
+        running, r_cq, r_t, r_n, keep = self._state
+        prio = self._prio
+        for t in self._order[q]:
+            if rate[j, t] <= 0 or usage[q, t] + g > self._nominal[q, t]:
+                continue  # only what the queue's nominal quota holds is reclaimed
+            cand = np.flatnonzero(keep & (r_t == t) & (r_cq != q) & (self._cohort[r_cq] == c))
+            if self.reclaim_within_cohort == "LowerPriority":
+                cand = cand[prio[running[cand]] < prio[j]]
+            if not len(cand):
+                continue
+            # lowest priority first, then the most recently admitted first
+            cand = cand[
+                np.lexsort((-running[cand], -self._start[running[cand]], prio[running[cand]]))
+            ]
+            u = usage[:, t].copy()
+            cu = int(c_usage[c, t])
+            fr = int(free[t])
+            victims: list[int] = []
+
+            cap_c = int(self._cohort_nominal[c, t])
+            for v in cand.tolist():
+                if cu + g <= cap_c and fr >= g:
+                    break
+                vq = int(r_cq[v])
+                if u[vq] <= self._nominal[vq, t]:
+                    continue  # its queue no longer borrows
+                n = int(r_n[v])
+                u[vq] -= n
+                cu -= n
+                fr += n
+                victims.append(v)
+            if cu + g > cap_c or fr < g:
+                continue
+            # give back the victims not needed, last chosen first
+            for v in list(reversed(victims)):
+                n = int(r_n[v])
+                if cu + n + g <= cap_c and fr - n >= g:
+                    victims.remove(v)
+                    cu += n
+                    fr -= n
+            return t, victims
+        return None
