@@ -20,8 +20,12 @@ on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models ...]`` runs some
-sections only.
+Section ``production`` (:mod:`bench.production`): the production schedulers of issue 16
+(``slurm``, ``kubernetes`` with each kube-scheduler placement, ``yarn-capacity``) on full
+Philly, CPU seconds and peak memory.
+
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|production
+...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -298,6 +302,15 @@ def bench_models() -> None:
 
 
 SECTIONS["models"] = bench_models
+
+
+def bench_production() -> None:
+    from bench.production import bench_production as run
+
+    run(_in_process)
+
+
+SECTIONS["production"] = bench_production
 
 
 def main(argv: list[str]) -> int:

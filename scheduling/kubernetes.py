@@ -89,7 +89,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from scheduling.base import Decision, Policy, State
+from scheduling.base import EMPTY, Decision, Policy, State
 
 if TYPE_CHECKING:
     from clustersim.cluster import Cluster
@@ -207,7 +207,7 @@ class Kubernetes(Policy):
         "queueing strategies, preemption) over the Kubernetes v1.31 kube-scheduler "
         "(NodeResourcesFit, LeastAllocated/MostAllocated, BalancedAllocation)"
     )
-    preemptive = True
+    preemptive = False  # True with reclaim_within_cohort other than Never
 
     def __init__(
         self,
@@ -231,6 +231,8 @@ class Kubernetes(Policy):
             )
         if queues.strip():
             parse_queues(queues)  # a bad spec is refused when the policy is built
+        if reclaim_within_cohort != "Never":
+            self.preemptive = True  # type: ignore[misc]
 
     @classmethod
     def cluster_problems(cls, params: Mapping[str, Any], cluster: Cluster) -> list[str]:
@@ -303,6 +305,13 @@ class Kubernetes(Policy):
         index = {nm: q for q, nm in enumerate(self._names)}
         self._cq_of = np.array([index.get(x, -1) for x in keys], dtype=np.int64)
         self._evicted_at = np.full(len(jobs), np.nan)
+        self._borrowed_once = np.zeros(len(jobs), dtype=bool)
+        self._evicted = False
+        self._gang = jobs.num_gpus
+        self._runs_everywhere = (state.rate > 0).all(axis=1)
+        self._all_easy = bool(self._runs_everywhere.all())
+        self._flat_priority = bool((jobs.priority == jobs.priority[0]).all()) if len(jobs) else True
+        self._c_row = np.where(self._cohort >= 0, self._cohort, len(self._cohort_nominal))
         self._ready = True
 
     def admit(self, state: State, arriving: IntArray) -> BoolArray:
@@ -322,134 +331,188 @@ class Kubernetes(Policy):
         r_cq = self._cq_of[running]
         r_t = state.alloc_type[running]
         r_n = state.alloc_n[running]
-        usage = np.zeros((m, n_types), dtype=np.int64)
-        np.add.at(usage, (r_cq, r_t), r_n)
-        cohort = self._cohort
-        c_usage = np.zeros_like(self._cohort_nominal)
-        inc = cohort >= 0
-        if inc.any():
-            np.add.at(c_usage, cohort[inc], usage[inc])
         free = state.free.astype(np.int64).copy()
-        keep = np.ones(len(running), dtype=bool)
+        reclaim = self.reclaim_within_cohort != "Never"
         queued = state.queued()
-        prio = jobs.priority
-        qtime = np.where(
-            np.isnan(self._evicted_at[queued]), jobs.submit_time[queued], self._evicted_at[queued]
+        gang = self._gang
+        if not len(queued) or (
+            not reclaim and int(gang[queued].min()) > int(free.max(initial=0))
+        ):  # nothing can start, and nothing is preempted
+            return self._none(state, running)
+        usage = np.bincount(r_cq * n_types + r_t, weights=r_n, minlength=m * n_types).reshape(
+            m, n_types
         )
-        order = np.lexsort((queued, qtime, -prio[queued]))
-        queued, qtime = queued[order], qtime[order]
+        n_c = len(self._cohort_nominal)
+        # each queue's cohort row, an extra row (never read) for queues without one
+        c_row = self._c_row
+        c_usage = np.zeros((n_c + 1, n_types))
+        np.add.at(c_usage, c_row, usage)
+        keep = np.ones(len(running), dtype=bool)
+        prio = jobs.priority
         q_cq = self._cq_of[queued]
-        by_cq = np.argsort(q_cq, kind="stable")
-        bounds = np.searchsorted(q_cq[by_cq], np.arange(m + 1))
-        pend = [queued[by_cq[bounds[q] : bounds[q + 1]]] for q in range(m)]
-        ptime = [qtime[by_cq[bounds[q] : bounds[q + 1]]] for q in range(m)]
-        taken = [np.zeros(len(p), dtype=bool) for p in pend]
-        gang = jobs.num_gpus
+        qtime: FloatArray | None = None
+        # grouped by queue; in each, priority descending, then queue time, then index
+        if self._flat_priority and not self._evicted:
+            # every queue time is the submission and `queued` ascends in it: group only
+            # (a stable sort of small integers is a radix sort)
+            order = np.argsort(q_cq.astype(np.int16 if m < 2**15 else np.int64), kind="stable")
+            queued = queued[order]
+        else:
+            ev = self._evicted_at[queued]
+            qt = np.where(np.isnan(ev), jobs.submit_time[queued], ev)
+            order = np.lexsort((queued, qt, -prio[queued], q_cq))
+            queued, qtime = queued[order], qt[order]
+        bounds = np.searchsorted(q_cq[order], np.arange(m + 1)).tolist()
+        gang_q = gang[queued].astype(np.float64)  # inf once taken
         rate = state.rate
-        starts: list[int] = []
-        types: list[int] = []
-        strict = self.queueing == "StrictFIFO"
         self._state = (running, r_cq, r_t, r_n, keep)
         self._prio = prio
         self._start = state.last_start
-        reclaim = self.reclaim_within_cohort != "Never"
+        strict = self.queueing == "StrictFIFO"
+        simple = self._runs_everywhere
+        all_easy = self._all_easy
+        pm: list[FloatArray | None] = [None] * m  # per queue: running min of untaken gangs
+        heads = [0] * m  # per queue: first untaken position
+        nonempty = [q for q in range(m) if bounds[q + 1] > bounds[q]]
+        qmin = np.full(m, np.inf)
+        qmin[nonempty] = np.minimum.reduceat(gang_q, [bounds[q] for q in nonempty])
+        starts: list[int] = []
+        types: list[int] = []
         while True:
+            # what a job of each queue may take on each flavour now (-1: not its flavour)
+            cap = np.minimum(free[None, :].astype(np.float64), self._limit - usage)
+            cap = np.minimum(cap, (self._cohort_room(c_usage))[c_row])
+            cap = np.where(self._has, cap, -1.0)
+            maxcap_a = cap.max(axis=1)
+            maxcap = maxcap_a.tolist()
             best: tuple[Any, ...] | None = None
-            for q in range(m):
+            look = nonempty if reclaim else np.flatnonzero(qmin <= maxcap_a).tolist()
+            for q in look:
+                lo, hi = bounds[q], bounds[q + 1]
+                if heads[q] >= hi - lo:
+                    continue
+                p = pm[q]
+                if p is None:
+                    p = pm[q] = np.minimum.accumulate(gang_q[lo:hi])
+                easy = all_easy or bool(simple[queued[lo:hi]].all())
                 cand = self._candidate(
-                    q, pend[q], taken[q], usage, c_usage, free, gang, rate, strict, reclaim
+                    q,
+                    queued[lo:hi],
+                    gang_q[lo:hi],
+                    p,
+                    heads[q],
+                    cap[q],
+                    maxcap[q],
+                    easy,
+                    rate,
+                    strict,
+                    reclaim,
+                    usage,
+                    c_usage,
+                    free,
                 )
                 if cand is None:
                     continue
-                i, t, borrows, victims = cand
-                j = int(pend[q][i])
-                key = (borrows, -float(prio[j]), float(ptime[q][i]), j)
+                i, t, victims = cand
+                j = int(queued[lo + i])
+                borrows = bool(not victims and usage[q, t] + gang_q[lo + i] > self._nominal[q, t])
+                qt_j = float(jobs.submit_time[j] if qtime is None else qtime[lo + i])
+                key = (borrows, -float(prio[j]), qt_j, j)
                 if best is None or key < best[0]:
                     best = (key, q, i, t, victims)
             if best is None:
                 break
             _, q, i, t, victims = best
-            j = int(pend[q][i])
-            g = int(gang[j])
-            if victims:
-                for v in victims:
-                    keep[v] = False
-                    vq, vn = int(r_cq[v]), int(r_n[v])
-                    usage[vq, t] -= vn
-                    if cohort[vq] >= 0:
-                        c_usage[cohort[vq], t] -= vn
-                    free[t] += vn
-                    self._evicted_at[running[v]] = state.now
-                self._preempted += len(victims)
-            if usage[q, t] + g > self._nominal[q, t]:
+            lo = bounds[q]
+            j = int(queued[lo + i])
+            g = int(gang_q[lo + i])
+            for v in victims:
+                keep[v] = False
+                vq, vn = int(r_cq[v]), int(r_n[v])
+                usage[vq, t] -= vn
+                c_usage[c_row[vq], t] -= vn
+                free[t] += vn
+                self._evicted_at[running[v]] = state.now
+                self._evicted = True
+            self._preempted += len(victims)
+            if usage[q, t] + g > self._nominal[q, t] and not self._borrowed_once[j]:
+                self._borrowed_once[j] = True
                 self._borrowed += 1
             usage[q, t] += g
-            if cohort[q] >= 0:
-                c_usage[cohort[q], t] += g
+            c_usage[c_row[q], t] += g
             free[t] -= g
-            taken[q][i] = True
+            gang_q[lo + i] = np.inf
+            hi = bounds[q + 1]
+            pm[q] = np.minimum.accumulate(gang_q[lo:hi])
+            qmin[q] = pm[q][-1]
+            while heads[q] < hi - lo and gang_q[lo + heads[q]] == np.inf:
+                heads[q] += 1
             starts.append(j)
             types.append(t)
+        if not self.preemptive:
+            return Decision(
+                run=np.array(starts, dtype=np.int64), types=np.array(types, dtype=np.int64)
+            )
         kept = running[keep]
         run = np.concatenate([kept, np.array(starts, dtype=np.int64)])
         typ = np.concatenate([state.alloc_type[kept], np.array(types, dtype=np.int64)])
         return Decision(run=run, types=typ)
 
-    def _fits(
-        self,
-        q: int,
-        g: IntArray,
-        usage: IntArray,
-        c_usage: IntArray,
-        free: IntArray,
-    ) -> BoolArray:
-        """(k, n_types) bool: whether gangs ``g`` fit on each flavour of queue ``q`` now
-        (quota, cohort and free devices)."""
-        gg = g[:, None]
-        ok = self._has[q][None, :] & (gg <= free[None, :])
-        ok &= usage[q][None, :] + gg <= self._limit[q][None, :]
-        c = int(self._cohort[q])
-        if c >= 0:
-            ok &= c_usage[c][None, :] + gg <= self._cohort_nominal[c][None, :]
-        return ok
+    def _none(self, state: State, running: IntArray) -> Decision:
+        """The decision that starts and stops nothing."""
+        if not self.preemptive:
+            return Decision(run=EMPTY)
+        return Decision(run=running, types=state.alloc_type[running])
+
+    def _cohort_room(self, c_usage: IntArray) -> FloatArray:
+        """(cohorts + 1, n_types): devices each cohort can still admit of each flavour (the
+        last row, for queues without a cohort, unlimited)."""
+        room = np.full(c_usage.shape, np.inf)
+        room[:-1] = self._cohort_nominal - c_usage[:-1]
+        return room
 
     def _candidate(
         self,
         q: int,
         pend: IntArray,
-        taken: BoolArray,
-        usage: IntArray,
-        c_usage: IntArray,
-        free: IntArray,
-        gang: IntArray,
+        gang: FloatArray,
+        pm: FloatArray,
+        head: int,
+        cap: FloatArray,
+        maxcap: float,
+        easy: bool,
         rate: FloatArray,
         strict: bool,
         reclaim: bool,
-    ) -> tuple[int, int, bool, list[int]] | None:
-        """Queue ``q``'s candidate: (position in ``pend``, flavour, borrows, victims)."""
-        left = np.flatnonzero(~taken)
-        if not len(left):
-            return None
-        head = int(left[0])
-        js = pend[left] if not strict else pend[head : head + 1]
-        ok = self._fits(q, gang[js], usage, c_usage, free) & (rate[js] > 0)
+        usage: IntArray,
+        c_usage: IntArray,
+        free: IntArray,
+    ) -> tuple[int, int, list[int]] | None:
+        """Queue ``q``'s candidate: (position in ``pend``, flavour, victims), given what a job
+        of it may take on each flavour now (``cap``, ``maxcap`` its largest) and its
+        pending jobs' gangs (``gang``, ``inf`` once taken; ``pm`` their running minimum)."""
         order = self._order[q]
-        if ok[0].any():
-            t = next(t for t in order if ok[0, t])
-            return head, t, bool(usage[q, t] + gang[js[0]] > self._nominal[q, t]), []
+        j = int(pend[head])
+        g = gang[head]
+        for t in order:
+            if g <= cap[t] and rate[j, t] > 0:
+                return head, t, []
         if reclaim:
-            got = self._reclaim(q, int(pend[head]), usage, c_usage, free, gang, rate)
+            got = self._reclaim(q, j, usage, c_usage, free, rate)
             if got is not None:
-                return head, got[0], False, got[1]
-        if strict:
+                return head, got[0], got[1]
+        if strict or pm[-1] > maxcap:
             return None
+        if easy:  # the first job whose gang fits the most the queue may take
+            i = int(np.searchsorted(-pm, -maxcap, side="left"))
+            t = next(t for t in order if gang[i] <= cap[t])
+            return i, t, []
+        ok = (gang[:, None] <= cap[None, :]) & (rate[pend] > 0)
         rows = np.flatnonzero(ok.any(axis=1))
         if not len(rows):
             return None
-        k = int(rows[0])
-        j = int(js[k])
-        t = next(t for t in order if ok[k, t])
-        return int(left[k]), t, bool(usage[q, t] + gang[j] > self._nominal[q, t]), []
+        i = int(rows[0])
+        return i, next(t for t in order if ok[i, t]), []
 
     def _reclaim(
         self,
@@ -458,7 +521,6 @@ class Kubernetes(Policy):
         usage: IntArray,
         c_usage: IntArray,
         free: IntArray,
-        gang: IntArray,
         rate: FloatArray,
     ) -> tuple[int, list[int]] | None:
         """Preemption to give queue ``q`` back its nominal quota for job ``j``: (flavour,
@@ -466,8 +528,8 @@ class Kubernetes(Policy):
         c = int(self._cohort[q])
         if c < 0:
             return None
-        g = int(gang[j])
         running, r_cq, r_t, r_n, keep = self._state
+        g = int(self._gang[j])
         prio = self._prio
         for t in self._order[q]:
             if rate[j, t] <= 0 or usage[q, t] + g > self._nominal[q, t]:
