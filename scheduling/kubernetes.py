@@ -16,7 +16,8 @@ The rules, one by one:
 * **ClusterQueues and flavours.** Each accelerator type is a ``ResourceFlavor``; the one
   resource quota'd is ``nvidia.com/gpu``. ``queues`` lists ClusterQueues as
   ``NAME[@COHORT]:FLAVOUR=NOMINAL[+BORROW],...;...``: ``"a@c:V100=8+4,K80=2;b@c:V100=8"``
-  gives ``a`` a nominal quota of 8 V100 and 2 K80 and lets it borrow at most 4 more V100
+  (flavours are the cluster's type names or their aliases) gives ``a`` a nominal quota of
+  8 V100 and 2 K80 and lets it borrow at most 4 more V100
   from its cohort ``c`` (``borrowingLimit``; absent: no limit, Kueue's default); ``b`` 8
   V100 in the same cohort. A queue without ``@COHORT`` is in no cohort: it never borrows
   and nothing borrows from it. The flavours of an entry are tried in the order written.
@@ -168,18 +169,23 @@ def quota_problems(spec: str, cluster: Cluster) -> list[str]:
     devices = np.bincount(cluster.node_type, weights=cluster.node_devices, minlength=len(names))
     problems: list[str] = []
     for cq in cqs:
+        seen: set[int] = set()
         for f, nom in zip(cq.flavours, cq.nominal, strict=True):
-            if f not in names:
+            t = cluster.type_index(f)
+            if t < 0:
                 problems.append(
                     f"queues: ClusterQueue {cq.name!r} names flavour {f!r}, which is no "
                     f"accelerator type of the cluster ({', '.join(names)})"
                 )
                 continue
-            have = int(devices[names.index(f)])
+            if t in seen:
+                problems.append(f"queues: ClusterQueue {cq.name!r} lists the type {names[t]} twice")
+            seen.add(t)
+            have = int(devices[t])
             if nom > have:
                 problems.append(
                     f"queues: ClusterQueue {cq.name!r} has a nominal quota of {nom} {f}, "
-                    f"above the cluster's {have} {f} devices"
+                    f"above the cluster's {have} {names[t]} devices"
                 )
     return problems
 
@@ -292,7 +298,7 @@ class Kubernetes(Policy):
         for q, c in enumerate(cqs):
             order = []
             for f, nom, bor in zip(c.flavours, c.nominal, c.borrow, strict=True):
-                t = type_names.index(f)
+                t = state.cluster.type_index(f)
                 order.append(t)
                 self._nominal[q, t] = nom
                 self._has[q, t] = True
