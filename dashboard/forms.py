@@ -475,6 +475,9 @@ POLICY_FAMILIES = {
     "afs": "Elastic",
     "optimus": "Elastic",
     "drf": "Multi-resource",
+    "slurm": "Production schedulers",
+    "yarn_capacity": "Production schedulers",
+    "kubernetes": "Production schedulers",
 }
 BASELINES = "Baselines"
 _BASELINE_MODULES = frozenset({"fifo", "sjf", "srtf", "las", "tiresias", "priority", "edf"})
