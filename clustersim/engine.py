@@ -1391,6 +1391,7 @@ def warm_up() -> None:
         ("gandiva-fair", "consolidate"),
         ("optimus", "consolidate"),  # the elastic allocation kernels
         ("afs", "consolidate"),
+        ("kubernetes", "consolidate"),  # Kueue's admission kernel
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
     # network contention (clustersim.network): its share kernel

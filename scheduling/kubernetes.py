@@ -85,11 +85,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from clustersim import kernels
 from scheduling.base import EMPTY, Decision, Policy, State
 
 if TYPE_CHECKING:
@@ -214,6 +215,10 @@ class Kubernetes(Policy):
         "(NodeResourcesFit, LeastAllocated/MostAllocated, BalancedAllocation)"
     )
     preemptive = False  # True with reclaim_within_cohort other than Never
+    #: Admit through the compiled kernel (:func:`clustersim.kernels.kueue_admit`) when
+    #: nothing is preempted; ``False``: the same rules in numpy and Python (the reference
+    #: the kernel is tested against, and the path used with preemption).
+    use_kernel: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -313,6 +318,11 @@ class Kubernetes(Policy):
         self._evicted_at = np.full(len(jobs), np.nan)
         self._borrowed_once = np.zeros(len(jobs), dtype=bool)
         self._evicted = False
+        self._prio_f = jobs.priority.astype(np.float64)
+        self._nominal_f = self._nominal.astype(np.float64)
+        self._order_m = np.full((m, n_types), -1, dtype=np.int64)
+        for q, order in enumerate(self._order):
+            self._order_m[q, : len(order)] = order
         self._gang = jobs.num_gpus
         self._runs_everywhere = (state.rate > 0).all(axis=1)
         self._all_easy = bool(self._runs_everywhere.all())
@@ -377,6 +387,28 @@ class Kubernetes(Policy):
         strict = self.queueing == "StrictFIFO"
         simple = self._runs_everywhere
         all_easy = self._all_easy
+        if not reclaim and self.use_kernel:
+            got_j, got_t, got_b = kernels.kueue_admit(
+                queued,
+                np.asarray(bounds, dtype=np.int64),
+                gang_q,
+                jobs.submit_time[queued] if qtime is None else qtime,
+                self._prio_f,
+                rate,
+                self._order_m,
+                self._has,
+                self._nominal_f,
+                self._limit,
+                usage,
+                c_row,
+                self._cohort_room(c_usage),
+                free.astype(np.float64),
+                strict,
+            )
+            new = got_b & ~self._borrowed_once[got_j]
+            self._borrowed_once[got_j[new]] = True
+            self._borrowed += int(new.sum())
+            return Decision(run=got_j, types=got_t)
         pm: list[FloatArray | None] = [None] * m  # per queue: running min of untaken gangs
         heads = [0] * m  # per queue: first untaken position
         nonempty = [q for q in range(m) if bounds[q + 1] > bounds[q]]

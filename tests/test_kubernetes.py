@@ -15,7 +15,7 @@ import pytest
 from clustersim.engine import simulate
 from clustersim.result import DROP_REJECTED
 from scheduling.kube_placement import balanced_scores, fit_scores, pod_sizes
-from scheduling.kubernetes import parse_queues
+from scheduling.kubernetes import Kubernetes, parse_queues
 from scheduling.params import cluster_errors, policy_errors
 from scheduling.registry import make_placement, make_policy
 from tests.simple import cluster, fixed_rates, jobs
@@ -253,3 +253,57 @@ def test_the_scoring_placements_run_with_cpu_and_memory_limits(name: str) -> Non
     assert r.aux is not None
     assert np.isfinite(r.finish[r.drop_reason == ""]).all()
     assert p._aux is not None  # type: ignore[attr-defined]
+
+
+class _NumpyKueue(Kubernetes):
+    """The admission in numpy and Python, as the policy runs it with preemption."""
+
+    use_kernel = False
+
+
+def _random_trace(seed: int) -> tuple[Any, Any]:
+    rng = np.random.default_rng(seed)
+    n = 120
+    rows = [
+        (float(t), int(g), float(w))
+        for t, g, w in zip(
+            np.sort(rng.uniform(0, 2000, n)),
+            rng.choice([1, 1, 2, 4, 8], n),
+            rng.uniform(10, 600, n),
+            strict=True,
+        )
+    ]
+    vcs = rng.choice(["a", "b", "c"], n).tolist()
+    prio = rng.choice([0, 0, 1], n).tolist()
+    return jobs(rows, vc=vcs, priority=prio), cluster([("G", 8), ("G", 8), ("H", 4), ("H", 4)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"queueing": "StrictFIFO"},
+        {"queues": "a@c:G=6+2,H=2;b@c:G=6,H=4;c:G=4,H=2"},
+        {"queues": "a@c:H=4,G=8;b@c:G=8+4;c@c:H=4", "queueing": "StrictFIFO"},
+    ],
+)
+def test_the_admission_kernel_decides_as_the_numpy_path(seed: int, params: Any) -> None:
+    """Same finish times and stints (jobs, nodes) with the kernel (compiled and plain) as with
+    the numpy path, on random traces over two types with three queues."""
+    from clustersim import kernels
+
+    t, cl = _random_trace(seed)
+    speed = fixed_rates(t, cl, speed=[1.0, 2.0])
+    ref = simulate(t, cl, _NumpyKueue(**params), rates=speed)
+    for compiled in (False, True):
+        was = kernels.compiled_in_use()
+        kernels.use_compiled(compiled)
+        try:
+            got = simulate(t, cl, make_policy("kubernetes", **params), rates=speed)
+        finally:
+            kernels.use_compiled(was)
+        assert np.array_equal(got.finish, ref.finish, equal_nan=True)
+        assert got.stints.node.tolist() == ref.stints.node.tolist()
+        assert got.stints.job.tolist() == ref.stints.job.tolist()
+        assert got.policy_stats == ref.policy_stats
