@@ -324,7 +324,7 @@ class Kubernetes(Policy):
         for q, order in enumerate(self._order):
             self._order_m[q, : len(order)] = order
         self._gang = jobs.num_gpus
-        self._runs_everywhere = (state.rate > 0).all(axis=1)
+        self._runs_everywhere: BoolArray = np.asarray((state.rate > 0).all(axis=1))
         self._all_easy = bool(self._runs_everywhere.all())
         self._flat_priority = bool((jobs.priority == jobs.priority[0]).all()) if len(jobs) else True
         self._c_row = np.where(self._cohort >= 0, self._cohort, len(self._cohort_nominal))
@@ -355,9 +355,10 @@ class Kubernetes(Policy):
             not reclaim and int(gang[queued].min()) > int(free.max(initial=0))
         ):  # nothing can start, and nothing is preempted
             return self._none(state, running)
-        usage = np.bincount(r_cq * n_types + r_t, weights=r_n, minlength=m * n_types).reshape(
-            m, n_types
-        )
+        usage = np.asarray(
+            np.bincount(r_cq * n_types + r_t, weights=r_n, minlength=m * n_types),
+            dtype=np.float64,
+        ).reshape(m, n_types)
         n_c = len(self._cohort_nominal)
         # each queue's cohort row, an extra row (never read) for queues without one
         c_row = self._c_row
@@ -385,7 +386,7 @@ class Kubernetes(Policy):
         self._prio = prio
         self._start = state.last_start
         strict = self.queueing == "StrictFIFO"
-        simple = self._runs_everywhere
+        simple: BoolArray = self._runs_everywhere
         all_easy = self._all_easy
         if not reclaim and self.use_kernel:
             got_j, got_t, got_b = kernels.kueue_admit(
@@ -502,7 +503,7 @@ class Kubernetes(Policy):
             return Decision(run=EMPTY)
         return Decision(run=running, types=state.alloc_type[running])
 
-    def _cohort_room(self, c_usage: IntArray) -> FloatArray:
+    def _cohort_room(self, c_usage: FloatArray) -> FloatArray:
         """(cohorts + 1, n_types): devices each cohort can still admit of each flavour (the
         last row, for queues without a cohort, unlimited)."""
         room = np.full(c_usage.shape, np.inf)
@@ -522,8 +523,8 @@ class Kubernetes(Policy):
         rate: FloatArray,
         strict: bool,
         reclaim: bool,
-        usage: IntArray,
-        c_usage: IntArray,
+        usage: FloatArray,
+        c_usage: FloatArray,
         free: IntArray,
     ) -> tuple[int, int, list[int]] | None:
         """Queue ``q``'s candidate: (position in ``pend``, flavour, victims), given what a job
@@ -556,8 +557,8 @@ class Kubernetes(Policy):
         self,
         q: int,
         j: int,
-        usage: IntArray,
-        c_usage: IntArray,
+        usage: FloatArray,
+        c_usage: FloatArray,
         free: IntArray,
         rate: FloatArray,
     ) -> tuple[int, list[int]] | None:
