@@ -4183,6 +4183,34 @@ def afs_allocate(
 
 
 @_compiled
+def pods_fit(hist: FloatArray, per_node: int, g: float, commit: bool) -> bool:
+    """Whether a gang of ``g`` devices, as ``ceil(g / per_node)`` pods of near-equal size
+    (:func:`scheduling.kube_placement.pod_sizes`, the larger first), fits on nodes whose
+    free devices are counted in ``hist`` (``hist[v]``: nodes with ``v`` free), each pod on
+    the fullest node that holds it; with ``commit`` the pods are taken from ``hist``."""
+    n = int(g)
+    if n <= 0:
+        return True
+    k = (n + per_node - 1) // per_node
+    base = n // k
+    extra = n - base * k
+    top = len(hist)
+    row = hist.copy()
+    for p in range(k):
+        s = base + 1 if p < extra else base
+        v = s
+        while v < top and row[v] <= 0:
+            v += 1
+        if v >= top:
+            return False
+        row[v] -= 1
+        row[v - s] += 1
+    if commit:
+        hist[:] = row
+    return True
+
+
+@_compiled
 def kueue_admit(
     queued: IntArray,
     bounds: IntArray,
@@ -4199,6 +4227,9 @@ def kueue_admit(
     c_room: FloatArray,
     free: FloatArray,
     strict: bool,
+    hist: FloatArray,
+    per_node: IntArray,
+    use_pods: bool,
 ) -> tuple[IntArray, IntArray, BoolArray]:
     """Kueue's admission cycles without preemption (:mod:`scheduling.kubernetes`): the
     workloads admitted, in order, their flavours, and whether each borrows.
@@ -4225,6 +4256,10 @@ def kueue_admit(
         updated in place.
     strict
         ``StrictFIFO`` (a head that does not fit blocks its queue) or ``BestEffortFIFO``.
+    hist : (n_types, V) float64
+        With ``use_pods``: nodes of each type by free devices (:func:`pods_fit`), updated
+        in place as gangs are admitted; ``per_node`` (n_types,): the most devices a node of
+        each type has.
     """
     m = len(bounds) - 1
     n_types = len(free)
@@ -4270,7 +4305,11 @@ def kueue_admit(
                     t = order[q, x]
                     if t < 0:
                         break
-                    if gang[i] <= cap[t] and rate[j, t] > 0:
+                    if (
+                        gang[i] <= cap[t]
+                        and rate[j, t] > 0
+                        and (not use_pods or pods_fit(hist[t], per_node[t], gang[i], False))
+                    ):
                         found_t = t
                         break
                 if found_t >= 0:
@@ -4299,6 +4338,8 @@ def kueue_admit(
         usage[best_q, best_t] += g
         c_room[c_row[best_q], best_t] -= g
         free[best_t] -= g
+        if use_pods:
+            pods_fit(hist[best_t], per_node[best_t], g, True)
         taken[best_i] = True
         starts[n] = queued[best_i]
         types[n] = best_t

@@ -324,6 +324,12 @@ class Kubernetes(Policy):
         for q, order in enumerate(self._order):
             self._order_m[q, : len(order)] = order
         self._gang = jobs.num_gpus
+        cl = state.cluster
+        self._node_type = cl.node_type.astype(np.int64)
+        self._hist_width = int(cl.node_devices.max(initial=0)) + 1
+        self._per_node = np.ones(n_types, dtype=np.int64)
+        np.maximum.at(self._per_node, self._node_type, cl.node_devices.astype(np.int64))
+        self._hist: FloatArray | None = None
         self._runs_everywhere: BoolArray = np.asarray((state.rate > 0).all(axis=1))
         self._all_easy = bool(self._runs_everywhere.all())
         self._flat_priority = bool((jobs.priority == jobs.priority[0]).all()) if len(jobs) else True
@@ -388,6 +394,15 @@ class Kubernetes(Policy):
         strict = self.queueing == "StrictFIFO"
         simple: BoolArray = self._runs_everywhere
         all_easy = self._all_easy
+        node_free = state.node_free
+        self._hist = None
+        if node_free is not None:
+            v = self._hist_width
+            self._hist = (
+                np.bincount(self._node_type * v + node_free, minlength=n_types * v)
+                .reshape(n_types, v)
+                .astype(np.float64)
+            )
         if not reclaim and self.use_kernel:
             got_j, got_t, got_b = kernels.kueue_admit(
                 queued,
@@ -405,6 +420,9 @@ class Kubernetes(Policy):
                 self._cohort_room(c_usage),
                 free.astype(np.float64),
                 strict,
+                np.zeros((n_types, 1)) if self._hist is None else self._hist,
+                self._per_node,
+                self._hist is not None,
             )
             new = got_b & ~self._borrowed_once[got_j]
             self._borrowed_once[got_j[new]] = True
@@ -480,6 +498,7 @@ class Kubernetes(Policy):
             usage[q, t] += g
             c_usage[c_row[q], t] += g
             free[t] -= g
+            self._pods(t, g, commit=True)
             gang_q[lo + i] = np.inf
             hi = bounds[q + 1]
             pm[q] = np.minimum.accumulate(gang_q[lo:hi])
@@ -534,7 +553,7 @@ class Kubernetes(Policy):
         j = int(pend[head])
         g = gang[head]
         for t in order:
-            if g <= cap[t] and rate[j, t] > 0:
+            if g <= cap[t] and rate[j, t] > 0 and self._pods(t, g):
                 return head, t, []
         if reclaim:
             got = self._reclaim(q, j, usage, c_usage, free, rate)
@@ -542,16 +561,24 @@ class Kubernetes(Policy):
                 return head, got[0], got[1]
         if strict or pm[-1] > maxcap:
             return None
-        if easy:  # the first job whose gang fits the most the queue may take
+        if easy and self._hist is None:  # the first job whose gang fits the most it may take
             i = int(np.searchsorted(-pm, -maxcap, side="left"))
             t = next(t for t in order if gang[i] <= cap[t])
             return i, t, []
         ok = (gang[:, None] <= cap[None, :]) & (rate[pend] > 0)
-        rows = np.flatnonzero(ok.any(axis=1))
-        if not len(rows):
-            return None
-        i = int(rows[0])
-        return i, next(t for t in order if ok[i, t]), []
+        for i in np.flatnonzero(ok.any(axis=1)).tolist():
+            for t in order:
+                if ok[i, t] and self._pods(t, gang[i]):
+                    return i, t, []
+        return None
+
+    def _pods(self, t: int, g: float, commit: bool = False) -> bool:
+        """Whether the kube-scheduler's filter finds a node for each pod of a gang of ``g``
+        on type ``t`` now (:func:`clustersim.kernels.pods_fit`); always without the free
+        devices per node (a state view built without an engine)."""
+        if self._hist is None:
+            return True
+        return bool(kernels.pods_fit(self._hist[t], int(self._per_node[t]), float(g), commit))
 
     def _reclaim(
         self,
