@@ -58,17 +58,21 @@ The rules, one by one:
   Kueue's minimal-preemption pass, victims are given back in reverse order while the head
   still fits. Evicted jobs return to their queue (queue time: the eviction) and resume
   from their checkpoint (the engine's restore delay).
-* **Pods on nodes**: the admitted gang goes to the placement strategy — with
-  ``k8s-least-allocated`` or ``k8s-most-allocated`` the default scheduler's filter and
-  scores (:mod:`scheduling.kube_placement`); a gang the nodes cannot hold now (the filter
-  finds no node for one of its pods) waits in its queue, counted in its quota only once it
-  runs.
+* **Pods on nodes**: a workload is admitted only when the kube-scheduler's filter would find
+  a node for each of its pods now (the gang as ``ceil(g / P)`` pods of near-equal size,
+  ``P`` the most devices a node of the flavour has, each on the fullest node with room,
+  over the free devices per node: :func:`clustersim.kernels.pods_fit`); otherwise it stays
+  pending (with ``BestEffortFIFO`` a later job may go first). The placement strategy then
+  chooses the nodes — with ``k8s-least-allocated`` or ``k8s-most-allocated`` by the
+  default scheduler's scores (:mod:`scheduling.kube_placement`); a gang it cannot place
+  after all (CPU or memory on the nodes, which the filter above does not count) waits.
 
 Departures, and why:
 
-* A Workload admitted by quota but whose pods cannot all be bound stays *pending* here
-  (Kueue would reserve the quota and leave pods Pending until ``waitForPodsReady`` evicts
-  it): admission and binding happen in one decision.
+* A Workload whose quota fits but whose pods cannot all be bound now stays *pending* here
+  (Kueue would reserve the quota and leave the pods Pending, until ``waitForPodsReady``
+  evicts it if configured): admission and binding happen in one decision. Preemption
+  (``reclaim_within_cohort``) checks devices per flavour, not per node.
 * One admission per cycle, cycles repeated at once (Kueue tries every head in one cycle and
   admits several); the order is the same, and no simulated time passes between cycles.
 * Only ``nvidia.com/gpu`` has a quota (CPU and memory are checked per node by the

@@ -307,3 +307,16 @@ def test_the_admission_kernel_decides_as_the_numpy_path(seed: int, params: Any) 
         assert got.stints.node.tolist() == ref.stints.node.tolist()
         assert got.stints.job.tolist() == ref.stints.job.tolist()
         assert got.policy_stats == ref.policy_stats
+
+
+def test_a_gang_whose_pods_find_no_node_waits_and_a_later_job_goes_first() -> None:
+    # Two nodes of 4, one queue of 8. a1 and a2 (3 devices, 100 s) at 0: one pod each, on
+    # node 0 then node 1 (MostAllocated: node 0 3 * 100 // 4 = 75 against 0, then node 1
+    # the only one with room). Free: 1 + 1. a3 (2 devices, 10 s) at 1: the quota and the
+    # devices (2 free) hold it, but its one pod of 2 finds no node: it waits; a4 (1 device,
+    # 10 s) at 2 goes first (BestEffortFIFO): 2-12. a3 runs when a1 and a2 end: 100-110.
+    rows = [(0.0, 3, 100.0), (0.0, 3, 100.0), (1.0, 2, 10.0), (2.0, 1, 10.0)]
+    got = _finish(
+        [("G", 4), ("G", 4)], rows, ["a"] * 4, placement="k8s-most-allocated", queues="a:G=8"
+    )
+    assert got == [100.0, 100.0, 110.0, 12.0]
