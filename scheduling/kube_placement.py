@@ -9,8 +9,9 @@ Source: Kubernetes v1.31, ``pkg/scheduler/framework/plugins/noderesources``
 What the kube-scheduler does, rule by rule, and what is modelled:
 
 * **Pods.** A gang of ``g`` devices is ``k = ceil(g / P)`` pods, ``P`` the most devices a
-  node of the type has, of as equal sizes as possible (the larger first): a training job's
-  workers, each on one node. Pods are scheduled one after the other, each seeing the nodes
+  node of the type has (in the whole cluster, as ``kubernetes``' admission counts them),
+  of as equal sizes as possible (the larger first): a training job's workers, each on one
+  node. Pods are scheduled one after the other, each seeing the nodes
   as the earlier ones left them (the scheduler binds one pod per cycle). The gang is placed
   whole or not at all (it waits): Kueue admitted it whole.
 * **Filter** (``NodeResourcesFit``): a node passes when the pod's requests fit its
@@ -96,20 +97,42 @@ class _KubeScoring(Placement):
     """The kube-scheduler's filter and scores (module doc); subclasses pick the strategy."""
 
     most: ClassVar[bool] = False
+    #: Take the one-pod shortcut when devices are the only resource scored (the same
+    #: choice as the general loop; ``False`` in the test that checks so).
+    fast: ClassVar[bool] = True
     may_decline = True  # each pod on one node: the free devices may be too scattered
 
     def __init__(self) -> None:
         self._aux: Any = None
+        self._sizes: dict[tuple[int, int], int] = {}
 
     def bind_resources(self, aux: Any) -> None:
         self._aux = aux
+
+    def _per_node(self, cluster: Cluster, t: int) -> int:
+        """The most devices a node of type ``t`` has (the pod size limit)."""
+        key = (id(cluster), t)
+        got = self._sizes.get(key)
+        if got is None:
+            got = self._sizes[key] = int(cluster.node_devices[cluster.node_type == t].max())
+        return got
 
     def choose(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, f: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:
         aux = self._aux
         cap_gpu = cluster.node_devices[candidates]
-        if aux is not None and aux.job >= 0 and len(aux.node_free) == len(free):
+        with_aux = aux is not None and aux.job >= 0 and len(aux.node_free) == len(free)
+        per_node = self._per_node(cluster, int(cluster.node_type[candidates[0]]))
+        if not with_aux and self.fast and ndev <= per_node:
+            # one pod, devices the only resource scored: the best NodeResourcesFit score
+            # among the nodes that hold it (BalancedAllocation is the same on every node)
+            score = fit_scores(cap_gpu - f + ndev, cap_gpu, self.most)
+            i = int(np.argmax(np.where(f >= ndev, score, -1)))
+            if f[i] < ndev:
+                return None
+            return candidates[i : i + 1], np.array([ndev], dtype=np.int64)
+        if with_aux:
             j = int(aux.job)
             real_free = aux.node_free[candidates]
             cpu_cap = aux.cpu_cap[candidates]
@@ -126,7 +149,7 @@ class _KubeScoring(Placement):
         taken = np.zeros(len(candidates), dtype=np.int64)
         lim_cpu = np.isfinite(cpu_cap)
         lim_mem = np.isfinite(mem_cap)
-        for s in pod_sizes(ndev, int(cap_gpu.max(initial=1))):
+        for s in pod_sizes(ndev, per_node):
             ok = f - taken >= s  # the filter: the pod fits the node
             if not ok.any():
                 return None

@@ -320,3 +320,22 @@ def test_a_gang_whose_pods_find_no_node_waits_and_a_later_job_goes_first() -> No
         [("G", 4), ("G", 4)], rows, ["a"] * 4, placement="k8s-most-allocated", queues="a:G=8"
     )
     assert got == [100.0, 100.0, 110.0, 12.0]
+
+
+@pytest.mark.parametrize("name", ["k8s-least-allocated", "k8s-most-allocated"])
+def test_the_one_pod_shortcut_chooses_as_the_general_loop(name: str) -> None:
+    from scheduling.registry import PLACEMENTS
+
+    fast = make_placement(name)
+    slow = type("Slow", (PLACEMENTS[name],), {"fast": False})()
+    rng = np.random.default_rng(3)
+    cl = cluster([("G", 8)] * 5 + [("G", 4)] * 3)
+    for _ in range(300):
+        free = rng.integers(0, cl.node_devices + 1).astype(np.int64)
+        cands = np.flatnonzero(free > 0)
+        nd = int(rng.integers(1, 9))
+        a, b = fast.place(cl, free, cands, nd), slow.place(cl, free, cands, nd)
+        if a is None or b is None:
+            assert a is None and b is None
+        else:
+            assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
