@@ -338,6 +338,10 @@ class Kubernetes(Policy):
         self._all_easy = bool(self._runs_everywhere.all())
         self._flat_priority = bool((jobs.priority == jobs.priority[0]).all()) if len(jobs) else True
         self._c_row = np.where(self._cohort >= 0, self._cohort, len(self._cohort_nominal))
+        # (cohorts + 1, m): which queues each cohort row sums (the last row: no cohort)
+        self._in_cohort = np.zeros((len(self._cohort_nominal) + 1, m))
+        self._in_cohort[self._c_row, np.arange(m)] = 1.0
+        self._arange_m1 = np.arange(m + 1)
         self._ready = True
 
     def admit(self, state: State, arriving: IntArray) -> BoolArray:
@@ -352,28 +356,28 @@ class Kubernetes(Policy):
         jobs = state.jobs
         m = len(self._names)
         n_types = len(state.capacity)
-        running = state.running_jobs()
-        running = running[state.alloc_n[running] > 0]
-        r_cq = self._cq_of[running]
-        r_t = state.alloc_type[running]
-        r_n = state.alloc_n[running]
         free = state.free.astype(np.int64).copy()
         reclaim = self.reclaim_within_cohort != "Never"
         queued = state.queued()
         gang = self._gang
-        if not len(queued) or (
-            not reclaim and int(gang[queued].min()) > int(free.max(initial=0))
+        if not reclaim and (
+            not len(queued) or int(gang[queued].min()) > int(free.max(initial=0))
         ):  # nothing can start, and nothing is preempted
+            return Decision(run=EMPTY)
+        running = state.running_jobs()
+        running = running[state.alloc_n[running] > 0]
+        if not len(queued):
             return self._none(state, running)
+        r_cq = self._cq_of[running]
+        r_t = state.alloc_type[running]
+        r_n = state.alloc_n[running]
         usage = np.asarray(
             np.bincount(r_cq * n_types + r_t, weights=r_n, minlength=m * n_types),
             dtype=np.float64,
         ).reshape(m, n_types)
-        n_c = len(self._cohort_nominal)
         # each queue's cohort row, an extra row (never read) for queues without one
         c_row = self._c_row
-        c_usage = np.zeros((n_c + 1, n_types))
-        np.add.at(c_usage, c_row, usage)
+        c_usage = self._in_cohort @ usage
         keep = np.ones(len(running), dtype=bool)
         prio = jobs.priority
         q_cq = self._cq_of[queued]
@@ -389,7 +393,7 @@ class Kubernetes(Policy):
             qt = np.where(np.isnan(ev), jobs.submit_time[queued], ev)
             order = np.lexsort((queued, qt, -prio[queued], q_cq))
             queued, qtime = queued[order], qt[order]
-        bounds = np.searchsorted(q_cq[order], np.arange(m + 1)).tolist()
+        bounds_a = np.searchsorted(q_cq[order], self._arange_m1)
         gang_q = gang[queued].astype(np.float64)  # inf once taken
         rate = state.rate
         self._state = (running, r_cq, r_t, r_n, keep)
@@ -410,7 +414,7 @@ class Kubernetes(Policy):
         if not reclaim and self.use_kernel:
             got_j, got_t, got_b = kernels.kueue_admit(
                 queued,
-                np.asarray(bounds, dtype=np.int64),
+                bounds_a,
                 gang_q,
                 jobs.submit_time[queued] if qtime is None else qtime,
                 self._prio_f,
@@ -432,6 +436,7 @@ class Kubernetes(Policy):
             self._borrowed_once[got_j[new]] = True
             self._borrowed += int(new.sum())
             return Decision(run=got_j, types=got_t)
+        bounds = bounds_a.tolist()
         pm: list[FloatArray | None] = [None] * m  # per queue: running min of untaken gangs
         heads = [0] * m  # per queue: first untaken position
         nonempty = [q for q in range(m) if bounds[q + 1] > bounds[q]]
