@@ -34,8 +34,12 @@ Section ``singularity`` (:mod:`bench.singularity`): ``singularity`` on full Phil
 Section ``pollux`` (:mod:`bench.pollux`): Pollux and its simulator's baselines on the Pollux
 workloads under ``--compat pollux`` (CPU seconds, peak memory, mean JCT against the published).
 
-``python -m bench [sim|gavel|...|models|aux|advisor|gpushare|singularity|pollux ...]`` runs
-some sections only.
+Section ``production`` (:mod:`bench.production`): the production schedulers of issue 16
+(``slurm``, ``kubernetes`` with each kube-scheduler placement, ``yarn-capacity``) on full
+Philly, CPU seconds and peak memory.
+
+``python -m bench [sim|gavel|...|models|aux|advisor|gpushare|singularity|pollux|production
+...]`` runs some sections only.
 """
 
 from __future__ import annotations
@@ -358,6 +362,15 @@ def bench_pollux() -> None:
 
 
 SECTIONS["pollux"] = bench_pollux
+
+
+def bench_production() -> None:
+    from bench.production import bench_production as run
+
+    run(_in_process)
+
+
+SECTIONS["production"] = bench_production
 
 
 def main(argv: list[str]) -> int:

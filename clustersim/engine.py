@@ -510,6 +510,7 @@ class _Run:
             )
             self.network = NetworkContention(cluster, rates, n, options.network)
         placement.bind_network(None if self.network is None else self.network.view)
+        placement.bind_resources(self.aux)
         # Pollux's goodput model (clustersim.goodput): profiled jobs progress at their goodput
         self.goodput: GoodputRates | None = None
         if policy.goodput or self.opt.goodput_trace_batch:
@@ -1473,6 +1474,7 @@ def warm_up() -> None:
         ("gandiva-fair", "consolidate"),
         ("optimus", "consolidate"),  # the elastic allocation kernels
         ("afs", "consolidate"),
+        ("kubernetes", "consolidate"),  # Kueue's admission kernel
     ]:
         simulate(jobs, cluster, make_policy(policy), make_placement(where), rates=rates)
     # network contention (clustersim.network): its share kernel

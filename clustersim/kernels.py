@@ -4180,3 +4180,169 @@ def afs_allocate(
             n_sup += 1 if s_new else -1
             sup[best] = s_new
     return alloc
+
+
+@_compiled
+def pods_fit(hist: FloatArray, per_node: int, g: float, commit: bool) -> bool:
+    """Whether a gang of ``g`` devices, as ``ceil(g / per_node)`` pods of near-equal size
+    (:func:`scheduling.kube_placement.pod_sizes`, the larger first), fits on nodes whose
+    free devices are counted in ``hist`` (``hist[v]``: nodes with ``v`` free), each pod on
+    the fullest node that holds it; with ``commit`` the pods are taken from ``hist``."""
+    n = int(g)
+    if n <= 0:
+        return True
+    k = (n + per_node - 1) // per_node
+    base = n // k
+    extra = n - base * k
+    top = len(hist)
+    row = hist.copy()
+    for p in range(k):
+        s = base + 1 if p < extra else base
+        v = s
+        while v < top and row[v] <= 0:
+            v += 1
+        if v >= top:
+            return False
+        row[v] -= 1
+        row[v - s] += 1
+    if commit:
+        hist[:] = row
+    return True
+
+
+@_compiled
+def kueue_admit(
+    queued: IntArray,
+    bounds: IntArray,
+    gang: FloatArray,
+    qtime: FloatArray,
+    prio: FloatArray,
+    rate: FloatArray,
+    order: IntArray,
+    has: BoolArray,
+    nominal: FloatArray,
+    limit: FloatArray,
+    usage: FloatArray,
+    c_row: IntArray,
+    c_room: FloatArray,
+    free: FloatArray,
+    strict: bool,
+    hist: FloatArray,
+    per_node: IntArray,
+    use_pods: bool,
+) -> tuple[IntArray, IntArray, BoolArray]:
+    """Kueue's admission cycles without preemption (:mod:`scheduling.kubernetes`): the
+    workloads admitted, in order, their flavours, and whether each borrows.
+
+    Parameters
+    ----------
+    queued : (k,) int64
+        Pending jobs grouped by ClusterQueue, each group in queue order.
+    bounds : (m + 1,) int64
+        Group ``q`` is ``queued[bounds[q]:bounds[q + 1]]``.
+    gang, qtime : (k,) float64
+        Devices and queue time of each pending job.
+    prio : (n,) float64
+        Priority of every job; ``rate`` (n, n_types): 0 where a job cannot run.
+    order : (m, n_types) int64
+        Each queue's flavours in order, padded with -1; ``has`` (m, n_types): listed.
+    nominal, limit, usage : (m, n_types) float64
+        Nominal quota, nominal + borrowing limit (inf: none) and usage; ``usage`` is
+        updated in place.
+    c_row : (m,) int64
+        Each queue's row of ``c_room`` (the last row, ``inf``, for queues in no cohort).
+    c_room : (cohorts + 1, n_types) float64
+        Devices each cohort can still admit; ``free`` (n_types,): free devices. Both
+        updated in place.
+    strict
+        ``StrictFIFO`` (a head that does not fit blocks its queue) or ``BestEffortFIFO``.
+    hist : (n_types, V) float64
+        With ``use_pods``: nodes of each type by free devices (:func:`pods_fit`), updated
+        in place as gangs are admitted; ``per_node`` (n_types,): the most devices a node of
+        each type has.
+    """
+    m = len(bounds) - 1
+    n_types = len(free)
+    k = len(queued)
+    taken = np.zeros(k, dtype=np.bool_)
+    heads = bounds[:m].copy()
+    starts = np.empty(k, dtype=np.int64)
+    types = np.empty(k, dtype=np.int64)
+    borrows = np.empty(k, dtype=np.bool_)
+    cap = np.empty(n_types)
+    n = 0
+    while True:
+        best_i = -1
+        best_t = -1
+        best_q = -1
+        b_borrow = True
+        b_prio = 0.0
+        b_time = 0.0
+        b_job = 0
+        for q in range(m):
+            h = heads[q]
+            while h < bounds[q + 1] and taken[h]:
+                h += 1
+            heads[q] = h
+            if h >= bounds[q + 1]:
+                continue
+            for t in range(n_types):
+                c = limit[q, t] - usage[q, t]
+                if free[t] < c:
+                    c = free[t]
+                r = c_room[c_row[q], t]
+                if r < c:
+                    c = r
+                cap[t] = c if has[q, t] else -1.0
+            found_i = -1
+            found_t = -1
+            last = h + 1 if strict else bounds[q + 1]
+            for i in range(h, last):
+                if taken[i]:
+                    continue
+                j = queued[i]
+                for x in range(n_types):
+                    t = order[q, x]
+                    if t < 0:
+                        break
+                    if (
+                        gang[i] <= cap[t]
+                        and rate[j, t] > 0
+                        and (not use_pods or pods_fit(hist[t], per_node[t], gang[i], False))
+                    ):
+                        found_t = t
+                        break
+                if found_t >= 0:
+                    found_i = i
+                    break
+            if found_i < 0:
+                continue
+            j = queued[found_i]
+            bor = usage[q, found_t] + gang[found_i] > nominal[q, found_t]
+            better = best_i < 0
+            if not better:
+                if bor != b_borrow:
+                    better = not bor
+                elif prio[j] != b_prio:
+                    better = prio[j] > b_prio
+                elif qtime[found_i] != b_time:
+                    better = qtime[found_i] < b_time
+                else:
+                    better = j < b_job
+            if better:
+                best_i, best_t, best_q = found_i, found_t, q
+                b_borrow, b_prio, b_time, b_job = bor, prio[j], qtime[found_i], j
+        if best_i < 0:
+            break
+        g = gang[best_i]
+        usage[best_q, best_t] += g
+        c_room[c_row[best_q], best_t] -= g
+        free[best_t] -= g
+        if use_pods:
+            pods_fit(hist[best_t], per_node[best_t], g, True)
+        taken[best_i] = True
+        starts[n] = queued[best_i]
+        types[n] = best_t
+        borrows[n] = b_borrow
+        n += 1
+    return starts[:n], types[:n], borrows[:n]

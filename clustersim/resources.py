@@ -255,6 +255,8 @@ class AuxModel:
         self.cpu_free = self.cpu_cap.copy()
         self.mem_free = self.mem_cap.copy()
         self.never_fit = 0
+        self.job = -1  # the job of the latest room() call, and the free devices it saw
+        self.node_free: IntArray = np.zeros(0, dtype=np.int64)
 
     @classmethod
     def build(cls, jobs: JobTable, cluster: Cluster) -> AuxModel | None:
@@ -334,7 +336,11 @@ class AuxModel:
 
     def room(self, j: int, node_free: IntArray) -> IntArray:
         """(n_nodes,) int64: devices job ``j`` could take on each node: its free devices,
-        capped by the node's free cores and memory over the job's per-device share."""
+        capped by the node's free cores and memory over the job's per-device share.
+
+        Remembers ``j`` and ``node_free`` (:attr:`job`, :attr:`node_free`) for a placement
+        strategy that scores nodes by what is allocated on them (``bind_resources``)."""
+        self.job, self.node_free = j, node_free
         cap = np.minimum(
             _room(self.cpu_free, float(self.cpu_dev[j])),
             _room(self.mem_free, float(self.mem_dev[j])),

@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -167,6 +167,9 @@ class AvoidSlow(Placement):
 
     def reset(self, rng: np.random.Generator) -> None:
         self.inner.reset(rng)
+
+    def bind_resources(self, aux: Any) -> None:
+        self.inner.bind_resources(aux)
 
     def place(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int

@@ -495,6 +495,9 @@ POLICY_FAMILIES = {
     "optimus": "Elastic",
     "singularity": "Elastic",
     "drf": "Multi-resource",
+    "slurm": "Production schedulers",
+    "yarn_capacity": "Production schedulers",
+    "kubernetes": "Production schedulers",
 }
 BASELINES = "Baselines"
 _BASELINE_MODULES = frozenset({"fifo", "sjf", "srtf", "las", "tiresias", "priority", "edf"})

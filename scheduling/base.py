@@ -630,6 +630,12 @@ class Placement:
         or ``None`` when network contention is off. Strategies that ignore the network
         need not override it."""
 
+    def bind_resources(self, aux: Any) -> None:
+        """Called once before a run with the CPU and memory model
+        (:class:`clustersim.resources.AuxModel`: free cores and memory per node, each job's
+        share per device, and the job being placed), or ``None`` when the run has none.
+        Strategies that ignore CPU and memory need not override it."""
+
     def place(
         self, cluster: Cluster, free: IntArray, candidates: IntArray, ndev: int
     ) -> tuple[IntArray, IntArray] | None:

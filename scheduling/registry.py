@@ -34,6 +34,8 @@ from scheduling.gavel_lp import (
 )
 from scheduling.gavel_mmf_packed import GavelMMFPacked
 from scheduling.gavel_packing import GavelGandiva
+from scheduling.kube_placement import KubeLeastAllocated, KubeMostAllocated
+from scheduling.kubernetes import Kubernetes
 from scheduling.las import LAS
 from scheduling.optimus import Optimus
 from scheduling.placement import (
@@ -99,6 +101,7 @@ POLICIES: dict[str, type[Policy]] = {
         CommWait,
         Slurm,
         YarnCapacity,
+        Kubernetes,
         AFS,
         Optimus,
         Pollux,
@@ -124,6 +127,8 @@ PLACEMENTS: dict[str, type[Placement]] = {
         GpuClustering,
         RandomFit,
         FreestFirst,
+        KubeLeastAllocated,
+        KubeMostAllocated,
     )
 }
 
