@@ -4180,3 +4180,272 @@ def afs_allocate(
             n_sup += 1 if s_new else -1
             sup[best] = s_new
     return alloc
+
+
+# ------------------------------------------------------------------ co-location (detach/attach)
+COLOC_BAD_GUEST = -1  # a guest is not active, or already runs on devices of its own
+COLOC_BAD_TWICE = -2  # a job is in two pairs, or both guest and host
+COLOC_BAD_GANG = -3  # a guest asks for another device count than its host holds
+COLOC_BAD_SHARE = -4  # a pair cannot share devices (factor 0)
+
+
+@_compiled
+def coloc_detach(
+    guests: IntArray,
+    hosts: IntArray,
+    nodes: IntArray,
+    node_off: IntArray,
+    slow: FloatArray,
+    host_of: IntArray,
+    now: float,
+    capped: bool,
+    served: FloatArray,
+    live: IntArray,
+    was_host: IntArray,
+    host_start: FloatArray,
+    rates: FloatArray,
+    marks: FloatArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+    nodes_i: IntArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    slots: IntArray,
+    st_i: IntArray,
+    st_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> int:
+    """:meth:`clustersim.colocation.CoLocator.detach` in one call, the same steps in the
+    same order: each guest's stint rows on its host's ``nodes`` (guest ``i``'s are
+    ``nodes[node_off[i]:node_off[i + 1]]``), in whole-step rounds (``capped``) a pair's
+    completed job stamped with the pair's end, the running guests stopped, the running
+    hosts re-rated to their isolated rates (their rate over ``slow``; ``rates`` is scratch)
+    and ``slow`` reset.
+
+    Writes each guest's served seconds to ``served`` (m,), the running guests to ``live``,
+    their hosts to ``was_host`` and the hosts' last starts to ``host_start``, and returns how
+    many guests were running (the caller sums ``served`` as numpy does).
+    """
+    m = len(guests)
+    fin = jf[JF_FINISH]
+    running = jb[JB_RUNNING]
+    # stint rows of the attached guests, ending now or when they completed
+    n = ctr[CTR_STINTS]
+    for i in range(m):
+        g = guests[i]
+        end = now if running[g] or not np.isfinite(fin[g]) else fin[g]
+        for k in range(node_off[i], node_off[i + 1]):
+            st_i[0, n] = g
+            st_i[1, n] = nodes[k]
+            st_i[2, n] = 0
+            st_f[0, n] = jf[JF_LAST_START, g]
+            st_f[1, n] = end
+            n += 1
+    ctr[CTR_STINTS] = n
+    if capped:  # Gavel stamps both jobs of a pair with the end of their joint task
+        cap = jf[JF_CAP]
+        for i in range(m):
+            a = guests[i]
+            b = hosts[i]
+            da = not running[a] and np.isfinite(fin[a])
+            db = not running[b] and np.isfinite(fin[b])
+            if not (da or db):
+                continue
+            ea = fin[a] if da else min(cap[a], now)
+            eb = fin[b] if db else min(cap[b], now)
+            end = ea if ea >= eb else eb
+            if da and fin[a] < end:
+                fin[a] = end
+            if db and fin[b] < end:
+                fin[b] = end
+    k = 0
+    for i in range(m):
+        g = guests[i]
+        end = now if running[g] or not np.isfinite(fin[g]) else fin[g]
+        served[i] = end - jf[JF_BASE_T, g]
+        if running[g]:
+            live[k] = g
+            was_host[k] = host_of[g]
+            host_start[k] = jf[JF_LAST_START, host_of[g]]
+            k += 1
+    for i in range(m):
+        host_of[guests[i]] = -1
+    if k:
+        stop_jobs(
+            live[:k],
+            False,
+            now,
+            jf,
+            ji,
+            jb,
+            type_time,
+            device_time,
+            nodes_i,
+            busy,
+            types_i,
+            slots,
+            st_i,
+            st_f,
+            run_order,
+            ctr,
+        )
+    # the running hosts go back to their isolated rates
+    r = 0
+    for i in range(len(hosts)):
+        h = hosts[i]
+        if running[h]:
+            live[k + r] = h  # (scratch after the guests)
+            rates[r] = jf[JF_CRATE, h] / slow[h]
+            r += 1
+    if r:
+        js = live[k : k + r]
+        sync_types_packed(run_order, ctr[CTR_RUN], now, jf, ji, type_time, device_time)
+        sync_packed(js, r, SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED, now, capped, jf, ji)
+        rerate_jobs(js, rates[:r], now, jf, ji, heap_t, heap_je, ctr, marks)
+    for i in range(len(hosts)):
+        slow[hosts[i]] = 1.0
+    return k
+
+
+@_compiled
+def coloc_attach(
+    g: IntArray,
+    h: IntArray,
+    detached: IntArray,
+    was_host: IntArray,
+    host_start: FloatArray,
+    pos: IntArray,
+    now: float,
+    capped: bool,
+    job_type: IntArray,
+    scale: IntArray,
+    worker: IntArray,
+    pair_rates: FloatArray,
+    iso: FloatArray,
+    rate: FloatArray,
+    slow: FloatArray,
+    host_of: IntArray,
+    fg: FloatArray,
+    fh: FloatArray,
+    t: IntArray,
+    nodes: IntArray,
+    node_off: IntArray,
+    marks: FloatArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+    slots: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> int:
+    """:meth:`clustersim.colocation.CoLocator.attach` in one call, the same steps in the
+    same order: the pairs ``g`` (guests) and ``h`` (their hosts, running) checked, the
+    guests that go on with the same host on the same devices told apart from the others
+    (preemptions of the ``detached`` guests that do not, migrations of those that moved), the
+    guests started at their co-located rates (no restore stall for those that go on), and
+    the hosts re-rated to theirs.
+
+    ``pos`` (n,) is -1 scratch (left so); ``fg``, ``fh``, ``t`` (m,) receive the factors and
+    the types, ``nodes`` (>= the hosts' nodes) and ``node_off`` (m + 1,) the hosts' nodes.
+
+    Returns
+    -------
+    int
+        The pairs newly formed (not going on), or a ``COLOC_BAD_*`` code (nothing changed).
+    """
+    m = len(g)
+    running = jb[JB_RUNNING]
+    active = jb[JB_ACTIVE]
+    for i in range(m):
+        if not active[g[i]] or running[g[i]]:
+            return COLOC_BAD_GUEST
+    for i in range(m):
+        for k in range(i + 1, m):
+            if g[i] == g[k] or h[i] == h[k]:
+                return COLOC_BAD_TWICE
+        for k in range(m):
+            if g[i] == h[k]:
+                return COLOC_BAD_TWICE
+    for i in range(m):
+        if ji[JI_ALLOC_N, h[i]] != ji[JI_GANG, g[i]]:
+            return COLOC_BAD_GANG
+    for i in range(m):
+        t[i] = ji[JI_ALLOC_TYPE, h[i]]
+    pair_factors(job_type, scale, worker, pair_rates, iso, g, h, t, fg, fh)
+    for i in range(m):
+        if fg[i] <= 0:
+            return COLOC_BAD_SHARE
+    # guests that go on with the same host, the host on the same devices: no stall
+    nd = len(detached)
+    for k in range(nd):
+        pos[detached[k]] = k
+    kept = np.zeros(nd, dtype=np.bool_)
+    going = np.zeros(m, dtype=np.bool_)
+    formed = m
+    for i in range(m):
+        k = pos[g[i]]
+        if k < 0:
+            continue
+        if was_host[k] == h[i] and host_start[k] == jf[JF_LAST_START, h[i]]:
+            going[i] = True
+            kept[k] = True
+            formed -= 1
+        else:
+            ji[JI_MIGRATIONS, g[i]] += 1
+    for k in range(nd):
+        pos[detached[k]] = -1
+        if not kept[k]:
+            ji[JI_PREEMPTIONS, detached[k]] += 1
+    if m == 0:
+        return formed
+    # the guests' starts: no device, no node
+    s0 = ctr[CTR_STARTS]
+    o = ctr[CTR_START_NODES]
+    restore = np.empty(m)
+    for i in range(m):
+        j = g[i]
+        restore[i] = jf[JF_RESTORE, j]
+        if going[i]:
+            jf[JF_RESTORE, j] = 0.0
+        s_i[0, s0 + i] = j
+        s_i[1, s0 + i] = t[i]
+        s_i[2, s0 + i] = 0
+        s_i[3, s0 + i] = o
+        s_i[4, s0 + i] = 0
+        s_f[1, s0 + i] = fg[i] * rate[j, t[i]]
+    ctr[CTR_STARTS] = s0 + m
+    # (a guest holds no device, so it never reaches a service mark)
+    start_jobs(now, marks[:0], jf, ji, jb, slots, s_i, s_nc, s_f, run_order, heap_t, heap_je, ctr)
+    c = 0
+    node_off[0] = 0
+    for i in range(m):
+        jf[JF_RESTORE, g[i]] = restore[i]
+        host_of[g[i]] = h[i]
+        slot = ji[JI_SLOT, h[i]]
+        for k in range(ji[JI_PLACED, h[i]]):
+            nodes[c] = slots[0, slot + k]
+            c += 1
+        node_off[i + 1] = c
+    # the hosts at their co-located rates
+    rates = np.empty(m)
+    for i in range(m):
+        rates[i] = jf[JF_CRATE, h[i]] * fh[i]
+    sync_types_packed(run_order, ctr[CTR_RUN], now, jf, ji, type_time, device_time)
+    sync_packed(h, m, SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED, now, capped, jf, ji)
+    rerate_jobs(h, rates, now, jf, ji, heap_t, heap_je, ctr, marks)
+    for i in range(m):
+        slow[h[i]] = fh[i]
+    return formed

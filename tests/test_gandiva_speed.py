@@ -1,0 +1,133 @@
+"""The fast paths of ``gandiva`` and ``gavel-gandiva`` (issue 13, their speed) against the code
+they replace, bit for bit, on random small traces:
+
+* the co-location mechanism's compiled detach and attach
+  (:func:`clustersim.kernels.coloc_detach`, :func:`clustersim.kernels.coloc_attach`) against
+  :class:`tests.reference_colocation.ReferenceCoLocator`, the numpy code before them.
+
+Each run is compared whole: finish and start times, attained service, time per type,
+preemptions, migrations, the timelines, every stint row and the policy's counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from clustersim import engine, kernels
+from clustersim.compat import prepare
+from clustersim.engine import EngineOptions, simulate
+from clustersim.jobs import JobTable
+from clustersim.perf import ThroughputTable
+from clustersim.result import RunResult
+from tests.reference_colocation import ReferenceCoLocator
+from tests.simple import cluster, jobs
+
+SEEDS = range(12)
+
+
+@pytest.fixture(params=[True, False], ids=["compiled", "plain"])
+def kernel_mode(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Each comparison with numba's kernels and with their plain-Python source."""
+    if request.param and not kernels.COMPILED:
+        pytest.fail("numba is a pinned dependency: the compiled kernels must be in use")
+    was = kernels.compiled_in_use()
+    kernels.use_compiled(request.param)
+    yield request.param
+    kernels.use_compiled(was)
+
+
+def _trace(seed: int) -> tuple[JobTable, Any]:
+    """Random jobs of Gavel's measured types (gangs of 1, 2 and 4, so that some pairs can
+    form and some cannot) on a small mixed cluster, loaded enough to be oversubscribed part
+    of the time and not the rest."""
+    rng = np.random.default_rng(seed)
+    types = list(ThroughputTable.load().job_types)
+    n = int(rng.integers(8, 40))
+    span = float(rng.choice([600.0, 3000.0, 12000.0]))
+    submit = np.sort(rng.uniform(0, span, n)).round(1)
+    gpus = rng.choice([1, 1, 1, 2, 2, 4], n)
+    work = rng.uniform(200, 20000, n).round(1)
+    kinds = rng.choice(types, n).tolist()
+    t = jobs(list(zip(submit.tolist(), gpus.tolist(), work.tolist(), strict=True)), job_type=kinds)
+    layouts = [
+        [("V100", 2), ("V100", 2), ("K80", 2), ("K80", 2)],
+        [("V100", 4), ("P100", 2), ("P100", 2), ("K80", 4)],
+        [("V100", 2), ("V100", 1), ("V100", 1)],
+    ]
+    return t, cluster(layouts[seed % len(layouts)])
+
+
+def _run(
+    t: JobTable, cl: Any, policy: str, params: dict[str, Any], compat: str | None
+) -> RunResult:
+    p = prepare(t, cl, policy, params=params, compat=compat)
+    return simulate(
+        p.jobs, cl, p.policy, p.placement, rates=p.rates, options=EngineOptions(**p.engine)
+    )
+
+
+def _same(a: RunResult, b: RunResult) -> None:
+    """Two runs identical to the bit."""
+    for name in (
+        "first_start",
+        "finish",
+        "attained",
+        "type_time",
+        "device_time",
+        "preemptions",
+        "migrations",
+        "max_nodes",
+        "seg_t",
+        "seg_busy",
+        "seg_queued",
+        "seg_running",
+    ):
+        x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
+    for name in ("job", "node", "devices", "start", "end"):
+        x, y = getattr(a.stints, name), getattr(b.stints, name)
+        assert x.tobytes() == y.tobytes(), f"stints.{name}"
+    assert a.events == b.events
+    assert a.policy_stats == b.policy_stats
+
+
+CASES = [
+    ("gandiva", {}, None),
+    ("gandiva", {"quantum_s": 360.0}, None),
+    ("gandiva", {"resume_s": None, "pack_threshold": 0.2}, None),
+    ("gavel-gandiva", {}, "gavel"),
+    ("gavel-gandiva", {"round_s": 120.0}, None),
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(("policy", "params", "compat"), CASES)
+def test_the_compiled_detach_and_attach_are_the_numpy_ones(
+    seed: int,
+    policy: str,
+    params: dict[str, Any],
+    compat: str | None,
+    kernel_mode: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    t, cl = _trace(seed)
+    fast = _run(t, cl, policy, params, compat)
+    monkeypatch.setattr(engine, "CoLocator", ReferenceCoLocator)
+    slow = _run(t, cl, policy, params, compat)
+    assert slow.policy_stats.get("colocations", 0.0) == fast.policy_stats.get("colocations", 0.0)
+    _same(fast, slow)
+
+
+def test_the_random_traces_exercise_pairs() -> None:
+    """The comparisons above are worth something only if pairs form and end on them."""
+    formed = split = 0
+    for seed in SEEDS:
+        t, cl = _trace(seed)
+        r = _run(t, cl, "gandiva", {}, None)
+        formed += int(r.policy_stats["pairs_formed"])
+        split += int(r.policy_stats["pairs_split"])
+    assert formed > 20 and split > 0
