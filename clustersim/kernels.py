@@ -4449,3 +4449,204 @@ def coloc_attach(
     for i in range(m):
         slow[h[i]] = fh[i]
     return formed
+
+
+# ------------------------------------------------------------------ Gandiva (scheduling.gandiva)
+@_compiled
+def gandiva_fill(
+    active: IntArray,
+    partner: IntArray,
+    last_run: FloatArray,
+    running: BoolArray,
+    alloc_n: IntArray,
+    alloc_type: IntArray,
+    gang: IntArray,
+    rate: FloatArray,
+    capacity: IntArray,
+    boundary: bool,
+    out_run: IntArray,
+    out_type: IntArray,
+    out_guest: IntArray,
+) -> int:
+    """One over-subscribed decision of :class:`scheduling.gandiva.Gandiva` (its time
+    slicing), as the policy's numpy code did it.
+
+    Units: the lone jobs of ``active`` (ascending), then one per pair (``partner``, -1: none)
+    by its lower member; a pair's host is the member on devices of its own when only it is,
+    else the lower one. A unit's stamp is the older of its jobs' ``last_run``. Between
+    quanta (``boundary`` false) running units keep their devices first, in unit order; then
+    the others, oldest stamp first (ties by host index), take devices: each stays on its
+    type when the type has room and the host can run there, else goes to the type with room
+    where its host is fastest (a pair: where both can run), skipping a gang that fits no
+    type and stopping once the smallest gang left fits none.
+
+    Writes each unit run, in order, to ``out_run`` (host), ``out_type`` and ``out_guest``
+    (-1: lone); returns how many.
+    """
+    na = len(active)
+    nt = len(capacity)
+    hosts = np.empty(na, dtype=np.int64)
+    guests = np.empty(na, dtype=np.int64)
+    u = 0
+    for i in range(na):
+        j = active[i]
+        if partner[j] < 0:
+            hosts[u] = j
+            guests[u] = -1
+            u += 1
+    for i in range(na):
+        lo = active[i]
+        hi = partner[lo]
+        if hi > lo:
+            if running[hi] and alloc_n[hi] > 0 and not (running[lo] and alloc_n[lo] > 0):
+                hosts[u] = hi
+                guests[u] = lo
+            else:
+                hosts[u] = lo
+                guests[u] = hi
+            u += 1
+    left = capacity.copy()
+    n = 0
+    chosen = np.zeros(u, dtype=np.bool_)
+    if not boundary:  # between quanta: running units keep their devices
+        for i in range(u):
+            h = hosts[i]
+            if running[h] and alloc_n[h] > 0:
+                left[alloc_type[h]] -= alloc_n[h]
+                out_run[n] = h
+                out_type[n] = alloc_type[h]
+                out_guest[n] = guests[i]
+                chosen[i] = True
+                n += 1
+    stamp = np.empty(u)
+    for i in range(u):
+        s = last_run[hosts[i]]
+        g = guests[i]
+        if g >= 0 and last_run[g] < s:
+            s = last_run[g]
+        stamp[i] = s
+    by_host = np.argsort(hosts[:u], kind="mergesort")
+    order = by_host[np.argsort(stamp[by_host], kind="mergesort")]
+    k = 0
+    for i in range(u):
+        if not chosen[order[i]]:
+            order[k] = order[i]
+            k += 1
+    if k == 0:
+        return n
+    most = left.max()
+    smallest = gang[hosts[order[k - 1]]]
+    for i in range(k):
+        if gang[hosts[order[i]]] < smallest:
+            smallest = gang[hosts[order[i]]]
+    if most < smallest:
+        return n  # no room for any waiting unit
+    # the smallest gang from each unit on
+    suffix = np.empty(k, dtype=np.int64)
+    s = gang[hosts[order[k - 1]]]
+    for i in range(k - 1, -1, -1):
+        gi = gang[hosts[order[i]]]
+        if gi < s:
+            s = gi
+        suffix[i] = s
+    for i in range(k):
+        if most < suffix[i]:
+            break
+        h = hosts[order[i]]
+        g = guests[order[i]]
+        need = gang[h]
+        if need > most:
+            continue
+        t = alloc_type[h] if running[h] and alloc_n[h] > 0 else -1
+        if t < 0 or left[t] < need or not _gandiva_usable(rate, h, g, t):
+            t = -1
+            best = -1.0
+            for c in range(nt):
+                sp = rate[h, c] if _gandiva_usable(rate, h, g, c) else -1.0
+                if left[c] >= need and sp > best:
+                    t = c
+                    best = sp
+            if t < 0:
+                continue
+        left[t] -= need
+        most = left.max()
+        out_run[n] = h
+        out_type[n] = t
+        out_guest[n] = g
+        n += 1
+    return n
+
+
+@_compiled
+def _gandiva_usable(rate: FloatArray, h: int, g: int, t: int) -> bool:
+    """Whether host ``h`` (and its guest ``g``, -1: none) can run on type ``t``."""
+    return rate[h, t] > 0 and (g < 0 or rate[g, t] > 0)
+
+
+@_compiled
+def gandiva_migrations(
+    run: IntArray,
+    types: IntArray,
+    running: BoolArray,
+    alloc_n: IntArray,
+    alloc_type: IntArray,
+    nodes_used: IntArray,
+    least: IntArray,
+    gang: IntArray,
+    node_type: IntArray,
+    node_free: IntArray,
+    out: IntArray,
+) -> int:
+    """Migration for locality of :class:`scheduling.gandiva.Gandiva`: the jobs of ``run``
+    that keep their devices (running on more than one device, on their type of ``types``
+    when it is not empty) and span more nodes than the free devices of their type would
+    let them span now (the largest free nodes first), each taking the devices it will
+    use so that a second move does not count on them. ``least`` is (n_types, gangs + 1):
+    the fewest nodes of each type that hold a gang. Writes them to ``out`` in ``run``
+    order; returns how many."""
+    free = node_free.copy()
+    k = 0
+    for i in range(len(run)):
+        j = run[i]
+        if not running[j] or alloc_n[j] <= 1:
+            continue
+        t = alloc_type[j]
+        if len(types) and types[i] != t:
+            continue
+        u = nodes_used[j]
+        g = gang[j]
+        if u <= least[t, g]:
+            continue
+        m = 0
+        for c in range(len(free)):
+            if node_type[c] == t and free[c] > 0:
+                m += 1
+        if m == 0:
+            continue
+        nodes = np.empty(m, dtype=np.int64)
+        f = np.empty(m, dtype=np.int64)
+        m = 0
+        for c in range(len(free)):
+            if node_type[c] == t and free[c] > 0:
+                nodes[m] = c
+                f[m] = -free[c]
+                m += 1
+        by = np.argsort(f, kind="mergesort")  # most free first, ties by node index
+        cum = 0
+        need = 0
+        for q in range(m):
+            cum -= f[by[q]]
+            if cum >= g:
+                need = q + 1
+                break
+        if need == 0 or need >= u:
+            continue
+        cum = 0
+        for q in range(need):
+            c = nodes[by[q]]
+            take = free[c] if q < need - 1 else g - cum
+            cum += free[c]
+            free[c] -= take
+        out[k] = j
+        k += 1
+    return k

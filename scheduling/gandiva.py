@@ -85,6 +85,7 @@ from typing import Annotated
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import gandiva_fill, gandiva_migrations
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
@@ -236,79 +237,42 @@ class Gandiva(Policy):
         partner[gone] = -1
         if self._gain is not None:
             self._pack(state, active)
-        hosts, guests = self._units(state, active)
-        gang = state.jobs.num_gpus
-        own = state.running & (state.alloc_n > 0)  # on devices of its own
-        stamp = self._last_run[hosts]
-        has_g = guests >= 0
-        stamp[has_g] = np.minimum(stamp[has_g], self._last_run[guests[has_g]])
-        left = state.capacity.astype(np.int64).copy()
-        run: list[int] = []
-        typ: list[int] = []
-        pairs: list[tuple[int, int]] = []
-        chosen = np.zeros(len(hosts), dtype=bool)  # units kept between quanta
-        if not boundary:  # between quanta: running units keep their devices
-            u = np.flatnonzero(own[hosts])
-            hs, gs = hosts[u], guests[u]
-            ts = state.alloc_type[hs]
-            np.subtract.at(left, ts, state.alloc_n[hs])
-            run.extend(hs.tolist())
-            typ.extend(ts.tolist())
-            chosen[u] = True
-            g_on = gs >= 0
-            pairs.extend(zip(gs[g_on].tolist(), hs[g_on].tolist(), strict=True))
-        order = np.lexsort((hosts, stamp))
-        order = order[~chosen[order]]
-        if len(order) and int(left.max(initial=0)) < int(gang[hosts[order]].min()):
-            order = order[:0]  # no room for any waiting unit: nothing to fill
-        # the fill is sequential (each unit sees what the earlier ones left); plain Python
-        # lists keep a step to a few hundred nanoseconds
-        oh, og = hosts[order], guests[order]
-        usable = state.rate[oh] > 0
-        pair = og >= 0
-        usable[pair] &= state.rate[og[pair]] > 0
-        speed = np.where(usable, state.rate[oh], -1.0).tolist()
-        cur = np.where(own[oh], state.alloc_type[oh], -1).tolist()
-        need_l = gang[oh].tolist()
-        lf = left.tolist()
-        # the smallest gang from each unit on: once no type has room for it, stop
-        smallest = np.minimum.accumulate(gang[oh][::-1])[::-1].tolist()
-        most = max(lf) if lf else 0
-        nt = len(lf)
-        for i, (h, g) in enumerate(zip(oh.tolist(), og.tolist(), strict=True)):
-            if most < smallest[i]:
-                break
-            need = need_l[i]
-            if need > most:
-                continue
-            sp = speed[i]
-            t = cur[i]
-            if t < 0 or lf[t] < need or sp[t] < 0:
-                t, best = -1, -1.0
-                for k in range(nt):
-                    if lf[k] >= need and sp[k] > best:
-                        t, best = k, sp[k]
-                if t < 0:
-                    continue
-            lf[t] -= need
-            most = max(lf)
-            run.append(h)
-            typ.append(t)
-            if g >= 0:
-                pairs.append((g, h))
-        run_a = np.array(run, dtype=np.int64)
-        typ_a = np.array(typ, dtype=np.int64)
+        # the units, their order and the fill: one compiled call (kernels.gandiva_fill)
+        na = len(active)
+        out_run = np.empty(na, dtype=np.int64)
+        out_type = np.empty(na, dtype=np.int64)
+        out_guest = np.empty(na, dtype=np.int64)
+        n = gandiva_fill(
+            active,
+            partner,
+            self._last_run,
+            state.running,
+            state.alloc_n,
+            state.alloc_type,
+            state.jobs.num_gpus,
+            state.rate,
+            self._capacity(state),
+            boundary,
+            out_run,
+            out_type,
+            out_guest,
+        )
+        run_a, typ_a, guests = out_run[:n], out_type[:n], out_guest[:n]
+        paired = guests >= 0
+        pairs = np.stack([guests[paired], run_a[paired]], axis=1)
         mig = self._migrations_of(state, run_a, typ_a)
         if len(mig):
             first = np.isin(run_a, mig)
             run_a = np.concatenate([run_a[first], run_a[~first]])
             typ_a = np.concatenate([typ_a[first], typ_a[~first]])
-        return Decision(
-            run=run_a,
-            types=typ_a,
-            colocate=np.array(pairs, dtype=np.int64).reshape(-1, 2),
-            migrate=mig if len(mig) else None,
-        )
+        return Decision(run=run_a, types=typ_a, colocate=pairs, migrate=mig if len(mig) else None)
+
+    def _capacity(self, state: State) -> IntArray:
+        """The devices of each type, int64 (the array the fill kernel takes)."""
+        cap = state.capacity
+        if cap.dtype != np.int64 or not cap.flags.c_contiguous:
+            cap = np.ascontiguousarray(cap, dtype=np.int64)
+        return cap
 
     # ------------------------------------------------------------------ packing
     def _pack(self, state: State, active: IntArray) -> None:
@@ -358,19 +322,6 @@ class Gandiva(Policy):
                 elif rest < 2:
                     gain[c, c] = 0.0
 
-    def _units(self, state: State, active: IntArray) -> tuple[IntArray, IntArray]:
-        """Scheduling units: (host, guest) per unit, guest -1 for a lone job; a pair's host
-        is the member running on devices of its own if only one does, else the lower index."""
-        p = self._partner[active]
-        lone = active[p < 0]
-        lo = active[(p >= 0) & (p > active)]
-        hi = self._partner[lo]
-        own = state.running & (state.alloc_n > 0)
-        swap = own[hi] & ~own[lo]
-        hosts = np.concatenate([lone, np.where(swap, hi, lo)])
-        guests = np.concatenate([np.full(len(lone), -1, dtype=np.int64), np.where(swap, lo, hi)])
-        return hosts, guests
-
     # ------------------------------------------------------------------ migration
     def _migrations_of(
         self, state: State, run: IntArray, types: IntArray | None = None
@@ -379,46 +330,22 @@ class Gandiva(Policy):
         free devices would let them span now."""
         if not self.migrate or state.nodes_used is None or state.node_free is None:
             return EMPTY
-        gang = state.jobs.num_gpus
-        cur = state.alloc_type[run]
-        keep = state.running[run] & (state.alloc_n[run] > 1)
-        if types is not None:
-            keep &= cur == types
-        cand = run[keep]
-        if not len(cand):
-            return EMPTY
-        used = state.nodes_used[cand]
-        t_c = state.alloc_type[cand]
-        least = self._least[t_c, gang[cand]]
-        spread = used > least
-        if not spread.any():
-            return EMPTY
-        cl = state.cluster
-        free = state.node_free.copy()
-        out: list[int] = []
-        for j, t, u in zip(
-            cand[spread].tolist(), t_c[spread].tolist(), used[spread].tolist(), strict=True
-        ):
-            nodes = np.flatnonzero((cl.node_type == t) & (free > 0))
-            if not len(nodes):
-                continue
-            f = free[nodes]
-            by = np.argsort(-f, kind="stable")
-            cum = np.cumsum(f[by])
-            g = int(gang[j])
-            if cum[-1] < g:
-                continue
-            k = int(np.searchsorted(cum, g)) + 1
-            if k >= u:
-                continue
-            # the devices it will take, so that a second move does not count on them
-            take = nodes[by[:k]]
-            got = free[take].copy()
-            got[-1] -= int(cum[k - 1]) - g
-            free[take] -= got
-            out.append(j)
-        self._migrations += len(out)
-        return np.array(out, dtype=np.int64)
+        out = np.empty(len(run), dtype=np.int64)
+        k = gandiva_migrations(
+            run,
+            EMPTY if types is None else types,
+            state.running,
+            state.alloc_n,
+            state.alloc_type,
+            state.nodes_used,
+            self._least,
+            state.jobs.num_gpus,
+            state.cluster.node_type,
+            state.node_free,
+            out,
+        )
+        self._migrations += k
+        return out[:k]
 
 
 def _pair_gain(rates: FloatArray, iso: FloatArray, workers: IntArray) -> FloatArray:

@@ -3,7 +3,10 @@ they replace, bit for bit, on random small traces:
 
 * the co-location mechanism's compiled detach and attach
   (:func:`clustersim.kernels.coloc_detach`, :func:`clustersim.kernels.coloc_attach`) against
-  :class:`tests.reference_colocation.ReferenceCoLocator`, the numpy code before them.
+  :class:`tests.reference_colocation.ReferenceCoLocator`, the numpy code before them;
+* ``gandiva``'s fast paths (the compiled fill and migration check, the quiet decisions)
+  against :class:`tests.reference_gandiva.ReferenceGandiva`, the policy before them, with
+  the reference co-location mechanism too: the whole old path against the whole new one.
 
 Each run is compared whole: finish and start times, attained service, time per type,
 preemptions, migrations, the timelines, every stint row and the policy's counters.
@@ -24,6 +27,7 @@ from clustersim.jobs import JobTable
 from clustersim.perf import ThroughputTable
 from clustersim.result import RunResult
 from tests.reference_colocation import ReferenceCoLocator
+from tests.reference_gandiva import ReferenceGandiva
 from tests.simple import cluster, jobs
 
 SEEDS = range(12)
@@ -62,12 +66,16 @@ def _trace(seed: int) -> tuple[JobTable, Any]:
 
 
 def _run(
-    t: JobTable, cl: Any, policy: str, params: dict[str, Any], compat: str | None
+    t: JobTable,
+    cl: Any,
+    policy: str,
+    params: dict[str, Any],
+    compat: str | None,
+    reference: bool = False,
 ) -> RunResult:
     p = prepare(t, cl, policy, params=params, compat=compat)
-    return simulate(
-        p.jobs, cl, p.policy, p.placement, rates=p.rates, options=EngineOptions(**p.engine)
-    )
+    pol = ReferenceGandiva(**params) if reference else p.policy
+    return simulate(p.jobs, cl, pol, p.placement, rates=p.rates, options=EngineOptions(**p.engine))
 
 
 def _same(a: RunResult, b: RunResult) -> None:
@@ -122,12 +130,31 @@ def test_the_compiled_detach_and_attach_are_the_numpy_ones(
     _same(fast, slow)
 
 
-def test_the_random_traces_exercise_pairs() -> None:
-    """The comparisons above are worth something only if pairs form and end on them."""
-    formed = split = 0
-    for seed in SEEDS:
-        t, cl = _trace(seed)
-        r = _run(t, cl, "gandiva", {}, None)
-        formed += int(r.policy_stats["pairs_formed"])
-        split += int(r.policy_stats["pairs_split"])
-    assert formed > 20 and split > 0
+GANDIVA = [
+    {},
+    {"quantum_s": 360.0},
+    {"resume_s": None, "pack_threshold": 0.2},
+    {"packing": False},
+    {"migrate": False, "quantum_s": 30.0},
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("params", GANDIVA)
+def test_gandiva_gives_what_it_gave_before_its_fast_paths(
+    seed: int, params: dict[str, Any], kernel_mode: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t, cl = _trace(seed)
+    fast = _run(t, cl, "gandiva", params, None)
+    monkeypatch.setattr(engine, "CoLocator", ReferenceCoLocator)
+    slow = _run(t, cl, "gandiva", params, None, reference=True)
+    _same(fast, slow)
+
+
+def test_the_random_traces_exercise_pairs_and_migrations() -> None:
+    """The comparisons above are worth something only if pairs form and end, and spread
+    jobs move, on these traces (over the seeds: 79 pairs formed, 19 split, 8 moves)."""
+    stats = [_run(*_trace(seed), "gandiva", {}, None).policy_stats for seed in SEEDS]
+    assert sum(s["pairs_formed"] for s in stats) > 20
+    assert sum(s["pairs_split"] for s in stats) > 0
+    assert sum(s["locality_migrations"] for s in stats) > 0
