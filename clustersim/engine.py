@@ -914,6 +914,8 @@ class _Run:
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
+        if d.unchanged and self.power is None and self.stragglers is None and self.goodput is None:
+            return  # the policy's last decision again, which changed nothing (Decision.unchanged)
         coloc = self.coloc
         if coloc is None:
             if d.colocate is not None and len(d.colocate):

@@ -157,6 +157,9 @@ class Gandiva(Policy):
         self._migrations = 0
         self._formed = 0
         self._split = 0
+        # the last decision, if it may be repeated unchanged: its time, active jobs, running
+        # jobs and the decision (see _quiet_round)
+        self._quiet: tuple[float, IntArray, IntArray, Decision] | None = None
 
     def stats(self) -> dict[str, float]:
         """``locality_migrations`` (jobs re-placed on fewer nodes), ``pairs_formed`` and
@@ -210,14 +213,36 @@ class Gandiva(Policy):
         gang = state.jobs.num_gpus
         over = int(gang[active].sum()) > int(state.capacity.sum())
         if not over:
-            d = self._undersubscribed(state, active)
+            d = self._quiet_round(state, active, on)
+            if d is None:
+                d = self._undersubscribed(state, active, on)
         else:
+            self._quiet = None
             d = self._oversubscribed(state, active, boundary)
         self._memo = (key, d)
         return d
 
-    def _undersubscribed(self, state: State, active: IntArray) -> Decision:
+    def _quiet_round(self, state: State, active: IntArray, on: IntArray) -> Decision | None:
+        """The last decision again, marked ``unchanged``, when it was an undersubscribed one
+        that split no pair and moved no job, and since it was made no job arrived, left,
+        started or stopped: the running jobs and their placements are the same, so the
+        decision is the same and applying it again changes nothing (``None`` otherwise).
+        A job the last decision started would have started at its time or later."""
+        q = self._quiet
+        if q is None:
+            return None
+        t_last, active_last, on_last, d = q
+        if not (
+            np.array_equal(active, active_last)
+            and np.array_equal(on, on_last)
+            and (not len(on) or float(state.last_start[on].max()) < t_last)
+        ):
+            return None
+        return Decision(run=d.run.copy(), unchanged=True)
+
+    def _undersubscribed(self, state: State, active: IntArray, on: IntArray) -> Decision:
         """Every job on devices of its own: pairs split, jobs in arrival order."""
+        self._quiet = None
         paired = active[self._partner[active] >= 0]
         if len(paired):
             both = state.is_active[self._partner[paired]]
@@ -227,7 +252,10 @@ class Gandiva(Policy):
         if len(mig):
             rest = active[~np.isin(active, mig)]
             return Decision(run=np.concatenate([mig, rest]), migrate=mig)
-        return Decision(run=active.copy())
+        d = Decision(run=active.copy())
+        if not len(paired):  # the next decision may be this one again (_quiet_round)
+            self._quiet = (float(state.now), active.copy(), on.copy(), d)
+        return d
 
     def _oversubscribed(self, state: State, active: IntArray, boundary: bool) -> Decision:
         partner = self._partner
