@@ -3454,47 +3454,6 @@ def ftf_centre_newton(
 
 
 @_compiled
-def gandiva_place(
-    types: IntArray,
-    orders: IntArray,
-    ok: BoolArray,
-    ea: IntArray,
-    eb: IntArray,
-    gang: IntArray,
-    left: IntArray,
-    taken: BoolArray,
-    out_e: IntArray,
-    out_t: IntArray,
-) -> int:
-    """A round's greedy placement of ``gavel-gandiva`` (:meth:`scheduling.gavel_packing.
-    GavelGandiva._place`): types in the order ``types``; on type ``t`` the entries in the
-    order ``orders[t]`` (positions into ``ea``/``eb``/``gang``), skipping those that cannot
-    run there (``ok[e, t]``), one of whose jobs is ``taken`` already or whose gang exceeds
-    the devices ``left``, until none are left. Writes each placed entry and its type to
-    ``out_e``/``out_t`` in placement order and returns how many; updates ``left`` and
-    ``taken`` (the caller decides which placed entries run)."""
-    n = 0
-    for t in types:
-        for e in orders[t]:
-            if left[t] <= 0:
-                break
-            if not ok[e, t]:
-                continue
-            a = ea[e]
-            b = eb[e]
-            if taken[a] or (b >= 0 and taken[b]) or gang[e] > left[t]:
-                continue
-            left[t] -= gang[e]
-            taken[a] = True
-            if b >= 0:
-                taken[b] = True
-            out_e[n] = e
-            out_t[n] = t
-            n += 1
-    return n
-
-
-@_compiled
 def themis_bundles(
     crow: IntArray,
     lo: IntArray,
@@ -4650,3 +4609,116 @@ def gandiva_migrations(
         out[k] = j
         k += 1
     return k
+
+
+@_compiled
+def _gandiva_before(
+    i: int, k: int, prio: FloatArray, deficit: FloatArray, alloc: FloatArray, t: int
+) -> bool:
+    """Whether entry ``i`` comes before entry ``k`` on type ``t`` in a round of
+    ``gavel-gandiva``: decreasing (priority, deficit, allocation), then by position."""
+    if prio[i, t] != prio[k, t]:
+        return prio[i, t] > prio[k, t]
+    if deficit[i, t] != deficit[k, t]:
+        return deficit[i, t] > deficit[k, t]
+    if alloc[i, t] != alloc[k, t]:
+        return alloc[i, t] > alloc[k, t]
+    return i < k
+
+
+@_compiled
+def _gandiva_sift(
+    heap: IntArray,
+    size: int,
+    p: int,
+    prio: FloatArray,
+    deficit: FloatArray,
+    alloc: FloatArray,
+    t: int,
+) -> None:
+    """Sift ``heap[p]`` down a heap of ``size`` entries (first: the one to place first)."""
+    e = heap[p]
+    while True:
+        c = 2 * p + 1
+        if c >= size:
+            break
+        if c + 1 < size and _gandiva_before(heap[c + 1], heap[c], prio, deficit, alloc, t):
+            c += 1
+        if not _gandiva_before(heap[c], e, prio, deficit, alloc, t):
+            break
+        heap[p] = heap[c]
+        p = c
+    heap[p] = e
+
+
+@_compiled
+def gandiva_round(
+    types: IntArray,
+    ran: FloatArray,
+    work: FloatArray,
+    deficit: FloatArray,
+    alloc: FloatArray,
+    ok: BoolArray,
+    inside: BoolArray,
+    ea: IntArray,
+    eb: IntArray,
+    gang: IntArray,
+    left: IntArray,
+    taken: BoolArray,
+    out_e: IntArray,
+    out_t: IntArray,
+) -> int:
+    """A round of ``gavel-gandiva`` (:meth:`scheduling.gavel_packing.GavelGandiva._place`):
+    Gavel's priority of each entry (rows of the arrays, in Gavel's order) on each type, its
+    allocation ``alloc`` over the fraction ``ran / work`` of the type's time it received
+    (``alloc × 1e9`` when it received none; 0 where ``alloc`` is 0, it cannot run (``ok``)
+    or is outside the allocation (``inside``)), then the greedy placement: types in the order
+    ``types``; on each, the entries that can run there by decreasing (priority, ``deficit``,
+    ``alloc``), ties by row, each placed when none of its jobs is ``taken`` yet and its
+    gang fits the devices ``left``, until the type is full (``left`` and ``taken`` are
+    updated; the caller decides which placed entries run).
+
+    Each type's order is drawn from a heap as the placement goes, so that a type filled
+    after a few entries costs no sort of all of them (the order is total, so the entries
+    placed are those of a full sort). Writes the placed entries and their types to
+    ``out_e``/``out_t``; returns how many."""
+    m, nt = ran.shape
+    prio = np.zeros((m, nt))
+    for e in range(m):
+        if not inside[e]:
+            continue
+        for t in range(nt):
+            a = alloc[e, t]
+            if a == 0.0 or not ok[e, t]:
+                continue
+            frac = 0.0 if work[t] == 0.0 else ran[e, t] / work[t]
+            prio[e, t] = a / frac if frac > 0.0 else a * 1e9
+    heap = np.empty(m, dtype=np.int64)
+    n = 0
+    for t in types:
+        if left[t] <= 0:
+            continue
+        size = 0
+        for e in range(m):
+            if ok[e, t]:  # (the others are skipped anyway)
+                heap[size] = e
+                size += 1
+        for p in range(size // 2 - 1, -1, -1):
+            _gandiva_sift(heap, size, p, prio, deficit, alloc, t)
+        while size > 0 and left[t] > 0:
+            e = heap[0]
+            size -= 1
+            heap[0] = heap[size]
+            _gandiva_sift(heap, size, 0, prio, deficit, alloc, t)
+            a = ea[e]
+            b = eb[e]
+            if taken[a] or (b >= 0 and taken[b]) or gang[e] > left[t]:
+                continue
+            left[t] -= gang[e]
+            taken[a] = True
+            if b >= 0:
+                taken[b] = True
+            out_e[n] = e
+            out_t[n] = t
+            n += 1
+    return n

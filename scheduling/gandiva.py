@@ -232,9 +232,9 @@ class Gandiva(Policy):
         if q is None:
             return None
         t_last, active_last, on_last, d = q
-        if not (
-            np.array_equal(active, active_last)
-            and np.array_equal(on, on_last)
+        if not (  # (bytes compare: numpy's array_equal costs more than the rest here)
+            active.tobytes() == active_last.tobytes()
+            and on.tobytes() == on_last.tobytes()
             and (not len(on) or float(state.last_start[on].max()) < t_last)
         ):
             return None
@@ -287,7 +287,9 @@ class Gandiva(Policy):
         )
         run_a, typ_a, guests = out_run[:n], out_type[:n], out_guest[:n]
         paired = guests >= 0
-        pairs = np.stack([guests[paired], run_a[paired]], axis=1)
+        pairs = np.empty((int(paired.sum()), 2), dtype=np.int64)
+        pairs[:, 0] = guests[paired]
+        pairs[:, 1] = run_a[paired]
         mig = self._migrations_of(state, run_a, typ_a)
         if len(mig):
             first = np.isin(run_a, mig)

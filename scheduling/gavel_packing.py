@@ -56,7 +56,8 @@ section 18: every ``gandiva`` run of the fixture reproduced, 9 of 10 to the prin
   are summed by the engine over stints and a co-located rate is a factor times the isolated
   rate, so they can differ from Gavel's in the last bits, and Gavel's exact ties must stay
   ties. Near-ties that Gavel breaks by float noise alone go by entry order here.
-* Entries are ``O(m²)`` as in Gavel; a round costs a sort of them per type.
+* Entries are ``O(m²)`` as in Gavel; a round costs a pass over them to build each type's
+  heap, drawn from only until the type is full (:func:`clustersim.kernels.gandiva_round`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ import random
 import numpy as np
 import numpy.typing as npt
 
-from clustersim.kernels import gandiva_place
+from clustersim.kernels import gandiva_round
 from scheduling.base import Decision, State
 from scheduling.gavel import FloatArray, GavelRounds, IntArray
 
@@ -328,23 +329,6 @@ class GavelGandiva(GavelRounds):
             self._live = es[np.lexsort((lo, hi))]
             self._live_dirty = False
 
-    def _priorities(self, live: IntArray) -> FloatArray:
-        """Gavel's priority of every live entry on every type: allocation over the fraction
-        of the type's time it received (``allocation × 1e9`` when it received none); 0 where
-        the allocation is 0, the entry cannot run, or it is outside the allocation."""
-        alloc = self._ealloc[live]
-        # to 0.1 µs: a pair's time here and in Gavel may differ in the last bits (the engine
-        # sums it over stints, its co-located rate is a factor times the isolated rate), and
-        # entries whose times Gavel finds equal must tie here too (their deficits decide)
-        ran = np.round(self._etime[live], 7)
-        assert self._work is not None
-        work = np.broadcast_to(self._work, alloc.shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(work == 0.0, 0.0, ran / work)
-            prio = np.where(frac > 0.0, alloc / frac, alloc * 1e9)
-        prio[(alloc == 0.0) | ~self._eok[live] | ~self._ein[live, None]] = 0.0
-        return prio
-
     def _place(self, state: State) -> tuple[list[int], list[int], list[tuple[int, int]]]:
         sf = state.jobs.num_gpus
         left = state.capacity.copy()
@@ -356,27 +340,26 @@ class GavelGandiva(GavelRounds):
         live = self._live
         if self._work is None or not len(live):
             return run, kinds, pairs
-        prio = self._priorities(live)
-        deficit = np.round(self._edef[live], 7)  # as the times in _priorities
-        alloc = self._ealloc[live]
-        pos = np.arange(len(live))
+        # to 0.1 µs: a pair's time here and in Gavel may differ in the last bits (the engine
+        # sums it over stints, its co-located rate is a factor times the isolated rate), and
+        # entries whose times Gavel finds equal must tie here too (their deficits decide)
+        ran = np.round(self._etime[live], 7)
+        deficit = np.round(self._edef[live], 7)
         ea, eb = self._ea[live], self._eb[live]
-        gang = sf[ea].astype(np.int64)
-        nt = state.cluster.n_types
-        types = self._fixed_order(state)
-        # per type: decreasing (priority, deficit, allocation); ties in Gavel's dict order
-        orders = np.empty((nt, len(live)), dtype=np.int64)
-        for t in types.tolist():
-            orders[t] = np.lexsort((pos, -alloc[:, t], -deficit[:, t], -prio[:, t]))
         out_e = np.empty(len(live), dtype=np.int64)
         out_t = np.empty(len(live), dtype=np.int64)
-        n = gandiva_place(
-            types,
-            orders,
+        # Gavel's priorities, each type's order and the greedy placement: one compiled call
+        n = gandiva_round(
+            self._fixed_order(state),
+            ran,
+            self._work,
+            deficit,
+            self._ealloc[live],
             self._eok[live],
+            self._ein[live],
             ea,
             eb,
-            gang,
+            sf[ea].astype(np.int64),
             left.astype(np.int64),
             taken,
             out_e,

@@ -1,6 +1,8 @@
-"""``gandiva`` before its fast paths, kept as the reference they are compared with
-(``tests/test_gandiva_speed.py``): :class:`scheduling.gandiva.Gandiva` as of commit 593c6d4,
-unchanged but for its name and docstrings (the rules are in that module's doc)."""
+"""``gandiva`` and ``gavel-gandiva`` before their fast paths, kept as the references they are
+compared with (``tests/test_gandiva_speed.py``): :class:`scheduling.gandiva.Gandiva` as of
+commit 593c6d4, unchanged but for its name and docstrings (the rules are in that module's
+doc), and the round of :class:`scheduling.gavel_packing.GavelGandiva` as of that commit
+(priorities in numpy, a full lexsort per type, then the greedy pass, here in plain Python)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy.typing as npt
 
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.gandiva import _pair_gain
+from scheduling.gavel_packing import GavelGandiva
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
 FloatArray = npt.NDArray[np.float64]
@@ -344,3 +347,88 @@ class ReferenceGandiva(Policy):
             out.append(j)
         self._migrations += len(out)
         return np.array(out, dtype=np.int64)
+
+
+class ReferenceGavelGandiva(GavelGandiva):
+    """``gavel-gandiva`` with its round as it was before :func:`clustersim.kernels.
+    gandiva_round`."""
+
+    def _priorities(self, live: IntArray) -> FloatArray:
+        """Gavel's priority of every live entry on every type: allocation over the fraction
+        of the type's time it received (``allocation × 1e9`` when it received none); 0 where
+        the allocation is 0, the entry cannot run, or it is outside the allocation."""
+        alloc = self._ealloc[live]
+        # to 0.1 µs: a pair's time here and in Gavel may differ in the last bits (the engine
+        # sums it over stints, its co-located rate is a factor times the isolated rate), and
+        # entries whose times Gavel finds equal must tie here too (their deficits decide)
+        ran = np.round(self._etime[live], 7)
+        assert self._work is not None
+        work = np.broadcast_to(self._work, alloc.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(work == 0.0, 0.0, ran / work)
+            prio = np.where(frac > 0.0, alloc / frac, alloc * 1e9)
+        prio[(alloc == 0.0) | ~self._eok[live] | ~self._ein[live, None]] = 0.0
+        return prio
+
+    def _place(self, state: State) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        sf = state.jobs.num_gpus
+        left = state.capacity.copy()
+        taken = np.zeros(len(sf), dtype=bool)
+        run: list[int] = []
+        kinds: list[int] = []
+        pairs: list[tuple[int, int]] = []
+        tt = state.type_time
+        live = self._live
+        if self._work is None or not len(live):
+            return run, kinds, pairs
+        prio = self._priorities(live)
+        deficit = np.round(self._edef[live], 7)  # as the times in _priorities
+        alloc = self._ealloc[live]
+        pos = np.arange(len(live))
+        ea, eb = self._ea[live], self._eb[live]
+        gang = sf[ea].astype(np.int64)
+        nt = state.cluster.n_types
+        types = self._fixed_order(state)
+        # per type: decreasing (priority, deficit, allocation); ties in Gavel's dict order
+        orders = np.empty((nt, len(live)), dtype=np.int64)
+        for t in types.tolist():
+            orders[t] = np.lexsort((pos, -alloc[:, t], -deficit[:, t], -prio[:, t]))
+        out_e = np.empty(len(live), dtype=np.int64)
+        out_t = np.empty(len(live), dtype=np.int64)
+        n = _greedy_pass(
+            types, orders, self._eok[live], ea, eb, gang, left.astype(np.int64), taken, out_e, out_t
+        )
+        placed, on = out_e[:n], out_t[:n]
+        runs = self._ein[live[placed]]  # outside the allocation: holds devices, does not run
+        placed, on = placed[runs], on[runs]
+        a, b = ea[placed], eb[placed]
+        pair = b >= 0
+        before_b = np.where(pair, tt[np.maximum(b, 0), on], 0.0)
+        self._ran = (live[placed], on, a, b, tt[a, on], before_b)
+        run = a.tolist()
+        kinds = on.tolist()
+        pairs = list(zip(b[pair].tolist(), a[pair].tolist(), strict=True))
+        return run, kinds, pairs
+
+
+def _greedy_pass(  # type: ignore[no-untyped-def]
+    types, orders, ok, ea, eb, gang, left, taken, out_e, out_t
+) -> int:
+    """The greedy placement of a round (the kernel ``gandiva_place`` of commit 593c6d4)."""
+    n = 0
+    for t in types:
+        for e in orders[t]:
+            if left[t] <= 0:
+                break
+            if not ok[e, t]:
+                continue
+            a, b = ea[e], eb[e]
+            if taken[a] or (b >= 0 and taken[b]) or gang[e] > left[t]:
+                continue
+            left[t] -= gang[e]
+            taken[a] = True
+            if b >= 0:
+                taken[b] = True
+            out_e[n], out_t[n] = e, t
+            n += 1
+    return n

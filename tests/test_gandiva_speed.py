@@ -5,7 +5,9 @@ they replace, bit for bit, on random small traces:
   (:func:`clustersim.kernels.coloc_detach`, :func:`clustersim.kernels.coloc_attach`) against
   :class:`tests.reference_colocation.ReferenceCoLocator`, the numpy code before them;
 * ``gandiva``'s fast paths (the compiled fill and migration check, the quiet decisions)
-  against :class:`tests.reference_gandiva.ReferenceGandiva`, the policy before them, with
+  and ``gavel-gandiva``'s compiled round against
+  :class:`tests.reference_gandiva.ReferenceGandiva` and
+  :class:`tests.reference_gandiva.ReferenceGavelGandiva`, the policies before them, with
   the reference co-location mechanism too: the whole old path against the whole new one.
 
 Each run is compared whole: finish and start times, attained service, time per type,
@@ -27,7 +29,7 @@ from clustersim.jobs import JobTable
 from clustersim.perf import ThroughputTable
 from clustersim.result import RunResult
 from tests.reference_colocation import ReferenceCoLocator
-from tests.reference_gandiva import ReferenceGandiva
+from tests.reference_gandiva import ReferenceGandiva, ReferenceGavelGandiva
 from tests.simple import cluster, jobs
 
 SEEDS = range(12)
@@ -74,7 +76,10 @@ def _run(
     reference: bool = False,
 ) -> RunResult:
     p = prepare(t, cl, policy, params=params, compat=compat)
-    pol = ReferenceGandiva(**params) if reference else p.policy
+    pol = p.policy
+    if reference:
+        old = ReferenceGandiva if policy == "gandiva" else ReferenceGavelGandiva
+        pol = old(**pol.params())
     return simulate(p.jobs, cl, pol, p.placement, rates=p.rates, options=EngineOptions(**p.engine))
 
 
@@ -148,6 +153,22 @@ def test_gandiva_gives_what_it_gave_before_its_fast_paths(
     fast = _run(t, cl, "gandiva", params, None)
     monkeypatch.setattr(engine, "CoLocator", ReferenceCoLocator)
     slow = _run(t, cl, "gandiva", params, None, reference=True)
+    _same(fast, slow)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(("params", "compat"), [({}, "gavel"), ({"round_s": 120.0}, None)])
+def test_gavel_gandiva_gives_what_it_gave_before_its_compiled_round(
+    seed: int,
+    params: dict[str, Any],
+    compat: str | None,
+    kernel_mode: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    t, cl = _trace(seed)
+    fast = _run(t, cl, "gavel-gandiva", params, compat)
+    monkeypatch.setattr(engine, "CoLocator", ReferenceCoLocator)
+    slow = _run(t, cl, "gavel-gandiva", params, compat, reference=True)
     _same(fast, slow)
 
 
