@@ -120,6 +120,9 @@ class GavelGandiva(GavelRounds):
             None
         )
         self._known: IntArray = np.zeros(0, dtype=np.int64)
+        self._in_known = np.zeros(0, dtype=bool)  # per job: in _known
+        self._mark = np.zeros(0, dtype=bool)  # per job, scratch (all false between calls)
+        self._keys_of: dict[int, list[Key]] = {}  # job -> the keys of its entries (some gone)
         self._gavel_types: IntArray | None = None
 
     # ------------------------------------------------------------------ helpers
@@ -184,8 +187,12 @@ class GavelGandiva(GavelRounds):
             both = ((fa > 0) & (fb > 0)).reshape(-1, nt)
             ok[pair] &= (state.rate[b[pair]] > 0) & both
         self._eok[idx] = ok
+        keys_of = self._keys_of
         for key, e in zip(keys, idx.tolist(), strict=True):
             self._entry[key] = e
+            keys_of.setdefault(key[0], []).append(key)
+            if key[1] >= 0:
+                keys_of.setdefault(key[1], []).append(key)
         self._live_dirty = True
 
     # ------------------------------------------------------------------ allocation
@@ -286,16 +293,27 @@ class GavelGandiva(GavelRounds):
     def _update_jobs(self, state: State, active: IntArray) -> None:
         """Entries for arrivals (a job, then its pairs with the jobs already there, in
         Gavel's order) and none for departed jobs."""
-        if not self._live_dirty and np.array_equal(active, self._known):
+        known = self._known
+        if not self._live_dirty and active.tobytes() == known.tobytes():
             return  # no job arrived or left since the last call
         half = float(self.round_s or 0.0) / 2.0
-        gone = np.setdiff1d(self._known, active, assume_unique=True)
-        new = np.setdiff1d(active, self._known, assume_unique=True)
+        # the jobs that left and those that arrived, ascending (both lists are)
+        if len(self._in_known) != len(state.running):
+            self._in_known = np.zeros(len(state.running), dtype=bool)
+            self._mark = np.zeros(len(state.running), dtype=bool)
+        mark = self._mark
+        mark[active] = True
+        gone = known[~mark[known]]
+        mark[active] = False
+        new = active[~self._in_known[active]]
+        self._in_known[gone] = False
+        self._in_known[new] = True
         if len(gone):
-            dead = set(gone.tolist())
-            for key in [k for k in self._entry if k[0] in dead or k[1] in dead]:
-                e = self._entry.pop(key)
-                self._ea[e] = -1
+            for j in gone.tolist():  # every entry of a job that left goes
+                for key in self._keys_of.pop(j, ()):
+                    e = self._entry.pop(key, -1)
+                    if e >= 0:
+                        self._ea[e] = -1
             self._live_dirty = True
         if len(new):
             sf = state.jobs.num_gpus
@@ -304,7 +322,7 @@ class GavelGandiva(GavelRounds):
                 if state.colocation is None
                 else state.colocation.job_type >= 0
             )
-            there = [int(j) for j in self._known if int(j) not in set(gone.tolist())]
+            there = known[~np.isin(known, gone)].tolist() if len(gone) else known.tolist()
             keys: list[Key] = []
             time0: list[float] = []
             for j in new.tolist():
