@@ -17,7 +17,9 @@ Two parts, behind a small interface the engine and the policies call:
   policy that declares ``colocates``: :meth:`CoLocator.detach` before the decision (guests
   stop, hosts go back to their isolated rates), :meth:`CoLocator.attach` after it with the
   decision's ``colocate`` pairs (guests start on their hosts' devices; both run at their
-  co-located rates).
+  co-located rates). Each is one compiled call (:func:`clustersim.kernels.coloc_detach`,
+  :func:`clustersim.kernels.coloc_attach`), with the results of the numpy code it replaced
+  (``tests/reference_colocation.py``), bit for bit.
 
 What a guest is in the engine: a running job that holds **no device of its own** — it uses its
 host's (``alloc_n`` 0, no node, no stint row), so free devices, busy devices, utilisation,

@@ -72,6 +72,7 @@ from scheduling.base import Decision, State
 from scheduling.gavel import FloatArray, GavelRounds, IntArray
 
 Key = tuple[int, int]  # (job, -1) or (host, guest) with host < guest
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 class GavelGandiva(GavelRounds):
@@ -287,8 +288,10 @@ class GavelGandiva(GavelRounds):
         ran[pair] = np.maximum(ran[pair], tt[b[pair], t[pair]] - before_b[pair])
         still = self._ea[e] >= 0  # still live
         self._etime[e[still], t[still]] += ran[still]  # (an entry runs once a round)
-        for k in range(len(e)):  # in order, as Gavel sums them
-            self._work[t[k]] += ran[k]
+        work = self._work.tolist()
+        for tk, rk in zip(t.tolist(), ran.tolist(), strict=True):  # in order, as Gavel sums
+            work[tk] += rk
+        self._work[:] = work
 
     def _update_jobs(self, state: State, active: IntArray) -> None:
         """Entries for arrivals (a job, then its pairs with the jobs already there, in
@@ -347,17 +350,15 @@ class GavelGandiva(GavelRounds):
             self._live = es[np.lexsort((lo, hi))]
             self._live_dirty = False
 
-    def _place(self, state: State) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    def _place(self, state: State) -> tuple[IntArray, IntArray, IntArray]:
+        """A round: the hosts that run, their types and the (guest, host) pairs."""
         sf = state.jobs.num_gpus
         left = state.capacity.copy()
         taken = np.zeros(len(sf), dtype=bool)
-        run: list[int] = []
-        kinds: list[int] = []
-        pairs: list[tuple[int, int]] = []
         tt = state.type_time
         live = self._live
         if self._work is None or not len(live):
-            return run, kinds, pairs
+            return _NONE, _NONE, _NONE.reshape(0, 2)
         # to 0.1 µs: a pair's time here and in Gavel may differ in the last bits (the engine
         # sums it over stints, its co-located rate is a factor times the isolated rate), and
         # entries whose times Gavel finds equal must tie here too (their deficits decide)
@@ -390,10 +391,10 @@ class GavelGandiva(GavelRounds):
         pair = b >= 0
         before_b = np.where(pair, tt[np.maximum(b, 0), on], 0.0)
         self._ran = (live[placed], on, a, b, tt[a, on], before_b)
-        run = a.tolist()
-        kinds = on.tolist()
-        pairs = list(zip(b[pair].tolist(), a[pair].tolist(), strict=True))
-        return run, kinds, pairs
+        pairs = np.empty((int(pair.sum()), 2), dtype=np.int64)
+        pairs[:, 0] = b[pair]
+        pairs[:, 1] = a[pair]
+        return a, on, pairs
 
     def schedule(self, state: State) -> Decision:
         active = state.active
@@ -402,9 +403,7 @@ class GavelGandiva(GavelRounds):
             return self._memo[1]
         self._credit(state)
         self._update_jobs(state, active)
-        run: list[int] = []
-        kinds: list[int] = []
-        pairs: list[tuple[int, int]] = []
+        run, kinds, pairs = _NONE, _NONE, _NONE
         for _ in range(2):
             if self._need and (
                 state.now - self._last_reset >= self.reset_interval_s or self._last_reset == 0
@@ -412,13 +411,13 @@ class GavelGandiva(GavelRounds):
                 self._recompute(state, active)
             run, kinds, pairs = self._place(state)
             # nothing runs and nothing is left to arrive: Gavel forces a reset at once
-            if run or state.n_running or state.pending or not len(active):
+            if len(run) or state.n_running or state.pending or not len(active):
                 break
             self._last_reset = 0.0
         d = Decision(
-            run=np.array(run, dtype=np.int64),
-            types=np.array(kinds, dtype=np.int64),
-            colocate=np.array(pairs, dtype=np.int64).reshape(-1, 2),
+            run=np.asarray(run, dtype=np.int64),
+            types=np.asarray(kinds, dtype=np.int64),
+            colocate=np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
         )
         self._memo = (key0, d)
         return d
