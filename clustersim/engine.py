@@ -1410,6 +1410,9 @@ def warm_up() -> None:
     small = cluster_from_shorthand("v100:2,p100:2,k80:2")
     head = jobs.take(np.arange(20))
     simulate(head, small, make_policy("themis"), rates=PerformanceModel().prepare(head, small))
+    # gandiva's fill and migration check, and co-located pairs (detach and attach), which
+    # need an oversubscribed cluster
+    simulate(head, small, make_policy("gandiva"), rates=PerformanceModel().prepare(head, small))
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)
