@@ -17,7 +17,9 @@ Two parts, behind a small interface the engine and the policies call:
   policy that declares ``colocates``: :meth:`CoLocator.detach` before the decision (guests
   stop, hosts go back to their isolated rates), :meth:`CoLocator.attach` after it with the
   decision's ``colocate`` pairs (guests start on their hosts' devices; both run at their
-  co-located rates).
+  co-located rates). Each is one compiled call (:func:`clustersim.kernels.coloc_detach`,
+  :func:`clustersim.kernels.coloc_attach`), with the results of the numpy code it replaced
+  (``tests/reference_colocation.py``), bit for bit.
 
 What a guest is in the engine: a running job that holds **no device of its own** — it uses its
 host's (``alloc_n`` 0, no node, no stint row), so free devices, busy devices, utilisation,
@@ -50,29 +52,20 @@ from clustersim.cluster import Cluster
 from clustersim.errors import ClustersimError, SimulationError
 from clustersim.jobs import JobTable
 from clustersim.kernels import (
-    CTR_STINTS,
-    JB_ACTIVE,
+    COLOC_BAD_GANG,
+    COLOC_BAD_GUEST,
+    COLOC_BAD_SHARE,
+    COLOC_BAD_TWICE,
     JB_RUNNING,
-    JF_BASE_T,
-    JF_CAP,
-    JF_CRATE,
-    JF_FINISH,
     JF_LAST_START,
-    JF_RESTORE,
-    JI_ALLOC_N,
-    JI_ALLOC_TYPE,
-    JI_GANG,
-    JI_MIGRATIONS,
     JI_PLACED,
-    JI_PREEMPTIONS,
-    JI_SLOT,
     SYNC_ATTAINED,
     SYNC_EXECUTED,
     SYNC_REMAINING,
+    coloc_attach,
+    coloc_detach,
     pair_factors,
-    record_start,
     rerate_jobs,
-    start_jobs,
     sync_packed,
 )
 from clustersim.perf import GAVEL_WORKERS, ThroughputTable, gavel_worker
@@ -86,6 +79,7 @@ BORROW_FROM = "v100"
 _SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
+_ZERO_OFF = np.zeros(1, dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -246,6 +240,11 @@ class EngineView(Protocol):
     heap_t: FloatArray
     heap_je: IntArray
     ctr: IntArray
+    type_time: FloatArray
+    device_time: FloatArray
+    nodes_i: IntArray
+    busy: FloatArray
+    types_i: IntArray
 
     def _stop(self, js: IntArray, completed: bool) -> None: ...
 
@@ -271,7 +270,9 @@ class CoLocator:
         self._slow = np.ones(n)  # factor applied to each host's rate now
         self._hosts = _EMPTY_I
         self._guests = _EMPTY_I
-        self._nodes: list[IntArray] = []  # each guest's host's nodes, as attached
+        # each guest's host's nodes, as attached: guest i's are _nodes[_node_off[i]:_node_off[i+1]]
+        self._nodes, self._node_off = _EMPTY_I, _ZERO_OFF
+        self._pos = np.full(n, -1, dtype=np.int64)  # scratch: a detached guest's position
         self._detached = _EMPTY_I  # guests stopped by the last detach
         self._was_host = _EMPTY_I  # and their hosts then
         self._host_start = _EMPTY_F  # the hosts' last start then
@@ -284,96 +285,76 @@ class CoLocator:
 
     def detach(self, eng: EngineView) -> None:
         """Before a decision: stop every running guest (no device is freed: it held none)
-        and give every host its isolated rate back."""
-        guests = self._guests
-        self._guests = _EMPTY_I
-        running = eng.jb[JB_RUNNING]
-        if len(guests):
-            self._record(eng, guests, self._ends(eng, guests))
-            if eng.capped:
-                self._pair_ends(eng, guests, self._hosts)
-            self._nodes = []
-            live = guests[running[guests]]
-            self.guest_s += float(np.sum(self._ends(eng, guests) - eng.jf[JF_BASE_T, guests]))
-            self._was_host = self.host_of[live].copy()
-            self._host_start = eng.jf[JF_LAST_START, self._was_host].copy()
-            self._detached = live
-            self.host_of[guests] = -1
-            if len(live):
-                eng._stop(live, completed=False)
-        else:
+        and give every host its isolated rate back.
+
+        The steps, in this order (one compiled call, :func:`clustersim.kernels.coloc_detach`):
+        each guest's stint rows on its host's nodes, ending now or when it completed; in
+        whole-step rounds (Gavel's) a pair's completed job stamped with the pair's end (a
+        job of a pair that completed in the round is recorded as completing when the
+        pair's round ends, when the later of the two did its share or completed: Gavel
+        dispatches a pair as one task and stamps both jobs with the task's end; its stint
+        rows keep the time it really stopped); the running guests stopped; the running
+        hosts back at their isolated rates."""
+        guests, hosts = self._guests, self._hosts
+        if not len(guests) and not len(hosts):  # no pair: nothing to undo
             self._detached, self._was_host, self._host_start = _EMPTY_I, _EMPTY_I, _EMPTY_F
-        hosts = self._hosts[running[self._hosts]]
-        if len(hosts):
-            rerate(eng, hosts, eng.jf[JF_CRATE, hosts] / self._slow[hosts])
-        self._slow[self._hosts] = 1.0
-        self._hosts = _EMPTY_I
-
-    @staticmethod
-    def _pair_ends(eng: EngineView, guests: IntArray, hosts: IntArray) -> None:
-        """Whole-step rounds (Gavel's): a job of a pair that completed in the round is
-        recorded as completing when the pair's round ends, when the later of the two did its
-        share or completed (Gavel dispatches a pair as one task and stamps both jobs with the
-        task's end). Its stint rows keep the time it really stopped."""
-        fin, cap, run = eng.jf[JF_FINISH], eng.jf[JF_CAP], eng.jb[JB_RUNNING]
-        for g, h in zip(guests.tolist(), hosts.tolist(), strict=True):
-            done = [not run[j] and math.isfinite(fin[j]) for j in (g, h)]
-            if not any(done):
-                continue
-            end = max(
-                fin[j] if d else min(cap[j], eng.now) for j, d in zip((g, h), done, strict=True)
-            )
-            for j, d in zip((g, h), done, strict=True):
-                if d and fin[j] < end:
-                    fin[j] = end
-
-    @staticmethod
-    def _ends(eng: EngineView, guests: IntArray) -> FloatArray:
-        """When each guest's stint ends: now, or its finish if it completed meanwhile."""
-        done = eng.jf[JF_FINISH, guests]
-        return np.where(eng.jb[JB_RUNNING, guests] | ~np.isfinite(done), eng.now, done)
-
-    def _record(self, eng: EngineView, guests: IntArray, ends: FloatArray) -> None:
-        """Stint rows of ``guests`` (their attached ones): on their hosts' nodes, 0 devices
-        (a guest holds none), so the run's timelines show them without counting a device
-        twice."""
-        n = int(eng.ctr[CTR_STINTS])
-        for g, nodes, end in zip(guests.tolist(), self._nodes, ends.tolist(), strict=True):
-            k = len(nodes)
-            eng.st_i[0, n : n + k] = g
-            eng.st_i[1, n : n + k] = nodes
-            eng.st_i[2, n : n + k] = 0
-            eng.st_f[0, n : n + k] = eng.jf[JF_LAST_START, g]
-            eng.st_f[1, n : n + k] = end
-            n += k
-        eng.ctr[CTR_STINTS] = n
+            return
+        eng._make_room()  # the guests' stints and stops
+        eng._make_room()  # the hosts' new rates
+        m = len(guests)
+        served = np.empty(m)
+        live = np.empty(m + len(hosts), dtype=np.int64)
+        was_host = np.empty(m, dtype=np.int64)
+        host_start = np.empty(m)
+        k = coloc_detach(
+            guests,
+            hosts,
+            self._nodes,
+            self._node_off,
+            self._slow,
+            self.host_of,
+            float(eng.now),
+            bool(eng.capped),
+            served,
+            live,
+            was_host,
+            host_start,
+            np.empty(len(hosts)),
+            eng.marks,
+            eng.jf,
+            eng.ji,
+            eng.jb,
+            eng.type_time,
+            eng.device_time,
+            eng.nodes_i,
+            eng.busy,
+            eng.types_i,
+            eng.slots,
+            eng.st_i,
+            eng.st_f,
+            eng.run_order,
+            eng.heap_t,
+            eng.heap_je,
+            eng.ctr,
+        )
+        if m:
+            self.guest_s += float(np.sum(served))
+        self._detached, self._was_host, self._host_start = live[:k], was_host[:k], host_start[:k]
+        self._guests, self._hosts = _EMPTY_I, _EMPTY_I
+        self._nodes, self._node_off = _EMPTY_I, _ZERO_OFF
 
     def open_stints(self, eng: EngineView, end: float) -> tuple[IntArray, FloatArray]:
         """At the end of a run: the stint rows (3, r) and times (2, r) of the guests still
         running, as :meth:`_record` writes them."""
-        live = [i for i, g in enumerate(self._guests.tolist()) if eng.jb[JB_RUNNING, g]]
-        if not live:
+        g = self._guests
+        k = np.diff(self._node_off)
+        on = np.repeat(eng.jb[JB_RUNNING, g], k) if len(g) else np.zeros(0, dtype=bool)
+        if not on.any():
             return np.zeros((3, 0), dtype=np.int64), np.zeros((2, 0))
-        rows = [
-            np.stack(
-                [
-                    np.full(len(self._nodes[i]), self._guests[i]),
-                    self._nodes[i],
-                    np.zeros(len(self._nodes[i]), dtype=np.int64),
-                ]
-            )
-            for i in live
-        ]
-        times = [
-            np.stack(
-                [
-                    np.full(len(self._nodes[i]), eng.jf[JF_LAST_START, self._guests[i]]),
-                    np.full(len(self._nodes[i]), end),
-                ]
-            )
-            for i in live
-        ]
-        return np.concatenate(rows, axis=1), np.concatenate(times, axis=1)
+        job = np.repeat(g, k)[on]
+        rows = np.stack([job, self._nodes[on], np.zeros(len(job), dtype=np.int64)])
+        times = np.stack([eng.jf[JF_LAST_START, job], np.full(len(job), end)])
+        return rows, times
 
     def attach(self, eng: EngineView, pairs: IntArray | None) -> None:
         """After a decision: start each guest of ``pairs`` ((g, 2) rows ``guest, host``) on its
@@ -390,61 +371,45 @@ class CoLocator:
             raise SimulationError(f"colocate has shape {p.shape}, want (g, 2)")
         if not len(p) and not len(self._detached):
             return  # no pair before the decision nor after it: nothing to do
-        running, active = eng.jb[JB_RUNNING], eng.jb[JB_ACTIVE]
+        running = eng.jb[JB_RUNNING]
         p = p[running[p[:, 1]]] if len(p) else p  # hosts that did not get devices: no pair
-        g, h = p[:, 0], p[:, 1]
-        gl, hl = g.tolist(), h.tolist()
-        if gl:
-            if not active[g].all() or running[g].any():
-                raise SimulationError("a guest must be active and not run on devices of its own")
-            gs, hs = set(gl), set(hl)
-            if len(gs) < len(gl) or len(hs) < len(hl) or gs & hs:
-                raise SimulationError("a job is in two pairs, or both guest and host")
-            if np.any(eng.ji[JI_ALLOC_N, h] != eng.ji[JI_GANG, g]):
-                raise SimulationError("a guest must ask for as many devices as its host holds")
-        t = eng.ji[JI_ALLOC_TYPE, h]
-        fg, fh = self.factors.factors(g, h, t)
-        if np.any(fg <= 0):
-            raise SimulationError("a pair cannot share devices (no co-located throughput)")
-        # guests that go on with the same host, the host on the same devices: no stall
-        before = dict(
-            zip(
-                self._detached.tolist(),
-                zip(self._was_host.tolist(), self._host_start.tolist(), strict=True),
-                strict=True,
-            )
-        )
-        starts = eng.jf[JF_LAST_START, h].tolist()
-        was = [before.get(x) for x in gl]
-        going_on = np.array(
-            [
-                w is not None and w[0] == hh and w[1] == st
-                for w, hh, st in zip(was, hl, starts, strict=True)
-            ],
-            dtype=bool,
-        )
-        kept = set(g[going_on].tolist())
-        left = [x for x in before if x not in kept]
-        if left:
-            eng.ji[JI_PREEMPTIONS, left] += 1
-        moved = np.array([w is not None for w in was], dtype=bool) & ~going_on
-        eng.ji[JI_MIGRATIONS, g[moved]] += 1
-        self.pairings += int(len(g) - going_on.sum())
-        self._detached = _EMPTY_I
-        if not len(g):
-            return
-        eng._make_room()
-        restore = eng.jf[JF_RESTORE, g].copy()
-        eng.jf[JF_RESTORE, g[going_on]] = 0.0
-        for k in range(len(g)):
-            record_start(int(g[k]), int(t[k]), 0, _EMPTY_I, _EMPTY_I, eng.s_i, eng.s_nc, eng.ctr)
-            eng.s_f[1, k] = fg[k] * eng.rate[g[k], t[k]]
-        start_jobs(
-            eng.now,
-            _EMPTY_F,  # a guest holds no device, so it never reaches a service mark
+        g, h = np.ascontiguousarray(p[:, 0]), np.ascontiguousarray(p[:, 1])
+        m = len(g)
+        if m:
+            eng._make_room()  # the guests' starts
+            eng._make_room()  # the hosts' new rates
+        f = self.factors
+        fg, fh, t = np.empty(m), np.empty(m), np.empty(m, dtype=np.int64)
+        nodes = np.empty(int(eng.ji[JI_PLACED, h].sum()), dtype=np.int64)
+        off = np.empty(m + 1, dtype=np.int64)
+        code = coloc_attach(
+            g,
+            h,
+            self._detached,
+            self._was_host,
+            self._host_start,
+            self._pos,
+            float(eng.now),
+            bool(eng.capped),
+            f.job_type,
+            f.scale,
+            f.worker,
+            f.pairs.rates,
+            f.pairs.table.consolidated,
+            eng.rate,
+            self._slow,
+            self.host_of,
+            fg,
+            fh,
+            t,
+            nodes,
+            off,
+            eng.marks,
             eng.jf,
             eng.ji,
             eng.jb,
+            eng.type_time,
+            eng.device_time,
             eng.slots,
             eng.s_i,
             eng.s_nc,
@@ -454,14 +419,21 @@ class CoLocator:
             eng.heap_je,
             eng.ctr,
         )
-        eng.jf[JF_RESTORE, g] = restore
-        self.host_of[g] = h
-        self._guests = g.copy()
-        slot, placed = eng.ji[JI_SLOT, h].tolist(), eng.ji[JI_PLACED, h].tolist()
-        self._nodes = [eng.slots[0, o : o + k].copy() for o, k in zip(slot, placed, strict=True)]
-        rerate(eng, h, eng.jf[JF_CRATE, h] * fh)
-        self._slow[h] = fh
-        self._hosts = h.copy()
+        if code < 0:
+            raise SimulationError(_BAD_PAIRS[code])
+        self.pairings += code
+        self._detached = _EMPTY_I
+        if m:
+            self._guests, self._hosts = g, h
+            self._nodes, self._node_off = nodes, off
+
+
+_BAD_PAIRS = {
+    COLOC_BAD_GUEST: "a guest must be active and not run on devices of its own",
+    COLOC_BAD_TWICE: "a job is in two pairs, or both guest and host",
+    COLOC_BAD_GANG: "a guest must ask for as many devices as its host holds",
+    COLOC_BAD_SHARE: "a pair cannot share devices (no co-located throughput)",
+}
 
 
 def rerate(eng: EngineView, js: IntArray, rates: FloatArray) -> None:

@@ -976,6 +976,8 @@ class _Run:
 
     # ------------------------------------------------------------------ decisions
     def _apply(self, d: Decision) -> None:
+        if d.unchanged and self.power is None and self.stragglers is None and self.goodput is None:
+            return  # the policy's last decision again, which changed nothing (Decision.unchanged)
         coloc = self.coloc
         if coloc is None:
             if d.colocate is not None and len(d.colocate):
@@ -1493,6 +1495,9 @@ def warm_up() -> None:
     small = cluster_from_shorthand("v100:2,p100:2,k80:2")
     head = jobs.take(np.arange(20))
     simulate(head, small, make_policy("themis"), rates=PerformanceModel().prepare(head, small))
+    # gandiva's fill and migration check, and co-located pairs (detach and attach), which
+    # need an oversubscribed cluster
+    simulate(head, small, make_policy("gandiva"), rates=PerformanceModel().prepare(head, small))
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)

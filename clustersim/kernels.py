@@ -3454,47 +3454,6 @@ def ftf_centre_newton(
 
 
 @_compiled
-def gandiva_place(
-    types: IntArray,
-    orders: IntArray,
-    ok: BoolArray,
-    ea: IntArray,
-    eb: IntArray,
-    gang: IntArray,
-    left: IntArray,
-    taken: BoolArray,
-    out_e: IntArray,
-    out_t: IntArray,
-) -> int:
-    """A round's greedy placement of ``gavel-gandiva`` (:meth:`scheduling.gavel_packing.
-    GavelGandiva._place`): types in the order ``types``; on type ``t`` the entries in the
-    order ``orders[t]`` (positions into ``ea``/``eb``/``gang``), skipping those that cannot
-    run there (``ok[e, t]``), one of whose jobs is ``taken`` already or whose gang exceeds
-    the devices ``left``, until none are left. Writes each placed entry and its type to
-    ``out_e``/``out_t`` in placement order and returns how many; updates ``left`` and
-    ``taken`` (the caller decides which placed entries run)."""
-    n = 0
-    for t in types:
-        for e in orders[t]:
-            if left[t] <= 0:
-                break
-            if not ok[e, t]:
-                continue
-            a = ea[e]
-            b = eb[e]
-            if taken[a] or (b >= 0 and taken[b]) or gang[e] > left[t]:
-                continue
-            left[t] -= gang[e]
-            taken[a] = True
-            if b >= 0:
-                taken[b] = True
-            out_e[n] = e
-            out_t[n] = t
-            n += 1
-    return n
-
-
-@_compiled
 def themis_bundles(
     crow: IntArray,
     lo: IntArray,
@@ -4346,3 +4305,586 @@ def kueue_admit(
         borrows[n] = b_borrow
         n += 1
     return starts[:n], types[:n], borrows[:n]
+
+
+# ------------------------------------------------------------------ co-location (detach/attach)
+COLOC_BAD_GUEST = -1  # a guest is not active, or already runs on devices of its own
+COLOC_BAD_TWICE = -2  # a job is in two pairs, or both guest and host
+COLOC_BAD_GANG = -3  # a guest asks for another device count than its host holds
+COLOC_BAD_SHARE = -4  # a pair cannot share devices (factor 0)
+
+
+@_compiled
+def coloc_detach(
+    guests: IntArray,
+    hosts: IntArray,
+    nodes: IntArray,
+    node_off: IntArray,
+    slow: FloatArray,
+    host_of: IntArray,
+    now: float,
+    capped: bool,
+    served: FloatArray,
+    live: IntArray,
+    was_host: IntArray,
+    host_start: FloatArray,
+    rates: FloatArray,
+    marks: FloatArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+    nodes_i: IntArray,
+    busy: FloatArray,
+    types_i: IntArray,
+    slots: IntArray,
+    st_i: IntArray,
+    st_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> int:
+    """:meth:`clustersim.colocation.CoLocator.detach` in one call, the same steps in the
+    same order: each guest's stint rows on its host's ``nodes`` (guest ``i``'s are
+    ``nodes[node_off[i]:node_off[i + 1]]``), in whole-step rounds (``capped``) a pair's
+    completed job stamped with the pair's end, the running guests stopped, the running
+    hosts re-rated to their isolated rates (their rate over ``slow``; ``rates`` is scratch)
+    and ``slow`` reset.
+
+    Writes each guest's served seconds to ``served`` (m,), the running guests to ``live``,
+    their hosts to ``was_host`` and the hosts' last starts to ``host_start``, and returns how
+    many guests were running (the caller sums ``served`` as numpy does).
+    """
+    m = len(guests)
+    fin = jf[JF_FINISH]
+    running = jb[JB_RUNNING]
+    # stint rows of the attached guests, ending now or when they completed
+    n = ctr[CTR_STINTS]
+    for i in range(m):
+        g = guests[i]
+        end = now if running[g] or not np.isfinite(fin[g]) else fin[g]
+        for k in range(node_off[i], node_off[i + 1]):
+            st_i[0, n] = g
+            st_i[1, n] = nodes[k]
+            st_i[2, n] = 0
+            st_f[0, n] = jf[JF_LAST_START, g]
+            st_f[1, n] = end
+            n += 1
+    ctr[CTR_STINTS] = n
+    if capped:  # Gavel stamps both jobs of a pair with the end of their joint task
+        cap = jf[JF_CAP]
+        for i in range(m):
+            a = guests[i]
+            b = hosts[i]
+            da = not running[a] and np.isfinite(fin[a])
+            db = not running[b] and np.isfinite(fin[b])
+            if not (da or db):
+                continue
+            ea = fin[a] if da else min(cap[a], now)
+            eb = fin[b] if db else min(cap[b], now)
+            end = ea if ea >= eb else eb
+            if da and fin[a] < end:
+                fin[a] = end
+            if db and fin[b] < end:
+                fin[b] = end
+    k = 0
+    for i in range(m):
+        g = guests[i]
+        end = now if running[g] or not np.isfinite(fin[g]) else fin[g]
+        served[i] = end - jf[JF_BASE_T, g]
+        if running[g]:
+            live[k] = g
+            was_host[k] = host_of[g]
+            host_start[k] = jf[JF_LAST_START, host_of[g]]
+            k += 1
+    for i in range(m):
+        host_of[guests[i]] = -1
+    if k:
+        stop_jobs(
+            live[:k],
+            False,
+            now,
+            jf,
+            ji,
+            jb,
+            type_time,
+            device_time,
+            nodes_i,
+            busy,
+            types_i,
+            slots,
+            st_i,
+            st_f,
+            run_order,
+            ctr,
+        )
+    # the running hosts go back to their isolated rates
+    r = 0
+    for i in range(len(hosts)):
+        h = hosts[i]
+        if running[h]:
+            live[k + r] = h  # (scratch after the guests)
+            rates[r] = jf[JF_CRATE, h] / slow[h]
+            r += 1
+    if r:
+        js = live[k : k + r]
+        sync_types_packed(run_order, ctr[CTR_RUN], now, jf, ji, type_time, device_time)
+        sync_packed(js, r, SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED, now, capped, jf, ji)
+        rerate_jobs(js, rates[:r], now, jf, ji, heap_t, heap_je, ctr, marks)
+    for i in range(len(hosts)):
+        slow[hosts[i]] = 1.0
+    return k
+
+
+@_compiled
+def coloc_attach(
+    g: IntArray,
+    h: IntArray,
+    detached: IntArray,
+    was_host: IntArray,
+    host_start: FloatArray,
+    pos: IntArray,
+    now: float,
+    capped: bool,
+    job_type: IntArray,
+    scale: IntArray,
+    worker: IntArray,
+    pair_rates: FloatArray,
+    iso: FloatArray,
+    rate: FloatArray,
+    slow: FloatArray,
+    host_of: IntArray,
+    fg: FloatArray,
+    fh: FloatArray,
+    t: IntArray,
+    nodes: IntArray,
+    node_off: IntArray,
+    marks: FloatArray,
+    jf: FloatArray,
+    ji: IntArray,
+    jb: BoolArray,
+    type_time: FloatArray,
+    device_time: FloatArray,
+    slots: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    s_f: FloatArray,
+    run_order: IntArray,
+    heap_t: FloatArray,
+    heap_je: IntArray,
+    ctr: IntArray,
+) -> int:
+    """:meth:`clustersim.colocation.CoLocator.attach` in one call, the same steps in the
+    same order: the pairs ``g`` (guests) and ``h`` (their hosts, running) checked, the
+    guests that go on with the same host on the same devices told apart from the others
+    (preemptions of the ``detached`` guests that do not, migrations of those that moved), the
+    guests started at their co-located rates (no restore stall for those that go on), and
+    the hosts re-rated to theirs.
+
+    ``pos`` (n,) is -1 scratch (left so); ``fg``, ``fh``, ``t`` (m,) receive the factors and
+    the types, ``nodes`` (>= the hosts' nodes) and ``node_off`` (m + 1,) the hosts' nodes.
+
+    Returns
+    -------
+    int
+        The pairs newly formed (not going on), or a ``COLOC_BAD_*`` code (nothing changed).
+    """
+    m = len(g)
+    running = jb[JB_RUNNING]
+    active = jb[JB_ACTIVE]
+    for i in range(m):
+        if not active[g[i]] or running[g[i]]:
+            return COLOC_BAD_GUEST
+    for i in range(m):
+        for k in range(i + 1, m):
+            if g[i] == g[k] or h[i] == h[k]:
+                return COLOC_BAD_TWICE
+        for k in range(m):
+            if g[i] == h[k]:
+                return COLOC_BAD_TWICE
+    for i in range(m):
+        if ji[JI_ALLOC_N, h[i]] != ji[JI_GANG, g[i]]:
+            return COLOC_BAD_GANG
+    for i in range(m):
+        t[i] = ji[JI_ALLOC_TYPE, h[i]]
+    pair_factors(job_type, scale, worker, pair_rates, iso, g, h, t, fg, fh)
+    for i in range(m):
+        if fg[i] <= 0:
+            return COLOC_BAD_SHARE
+    # guests that go on with the same host, the host on the same devices: no stall
+    nd = len(detached)
+    for k in range(nd):
+        pos[detached[k]] = k
+    kept = np.zeros(nd, dtype=np.bool_)
+    going = np.zeros(m, dtype=np.bool_)
+    formed = m
+    for i in range(m):
+        k = pos[g[i]]
+        if k < 0:
+            continue
+        if was_host[k] == h[i] and host_start[k] == jf[JF_LAST_START, h[i]]:
+            going[i] = True
+            kept[k] = True
+            formed -= 1
+        else:
+            ji[JI_MIGRATIONS, g[i]] += 1
+    for k in range(nd):
+        pos[detached[k]] = -1
+        if not kept[k]:
+            ji[JI_PREEMPTIONS, detached[k]] += 1
+    if m == 0:
+        return formed
+    # the guests' starts: no device, no node
+    s0 = ctr[CTR_STARTS]
+    o = ctr[CTR_START_NODES]
+    restore = np.empty(m)
+    for i in range(m):
+        j = g[i]
+        restore[i] = jf[JF_RESTORE, j]
+        if going[i]:
+            jf[JF_RESTORE, j] = 0.0
+        s_i[0, s0 + i] = j
+        s_i[1, s0 + i] = t[i]
+        s_i[2, s0 + i] = 0
+        s_i[3, s0 + i] = o
+        s_i[4, s0 + i] = 0
+        s_f[1, s0 + i] = fg[i] * rate[j, t[i]]
+    ctr[CTR_STARTS] = s0 + m
+    # (a guest holds no device, so it never reaches a service mark)
+    start_jobs(now, marks[:0], jf, ji, jb, slots, s_i, s_nc, s_f, run_order, heap_t, heap_je, ctr)
+    c = 0
+    node_off[0] = 0
+    for i in range(m):
+        jf[JF_RESTORE, g[i]] = restore[i]
+        host_of[g[i]] = h[i]
+        slot = ji[JI_SLOT, h[i]]
+        for k in range(ji[JI_PLACED, h[i]]):
+            nodes[c] = slots[0, slot + k]
+            c += 1
+        node_off[i + 1] = c
+    # the hosts at their co-located rates
+    rates = np.empty(m)
+    for i in range(m):
+        rates[i] = jf[JF_CRATE, h[i]] * fh[i]
+    sync_types_packed(run_order, ctr[CTR_RUN], now, jf, ji, type_time, device_time)
+    sync_packed(h, m, SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED, now, capped, jf, ji)
+    rerate_jobs(h, rates, now, jf, ji, heap_t, heap_je, ctr, marks)
+    for i in range(m):
+        slow[h[i]] = fh[i]
+    return formed
+
+
+# ------------------------------------------------------------------ Gandiva (scheduling.gandiva)
+@_compiled
+def gandiva_fill(
+    active: IntArray,
+    partner: IntArray,
+    last_run: FloatArray,
+    running: BoolArray,
+    alloc_n: IntArray,
+    alloc_type: IntArray,
+    gang: IntArray,
+    rate: FloatArray,
+    capacity: IntArray,
+    boundary: bool,
+    out_run: IntArray,
+    out_type: IntArray,
+    out_guest: IntArray,
+) -> int:
+    """One over-subscribed decision of :class:`scheduling.gandiva.Gandiva` (its time
+    slicing), as the policy's numpy code did it.
+
+    Units: the lone jobs of ``active`` (ascending), then one per pair (``partner``, -1: none)
+    by its lower member; a pair's host is the member on devices of its own when only it is,
+    else the lower one. A unit's stamp is the older of its jobs' ``last_run``. Between
+    quanta (``boundary`` false) running units keep their devices first, in unit order; then
+    the others, oldest stamp first (ties by host index), take devices: each stays on its
+    type when the type has room and the host can run there, else goes to the type with room
+    where its host is fastest (a pair: where both can run), skipping a gang that fits no
+    type and stopping once the smallest gang left fits none.
+
+    Writes each unit run, in order, to ``out_run`` (host), ``out_type`` and ``out_guest``
+    (-1: lone); returns how many.
+    """
+    na = len(active)
+    nt = len(capacity)
+    hosts = np.empty(na, dtype=np.int64)
+    guests = np.empty(na, dtype=np.int64)
+    u = 0
+    for i in range(na):
+        j = active[i]
+        if partner[j] < 0:
+            hosts[u] = j
+            guests[u] = -1
+            u += 1
+    for i in range(na):
+        lo = active[i]
+        hi = partner[lo]
+        if hi > lo:
+            if running[hi] and alloc_n[hi] > 0 and not (running[lo] and alloc_n[lo] > 0):
+                hosts[u] = hi
+                guests[u] = lo
+            else:
+                hosts[u] = lo
+                guests[u] = hi
+            u += 1
+    left = capacity.copy()
+    n = 0
+    chosen = np.zeros(u, dtype=np.bool_)
+    if not boundary:  # between quanta: running units keep their devices
+        for i in range(u):
+            h = hosts[i]
+            if running[h] and alloc_n[h] > 0:
+                left[alloc_type[h]] -= alloc_n[h]
+                out_run[n] = h
+                out_type[n] = alloc_type[h]
+                out_guest[n] = guests[i]
+                chosen[i] = True
+                n += 1
+    stamp = np.empty(u)
+    for i in range(u):
+        s = last_run[hosts[i]]
+        g = guests[i]
+        if g >= 0 and last_run[g] < s:
+            s = last_run[g]
+        stamp[i] = s
+    by_host = np.argsort(hosts[:u], kind="mergesort")
+    order = by_host[np.argsort(stamp[by_host], kind="mergesort")]
+    k = 0
+    for i in range(u):
+        if not chosen[order[i]]:
+            order[k] = order[i]
+            k += 1
+    if k == 0:
+        return n
+    most = left.max()
+    smallest = gang[hosts[order[k - 1]]]
+    for i in range(k):
+        if gang[hosts[order[i]]] < smallest:
+            smallest = gang[hosts[order[i]]]
+    if most < smallest:
+        return n  # no room for any waiting unit
+    # the smallest gang from each unit on
+    suffix = np.empty(k, dtype=np.int64)
+    s = gang[hosts[order[k - 1]]]
+    for i in range(k - 1, -1, -1):
+        gi = gang[hosts[order[i]]]
+        if gi < s:
+            s = gi
+        suffix[i] = s
+    for i in range(k):
+        if most < suffix[i]:
+            break
+        h = hosts[order[i]]
+        g = guests[order[i]]
+        need = gang[h]
+        if need > most:
+            continue
+        t = alloc_type[h] if running[h] and alloc_n[h] > 0 else -1
+        if t < 0 or left[t] < need or not _gandiva_usable(rate, h, g, t):
+            t = -1
+            best = -1.0
+            for c in range(nt):
+                sp = rate[h, c] if _gandiva_usable(rate, h, g, c) else -1.0
+                if left[c] >= need and sp > best:
+                    t = c
+                    best = sp
+            if t < 0:
+                continue
+        left[t] -= need
+        most = left.max()
+        out_run[n] = h
+        out_type[n] = t
+        out_guest[n] = g
+        n += 1
+    return n
+
+
+@_compiled
+def _gandiva_usable(rate: FloatArray, h: int, g: int, t: int) -> bool:
+    """Whether host ``h`` (and its guest ``g``, -1: none) can run on type ``t``."""
+    return rate[h, t] > 0 and (g < 0 or rate[g, t] > 0)
+
+
+@_compiled
+def gandiva_migrations(
+    run: IntArray,
+    types: IntArray,
+    running: BoolArray,
+    alloc_n: IntArray,
+    alloc_type: IntArray,
+    nodes_used: IntArray,
+    least: IntArray,
+    gang: IntArray,
+    node_type: IntArray,
+    node_free: IntArray,
+    out: IntArray,
+) -> int:
+    """Migration for locality of :class:`scheduling.gandiva.Gandiva`: the jobs of ``run``
+    that keep their devices (running on more than one device, on their type of ``types``
+    when it is not empty) and span more nodes than the free devices of their type would
+    let them span now (the largest free nodes first), each taking the devices it will
+    use so that a second move does not count on them. ``least`` is (n_types, gangs + 1):
+    the fewest nodes of each type that hold a gang. Writes them to ``out`` in ``run``
+    order; returns how many."""
+    free = node_free.copy()
+    k = 0
+    for i in range(len(run)):
+        j = run[i]
+        if not running[j] or alloc_n[j] <= 1:
+            continue
+        t = alloc_type[j]
+        if len(types) and types[i] != t:
+            continue
+        u = nodes_used[j]
+        g = gang[j]
+        if u <= least[t, g]:
+            continue
+        m = 0
+        for c in range(len(free)):
+            if node_type[c] == t and free[c] > 0:
+                m += 1
+        if m == 0:
+            continue
+        nodes = np.empty(m, dtype=np.int64)
+        f = np.empty(m, dtype=np.int64)
+        m = 0
+        for c in range(len(free)):
+            if node_type[c] == t and free[c] > 0:
+                nodes[m] = c
+                f[m] = -free[c]
+                m += 1
+        by = np.argsort(f, kind="mergesort")  # most free first, ties by node index
+        cum = 0
+        need = 0
+        for q in range(m):
+            cum -= f[by[q]]
+            if cum >= g:
+                need = q + 1
+                break
+        if need == 0 or need >= u:
+            continue
+        cum = 0
+        for q in range(need):
+            c = nodes[by[q]]
+            take = free[c] if q < need - 1 else g - cum
+            cum += free[c]
+            free[c] -= take
+        out[k] = j
+        k += 1
+    return k
+
+
+@_compiled
+def _gandiva_before(
+    i: int, k: int, prio: FloatArray, deficit: FloatArray, alloc: FloatArray, t: int
+) -> bool:
+    """Whether entry ``i`` comes before entry ``k`` on type ``t`` in a round of
+    ``gavel-gandiva``: decreasing (priority, deficit, allocation), then by position."""
+    if prio[i, t] != prio[k, t]:
+        return prio[i, t] > prio[k, t]
+    if deficit[i, t] != deficit[k, t]:
+        return deficit[i, t] > deficit[k, t]
+    if alloc[i, t] != alloc[k, t]:
+        return alloc[i, t] > alloc[k, t]
+    return i < k
+
+
+@_compiled
+def _gandiva_sift(
+    heap: IntArray,
+    size: int,
+    p: int,
+    prio: FloatArray,
+    deficit: FloatArray,
+    alloc: FloatArray,
+    t: int,
+) -> None:
+    """Sift ``heap[p]`` down a heap of ``size`` entries (first: the one to place first)."""
+    e = heap[p]
+    while True:
+        c = 2 * p + 1
+        if c >= size:
+            break
+        if c + 1 < size and _gandiva_before(heap[c + 1], heap[c], prio, deficit, alloc, t):
+            c += 1
+        if not _gandiva_before(heap[c], e, prio, deficit, alloc, t):
+            break
+        heap[p] = heap[c]
+        p = c
+    heap[p] = e
+
+
+@_compiled
+def gandiva_round(
+    types: IntArray,
+    ran: FloatArray,
+    work: FloatArray,
+    deficit: FloatArray,
+    alloc: FloatArray,
+    ok: BoolArray,
+    inside: BoolArray,
+    ea: IntArray,
+    eb: IntArray,
+    gang: IntArray,
+    left: IntArray,
+    taken: BoolArray,
+    out_e: IntArray,
+    out_t: IntArray,
+) -> int:
+    """A round of ``gavel-gandiva`` (:meth:`scheduling.gavel_packing.GavelGandiva._place`):
+    Gavel's priority of each entry (rows of the arrays, in Gavel's order) on each type, its
+    allocation ``alloc`` over the fraction ``ran / work`` of the type's time it received
+    (``alloc × 1e9`` when it received none; 0 where ``alloc`` is 0, it cannot run (``ok``)
+    or is outside the allocation (``inside``)), then the greedy placement: types in the order
+    ``types``; on each, the entries that can run there by decreasing (priority, ``deficit``,
+    ``alloc``), ties by row, each placed when none of its jobs is ``taken`` yet and its
+    gang fits the devices ``left``, until the type is full (``left`` and ``taken`` are
+    updated; the caller decides which placed entries run).
+
+    Each type's order is drawn from a heap as the placement goes, so that a type filled
+    after a few entries costs no sort of all of them (the order is total, so the entries
+    placed are those of a full sort). Writes the placed entries and their types to
+    ``out_e``/``out_t``; returns how many."""
+    m, nt = ran.shape
+    prio = np.zeros((m, nt))
+    for e in range(m):
+        if not inside[e]:
+            continue
+        for t in range(nt):
+            a = alloc[e, t]
+            if a == 0.0 or not ok[e, t]:
+                continue
+            frac = 0.0 if work[t] == 0.0 else ran[e, t] / work[t]
+            prio[e, t] = a / frac if frac > 0.0 else a * 1e9
+    heap = np.empty(m, dtype=np.int64)
+    n = 0
+    for t in types:
+        if left[t] <= 0:
+            continue
+        size = 0
+        for e in range(m):
+            if ok[e, t]:  # (the others are skipped anyway)
+                heap[size] = e
+                size += 1
+        for p in range(size // 2 - 1, -1, -1):
+            _gandiva_sift(heap, size, p, prio, deficit, alloc, t)
+        while size > 0 and left[t] > 0:
+            e = heap[0]
+            size -= 1
+            heap[0] = heap[size]
+            _gandiva_sift(heap, size, 0, prio, deficit, alloc, t)
+            a = ea[e]
+            b = eb[e]
+            if taken[a] or (b >= 0 and taken[b]) or gang[e] > left[t]:
+                continue
+            left[t] -= gang[e]
+            taken[a] = True
+            if b >= 0:
+                taken[b] = True
+            out_e[n] = e
+            out_t[n] = t
+            n += 1
+    return n

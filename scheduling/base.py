@@ -395,6 +395,13 @@ class Decision:
         Policies with ``steers_regions`` only: the region index (``cluster.regions``) each
         job of ``run`` that starts in this decision must be placed in; -1 (or ``None`` for
         all): any region. A job whose region has too few free devices of its type waits.
+    unchanged : bool
+        A hint (a policy's quiet rounds): the policy vouches that this decision is its
+        previous one, that nothing the decision depends on has changed since that one was
+        applied, and that applying it changed nothing. The engine may then skip applying it
+        again (it does when no model hooks a decision: power, stragglers, goodput); the
+        other fields must still hold the whole decision, so a caller that ignores the hint
+        gets the same result.
     """
 
     run: IntArray
@@ -407,6 +414,7 @@ class Decision:
     migrate: IntArray | None = None
     power_cap: FloatArray | None = None
     region: IntArray | None = None
+    unchanged: bool = False
 
 
 EMPTY = np.zeros(0, dtype=np.int64)

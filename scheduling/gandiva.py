@@ -39,6 +39,19 @@ every arrival and completion:
   starts goes to the type with room where its host is fastest (the engine's own default for
   heterogeneity-agnostic policies, so ``gandiva`` and ``las``/``tiresias`` place alike).
 
+How a decision is computed (the results are those of the plain numpy code it replaced, bit
+for bit: ``tests/test_gandiva_speed.py`` compares whole runs with
+``tests/reference_gandiva.py``):
+
+* an over-subscribed decision's units, their order and the fill are one compiled call
+  (:func:`clustersim.kernels.gandiva_fill`), and so is the migration check of every decision
+  (:func:`clustersim.kernels.gandiva_migrations`);
+* **quiet rounds**: an undersubscribed decision that split no pair and moved no job is
+  returned again, marked ``Decision.unchanged``, while no job arrives, leaves, starts or
+  stops (the running jobs, their start times and the active set are compared with the
+  last decision's), and the engine does not apply it again: at a 60 s quantum most
+  undersubscribed boundaries change nothing (16,748 of 20,150 on Gavel's 2,000-job trace).
+
 Departures from the paper, and why:
 
 * **Introspection is replaced by the measured pair table.** Gandiva tries a pair, watches its
@@ -61,7 +74,8 @@ Departures from the paper, and why:
 * **Quantum.** 60 s by default, the paper's slice of about a minute. Every slice boundary is a
   scheduling decision and a co-location re-attach, so a longer quantum is cheaper to simulate:
   on Gavel's 2,000-job trace (``v100:8,p100:8,k80:8``, one core) 5.4 s of CPU at 60 s against
-  2.2 s at 360 s, for mean JCTs of 4.11 h and 4.16 h. With the model's restore delay
+  2.2 s at 360 s, for mean JCTs of 4.11 h and 4.16 h (session 9, before the fast paths
+  below; today's figures are in ``docs/gandiva.md``, "Cost"). With the model's restore delay
   (``resume_s=None``) a 60 s slice loses a quarter to a half of itself to restoring and the
   cluster saturates (mean JCT 58 h against 4.2 h at 360 s).
 * **Affinity.** Gandiva keeps jobs of one gang size on the same servers so that their time
@@ -85,6 +99,7 @@ from typing import Annotated
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import gandiva_fill, gandiva_migrations
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE, POSITIVE
 
@@ -156,6 +171,9 @@ class Gandiva(Policy):
         self._migrations = 0
         self._formed = 0
         self._split = 0
+        # the last decision, if it may be repeated unchanged: its time, active jobs, running
+        # jobs and the decision (see _quiet_round)
+        self._quiet: tuple[float, IntArray, IntArray, Decision] | None = None
 
     def stats(self) -> dict[str, float]:
         """``locality_migrations`` (jobs re-placed on fewer nodes), ``pairs_formed`` and
@@ -209,14 +227,36 @@ class Gandiva(Policy):
         gang = state.jobs.num_gpus
         over = int(gang[active].sum()) > int(state.capacity.sum())
         if not over:
-            d = self._undersubscribed(state, active)
+            d = self._quiet_round(state, active, on)
+            if d is None:
+                d = self._undersubscribed(state, active, on)
         else:
+            self._quiet = None
             d = self._oversubscribed(state, active, boundary)
         self._memo = (key, d)
         return d
 
-    def _undersubscribed(self, state: State, active: IntArray) -> Decision:
+    def _quiet_round(self, state: State, active: IntArray, on: IntArray) -> Decision | None:
+        """The last decision again, marked ``unchanged``, when it was an undersubscribed one
+        that split no pair and moved no job, and since it was made no job arrived, left,
+        started or stopped: the running jobs and their placements are the same, so the
+        decision is the same and applying it again changes nothing (``None`` otherwise).
+        A job the last decision started would have started at its time or later."""
+        q = self._quiet
+        if q is None:
+            return None
+        t_last, active_last, on_last, d = q
+        if not (  # (bytes compare: numpy's array_equal costs more than the rest here)
+            active.tobytes() == active_last.tobytes()
+            and on.tobytes() == on_last.tobytes()
+            and (not len(on) or float(state.last_start[on].max()) < t_last)
+        ):
+            return None
+        return Decision(run=d.run.copy(), unchanged=True)
+
+    def _undersubscribed(self, state: State, active: IntArray, on: IntArray) -> Decision:
         """Every job on devices of its own: pairs split, jobs in arrival order."""
+        self._quiet = None
         paired = active[self._partner[active] >= 0]
         if len(paired):
             both = state.is_active[self._partner[paired]]
@@ -226,7 +266,10 @@ class Gandiva(Policy):
         if len(mig):
             rest = active[~np.isin(active, mig)]
             return Decision(run=np.concatenate([mig, rest]), migrate=mig)
-        return Decision(run=active.copy())
+        d = Decision(run=active.copy())
+        if not len(paired):  # the next decision may be this one again (_quiet_round)
+            self._quiet = (float(state.now), active.copy(), on.copy(), d)
+        return d
 
     def _oversubscribed(self, state: State, active: IntArray, boundary: bool) -> Decision:
         partner = self._partner
@@ -236,79 +279,44 @@ class Gandiva(Policy):
         partner[gone] = -1
         if self._gain is not None:
             self._pack(state, active)
-        hosts, guests = self._units(state, active)
-        gang = state.jobs.num_gpus
-        own = state.running & (state.alloc_n > 0)  # on devices of its own
-        stamp = self._last_run[hosts]
-        has_g = guests >= 0
-        stamp[has_g] = np.minimum(stamp[has_g], self._last_run[guests[has_g]])
-        left = state.capacity.astype(np.int64).copy()
-        run: list[int] = []
-        typ: list[int] = []
-        pairs: list[tuple[int, int]] = []
-        chosen = np.zeros(len(hosts), dtype=bool)  # units kept between quanta
-        if not boundary:  # between quanta: running units keep their devices
-            u = np.flatnonzero(own[hosts])
-            hs, gs = hosts[u], guests[u]
-            ts = state.alloc_type[hs]
-            np.subtract.at(left, ts, state.alloc_n[hs])
-            run.extend(hs.tolist())
-            typ.extend(ts.tolist())
-            chosen[u] = True
-            g_on = gs >= 0
-            pairs.extend(zip(gs[g_on].tolist(), hs[g_on].tolist(), strict=True))
-        order = np.lexsort((hosts, stamp))
-        order = order[~chosen[order]]
-        if len(order) and int(left.max(initial=0)) < int(gang[hosts[order]].min()):
-            order = order[:0]  # no room for any waiting unit: nothing to fill
-        # the fill is sequential (each unit sees what the earlier ones left); plain Python
-        # lists keep a step to a few hundred nanoseconds
-        oh, og = hosts[order], guests[order]
-        usable = state.rate[oh] > 0
-        pair = og >= 0
-        usable[pair] &= state.rate[og[pair]] > 0
-        speed = np.where(usable, state.rate[oh], -1.0).tolist()
-        cur = np.where(own[oh], state.alloc_type[oh], -1).tolist()
-        need_l = gang[oh].tolist()
-        lf = left.tolist()
-        # the smallest gang from each unit on: once no type has room for it, stop
-        smallest = np.minimum.accumulate(gang[oh][::-1])[::-1].tolist()
-        most = max(lf) if lf else 0
-        nt = len(lf)
-        for i, (h, g) in enumerate(zip(oh.tolist(), og.tolist(), strict=True)):
-            if most < smallest[i]:
-                break
-            need = need_l[i]
-            if need > most:
-                continue
-            sp = speed[i]
-            t = cur[i]
-            if t < 0 or lf[t] < need or sp[t] < 0:
-                t, best = -1, -1.0
-                for k in range(nt):
-                    if lf[k] >= need and sp[k] > best:
-                        t, best = k, sp[k]
-                if t < 0:
-                    continue
-            lf[t] -= need
-            most = max(lf)
-            run.append(h)
-            typ.append(t)
-            if g >= 0:
-                pairs.append((g, h))
-        run_a = np.array(run, dtype=np.int64)
-        typ_a = np.array(typ, dtype=np.int64)
+        # the units, their order and the fill: one compiled call (kernels.gandiva_fill)
+        na = len(active)
+        out_run = np.empty(na, dtype=np.int64)
+        out_type = np.empty(na, dtype=np.int64)
+        out_guest = np.empty(na, dtype=np.int64)
+        n = gandiva_fill(
+            active,
+            partner,
+            self._last_run,
+            state.running,
+            state.alloc_n,
+            state.alloc_type,
+            state.jobs.num_gpus,
+            state.rate,
+            self._capacity(state),
+            boundary,
+            out_run,
+            out_type,
+            out_guest,
+        )
+        run_a, typ_a, guests = out_run[:n], out_type[:n], out_guest[:n]
+        paired = guests >= 0
+        pairs = np.empty((int(paired.sum()), 2), dtype=np.int64)
+        pairs[:, 0] = guests[paired]
+        pairs[:, 1] = run_a[paired]
         mig = self._migrations_of(state, run_a, typ_a)
         if len(mig):
             first = np.isin(run_a, mig)
             run_a = np.concatenate([run_a[first], run_a[~first]])
             typ_a = np.concatenate([typ_a[first], typ_a[~first]])
-        return Decision(
-            run=run_a,
-            types=typ_a,
-            colocate=np.array(pairs, dtype=np.int64).reshape(-1, 2),
-            migrate=mig if len(mig) else None,
-        )
+        return Decision(run=run_a, types=typ_a, colocate=pairs, migrate=mig if len(mig) else None)
+
+    def _capacity(self, state: State) -> IntArray:
+        """The devices of each type, int64 (the array the fill kernel takes)."""
+        cap = state.capacity
+        if cap.dtype != np.int64 or not cap.flags.c_contiguous:
+            cap = np.ascontiguousarray(cap, dtype=np.int64)
+        return cap
 
     # ------------------------------------------------------------------ packing
     def _pack(self, state: State, active: IntArray) -> None:
@@ -358,19 +366,6 @@ class Gandiva(Policy):
                 elif rest < 2:
                     gain[c, c] = 0.0
 
-    def _units(self, state: State, active: IntArray) -> tuple[IntArray, IntArray]:
-        """Scheduling units: (host, guest) per unit, guest -1 for a lone job; a pair's host
-        is the member running on devices of its own if only one does, else the lower index."""
-        p = self._partner[active]
-        lone = active[p < 0]
-        lo = active[(p >= 0) & (p > active)]
-        hi = self._partner[lo]
-        own = state.running & (state.alloc_n > 0)
-        swap = own[hi] & ~own[lo]
-        hosts = np.concatenate([lone, np.where(swap, hi, lo)])
-        guests = np.concatenate([np.full(len(lone), -1, dtype=np.int64), np.where(swap, lo, hi)])
-        return hosts, guests
-
     # ------------------------------------------------------------------ migration
     def _migrations_of(
         self, state: State, run: IntArray, types: IntArray | None = None
@@ -379,46 +374,22 @@ class Gandiva(Policy):
         free devices would let them span now."""
         if not self.migrate or state.nodes_used is None or state.node_free is None:
             return EMPTY
-        gang = state.jobs.num_gpus
-        cur = state.alloc_type[run]
-        keep = state.running[run] & (state.alloc_n[run] > 1)
-        if types is not None:
-            keep &= cur == types
-        cand = run[keep]
-        if not len(cand):
-            return EMPTY
-        used = state.nodes_used[cand]
-        t_c = state.alloc_type[cand]
-        least = self._least[t_c, gang[cand]]
-        spread = used > least
-        if not spread.any():
-            return EMPTY
-        cl = state.cluster
-        free = state.node_free.copy()
-        out: list[int] = []
-        for j, t, u in zip(
-            cand[spread].tolist(), t_c[spread].tolist(), used[spread].tolist(), strict=True
-        ):
-            nodes = np.flatnonzero((cl.node_type == t) & (free > 0))
-            if not len(nodes):
-                continue
-            f = free[nodes]
-            by = np.argsort(-f, kind="stable")
-            cum = np.cumsum(f[by])
-            g = int(gang[j])
-            if cum[-1] < g:
-                continue
-            k = int(np.searchsorted(cum, g)) + 1
-            if k >= u:
-                continue
-            # the devices it will take, so that a second move does not count on them
-            take = nodes[by[:k]]
-            got = free[take].copy()
-            got[-1] -= int(cum[k - 1]) - g
-            free[take] -= got
-            out.append(j)
-        self._migrations += len(out)
-        return np.array(out, dtype=np.int64)
+        out = np.empty(len(run), dtype=np.int64)
+        k = gandiva_migrations(
+            run,
+            EMPTY if types is None else types,
+            state.running,
+            state.alloc_n,
+            state.alloc_type,
+            state.nodes_used,
+            self._least,
+            state.jobs.num_gpus,
+            state.cluster.node_type,
+            state.node_free,
+            out,
+        )
+        self._migrations += k
+        return out[:k]
 
 
 def _pair_gain(rates: FloatArray, iso: FloatArray, workers: IntArray) -> FloatArray:

@@ -56,7 +56,8 @@ section 18: every ``gandiva`` run of the fixture reproduced, 9 of 10 to the prin
   are summed by the engine over stints and a co-located rate is a factor times the isolated
   rate, so they can differ from Gavel's in the last bits, and Gavel's exact ties must stay
   ties. Near-ties that Gavel breaks by float noise alone go by entry order here.
-* Entries are ``O(m²)`` as in Gavel; a round costs a sort of them per type.
+* Entries are ``O(m²)`` as in Gavel; a round costs a pass over them to build each type's
+  heap, drawn from only until the type is full (:func:`clustersim.kernels.gandiva_round`).
 """
 
 from __future__ import annotations
@@ -66,11 +67,12 @@ import random
 import numpy as np
 import numpy.typing as npt
 
-from clustersim.kernels import gandiva_place
+from clustersim.kernels import gandiva_round
 from scheduling.base import Decision, State
 from scheduling.gavel import FloatArray, GavelRounds, IntArray
 
 Key = tuple[int, int]  # (job, -1) or (host, guest) with host < guest
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 class GavelGandiva(GavelRounds):
@@ -119,6 +121,9 @@ class GavelGandiva(GavelRounds):
             None
         )
         self._known: IntArray = np.zeros(0, dtype=np.int64)
+        self._in_known = np.zeros(0, dtype=bool)  # per job: in _known
+        self._mark = np.zeros(0, dtype=bool)  # per job, scratch (all false between calls)
+        self._keys_of: dict[int, list[Key]] = {}  # job -> the keys of its entries (some gone)
         self._gavel_types: IntArray | None = None
 
     # ------------------------------------------------------------------ helpers
@@ -183,8 +188,12 @@ class GavelGandiva(GavelRounds):
             both = ((fa > 0) & (fb > 0)).reshape(-1, nt)
             ok[pair] &= (state.rate[b[pair]] > 0) & both
         self._eok[idx] = ok
+        keys_of = self._keys_of
         for key, e in zip(keys, idx.tolist(), strict=True):
             self._entry[key] = e
+            keys_of.setdefault(key[0], []).append(key)
+            if key[1] >= 0:
+                keys_of.setdefault(key[1], []).append(key)
         self._live_dirty = True
 
     # ------------------------------------------------------------------ allocation
@@ -279,22 +288,35 @@ class GavelGandiva(GavelRounds):
         ran[pair] = np.maximum(ran[pair], tt[b[pair], t[pair]] - before_b[pair])
         still = self._ea[e] >= 0  # still live
         self._etime[e[still], t[still]] += ran[still]  # (an entry runs once a round)
-        for k in range(len(e)):  # in order, as Gavel sums them
-            self._work[t[k]] += ran[k]
+        work = self._work.tolist()
+        for tk, rk in zip(t.tolist(), ran.tolist(), strict=True):  # in order, as Gavel sums
+            work[tk] += rk
+        self._work[:] = work
 
     def _update_jobs(self, state: State, active: IntArray) -> None:
         """Entries for arrivals (a job, then its pairs with the jobs already there, in
         Gavel's order) and none for departed jobs."""
-        if not self._live_dirty and np.array_equal(active, self._known):
+        known = self._known
+        if not self._live_dirty and active.tobytes() == known.tobytes():
             return  # no job arrived or left since the last call
         half = float(self.round_s or 0.0) / 2.0
-        gone = np.setdiff1d(self._known, active, assume_unique=True)
-        new = np.setdiff1d(active, self._known, assume_unique=True)
+        # the jobs that left and those that arrived, ascending (both lists are)
+        if len(self._in_known) != len(state.running):
+            self._in_known = np.zeros(len(state.running), dtype=bool)
+            self._mark = np.zeros(len(state.running), dtype=bool)
+        mark = self._mark
+        mark[active] = True
+        gone = known[~mark[known]]
+        mark[active] = False
+        new = active[~self._in_known[active]]
+        self._in_known[gone] = False
+        self._in_known[new] = True
         if len(gone):
-            dead = set(gone.tolist())
-            for key in [k for k in self._entry if k[0] in dead or k[1] in dead]:
-                e = self._entry.pop(key)
-                self._ea[e] = -1
+            for j in gone.tolist():  # every entry of a job that left goes
+                for key in self._keys_of.pop(j, ()):
+                    e = self._entry.pop(key, -1)
+                    if e >= 0:
+                        self._ea[e] = -1
             self._live_dirty = True
         if len(new):
             sf = state.jobs.num_gpus
@@ -303,7 +325,7 @@ class GavelGandiva(GavelRounds):
                 if state.colocation is None
                 else state.colocation.job_type >= 0
             )
-            there = [int(j) for j in self._known if int(j) not in set(gone.tolist())]
+            there = known[~np.isin(known, gone)].tolist() if len(gone) else known.tolist()
             keys: list[Key] = []
             time0: list[float] = []
             for j in new.tolist():
@@ -328,55 +350,35 @@ class GavelGandiva(GavelRounds):
             self._live = es[np.lexsort((lo, hi))]
             self._live_dirty = False
 
-    def _priorities(self, live: IntArray) -> FloatArray:
-        """Gavel's priority of every live entry on every type: allocation over the fraction
-        of the type's time it received (``allocation × 1e9`` when it received none); 0 where
-        the allocation is 0, the entry cannot run, or it is outside the allocation."""
-        alloc = self._ealloc[live]
+    def _place(self, state: State) -> tuple[IntArray, IntArray, IntArray]:
+        """A round: the hosts that run, their types and the (guest, host) pairs."""
+        sf = state.jobs.num_gpus
+        left = state.capacity.copy()
+        taken = np.zeros(len(sf), dtype=bool)
+        tt = state.type_time
+        live = self._live
+        if self._work is None or not len(live):
+            return _NONE, _NONE, _NONE.reshape(0, 2)
         # to 0.1 µs: a pair's time here and in Gavel may differ in the last bits (the engine
         # sums it over stints, its co-located rate is a factor times the isolated rate), and
         # entries whose times Gavel finds equal must tie here too (their deficits decide)
         ran = np.round(self._etime[live], 7)
-        assert self._work is not None
-        work = np.broadcast_to(self._work, alloc.shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(work == 0.0, 0.0, ran / work)
-            prio = np.where(frac > 0.0, alloc / frac, alloc * 1e9)
-        prio[(alloc == 0.0) | ~self._eok[live] | ~self._ein[live, None]] = 0.0
-        return prio
-
-    def _place(self, state: State) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-        sf = state.jobs.num_gpus
-        left = state.capacity.copy()
-        taken = np.zeros(len(sf), dtype=bool)
-        run: list[int] = []
-        kinds: list[int] = []
-        pairs: list[tuple[int, int]] = []
-        tt = state.type_time
-        live = self._live
-        if self._work is None or not len(live):
-            return run, kinds, pairs
-        prio = self._priorities(live)
-        deficit = np.round(self._edef[live], 7)  # as the times in _priorities
-        alloc = self._ealloc[live]
-        pos = np.arange(len(live))
+        deficit = np.round(self._edef[live], 7)
         ea, eb = self._ea[live], self._eb[live]
-        gang = sf[ea].astype(np.int64)
-        nt = state.cluster.n_types
-        types = self._fixed_order(state)
-        # per type: decreasing (priority, deficit, allocation); ties in Gavel's dict order
-        orders = np.empty((nt, len(live)), dtype=np.int64)
-        for t in types.tolist():
-            orders[t] = np.lexsort((pos, -alloc[:, t], -deficit[:, t], -prio[:, t]))
         out_e = np.empty(len(live), dtype=np.int64)
         out_t = np.empty(len(live), dtype=np.int64)
-        n = gandiva_place(
-            types,
-            orders,
+        # Gavel's priorities, each type's order and the greedy placement: one compiled call
+        n = gandiva_round(
+            self._fixed_order(state),
+            ran,
+            self._work,
+            deficit,
+            self._ealloc[live],
             self._eok[live],
+            self._ein[live],
             ea,
             eb,
-            gang,
+            sf[ea].astype(np.int64),
             left.astype(np.int64),
             taken,
             out_e,
@@ -389,10 +391,10 @@ class GavelGandiva(GavelRounds):
         pair = b >= 0
         before_b = np.where(pair, tt[np.maximum(b, 0), on], 0.0)
         self._ran = (live[placed], on, a, b, tt[a, on], before_b)
-        run = a.tolist()
-        kinds = on.tolist()
-        pairs = list(zip(b[pair].tolist(), a[pair].tolist(), strict=True))
-        return run, kinds, pairs
+        pairs = np.empty((int(pair.sum()), 2), dtype=np.int64)
+        pairs[:, 0] = b[pair]
+        pairs[:, 1] = a[pair]
+        return a, on, pairs
 
     def schedule(self, state: State) -> Decision:
         active = state.active
@@ -401,9 +403,7 @@ class GavelGandiva(GavelRounds):
             return self._memo[1]
         self._credit(state)
         self._update_jobs(state, active)
-        run: list[int] = []
-        kinds: list[int] = []
-        pairs: list[tuple[int, int]] = []
+        run, kinds, pairs = _NONE, _NONE, _NONE
         for _ in range(2):
             if self._need and (
                 state.now - self._last_reset >= self.reset_interval_s or self._last_reset == 0
@@ -411,13 +411,13 @@ class GavelGandiva(GavelRounds):
                 self._recompute(state, active)
             run, kinds, pairs = self._place(state)
             # nothing runs and nothing is left to arrive: Gavel forces a reset at once
-            if run or state.n_running or state.pending or not len(active):
+            if len(run) or state.n_running or state.pending or not len(active):
                 break
             self._last_reset = 0.0
         d = Decision(
-            run=np.array(run, dtype=np.int64),
-            types=np.array(kinds, dtype=np.int64),
-            colocate=np.array(pairs, dtype=np.int64).reshape(-1, 2),
+            run=np.asarray(run, dtype=np.int64),
+            types=np.asarray(kinds, dtype=np.int64),
+            colocate=np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
         )
         self._memo = (key0, d)
         return d

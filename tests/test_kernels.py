@@ -596,11 +596,11 @@ def test_warm_up_compiles_every_kernel() -> None:
     code = (
         "from clustersim import engine, kernels\n"
         "from clustersim import colocation, network\n"
-        "from scheduling import allocation, centre, gandiva_fair, gavel, gavel_packing, las\n"
-        "from scheduling import placement, themis, tiresias\n"
+        "from scheduling import allocation, centre, gandiva, gandiva_fair, gavel, gavel_packing\n"
+        "from scheduling import las, placement, themis, tiresias\n"
         "engine.warm_up()\n"
         "mods = (engine, colocation, network, placement, tiresias, gavel, las, allocation,\n"
-        "        centre, gandiva_fair, gavel_packing, themis)\n"
+        "        centre, gandiva, gandiva_fair, gavel_packing, themis)\n"
         "ks = {k for m in mods for k in dir(m) if hasattr(getattr(m, k), 'py_func')}\n"
         "print(len(ks), sorted(k for k in ks if not getattr(kernels, k).signatures))\n"
     )
@@ -982,11 +982,13 @@ def _gandiva_place_reference(
     return placed
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), compiled=st.booleans())
-def test_gandiva_place_is_the_greedy_pass(seed: int, compiled: bool) -> None:
-    """Random entries (jobs and pairs of jobs, shared members, gangs that do not fit): the
-    kernel places what the numpy pass placed, in its order, and leaves the same room."""
+def test_gandiva_round_is_the_numpy_round(seed: int, compiled: bool) -> None:
+    """Random entries (jobs and pairs of jobs, shared members, gangs that do not fit, tied
+    priorities, deficits and allocations, types never run on): the kernel places what the
+    numpy round placed (priorities, a full lexsort per type, the greedy pass), in its
+    order, and leaves the same room."""
     rng = np.random.default_rng(seed)
     n_jobs, nt = int(rng.integers(1, 12)), int(rng.integers(1, 4))
     k = int(rng.integers(0, 30))
@@ -995,14 +997,27 @@ def test_gandiva_place_is_the_greedy_pass(seed: int, compiled: bool) -> None:
     eb[eb == ea] = -1
     gang = rng.choice([1, 1, 2, 4], k).astype(np.int64)
     ok = rng.random((k, nt)) < 0.8
-    orders = np.stack([rng.permutation(k) for _ in range(nt)]).astype(np.int64).reshape(nt, k)
+    inside = rng.random(k) < 0.8
+    ran = rng.choice([0.0, 180.0, 360.0, 540.0, 97.3], (k, nt))
+    work = rng.choice([0.0, 720.0, 1800.0, 3600.0], nt)
+    deficit = rng.choice([-90.0, 0.0, 45.5, 180.0], (k, nt))
+    alloc = rng.choice([0.0, 0.125, 0.25, 1 / 3], (k, nt))
     types = rng.permutation(nt).astype(np.int64)
     left = rng.integers(0, 9, nt).astype(np.int64)
+    # the numpy round (GavelGandiva._priorities and _place before the kernel)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(work[None, :] == 0.0, 0.0, ran / work[None, :])
+        prio = np.where(frac > 0.0, alloc / frac, alloc * 1e9)
+    prio[(alloc == 0.0) | ~ok | ~inside[:, None]] = 0.0
+    pos = np.arange(k)
+    orders = np.empty((nt, k), dtype=np.int64)
+    for t in range(nt):
+        orders[t] = np.lexsort((pos, -alloc[:, t], -deficit[:, t], -prio[:, t]))
     want = _gandiva_place_reference(types.tolist(), orders, ok, ea, eb, gang, left.tolist(), n_jobs)
-    fn = kernels.gandiva_place if compiled else kernels.gandiva_place.py_func
+    fn = kernels.gandiva_round if compiled else kernels.gandiva_round.py_func
     out_e, out_t = np.full(k, -1, dtype=np.int64), np.full(k, -1, dtype=np.int64)
     room, taken = left.copy(), np.zeros(n_jobs, dtype=bool)
-    n = fn(types, orders, ok, ea, eb, gang, room, taken, out_e, out_t)
+    n = fn(types, ran, work, deficit, alloc, ok, inside, ea, eb, gang, room, taken, out_e, out_t)
     assert list(zip(out_e[:n].tolist(), out_t[:n].tolist(), strict=True)) == want
     used = np.zeros(nt, dtype=np.int64)
     for e, t in want:
