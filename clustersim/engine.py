@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clustersim import kernels
+from clustersim.aux_speed import AuxSpeed
 from clustersim.carbon import DEFAULT_START
 from clustersim.cluster import Cluster
 from clustersim.colocation import CoLocator, PairFactors
@@ -484,6 +485,9 @@ class _Run:
             self.network = NetworkContention(cluster, rates, n, options.network)
         placement.bind_network(None if self.network is None else self.network.view)
         # Pollux's goodput model (clustersim.goodput): profiled jobs progress at their goodput
+        # CPU/memory sensitivity (clustersim.aux_speed): built at the first decision that
+        # sets allocations (Decision.aux)
+        self.aux_speed: AuxSpeed | None = None
         self.goodput: GoodputRates | None = None
         if policy.goodput:
             if self.coloc is not None:
@@ -585,6 +589,7 @@ class _Run:
             power=None if self.power is None else self.power.view(self),
             carbon_start=self.opt.carbon_start,
             job_rates=self.rates,
+            aux_model=self.aux,
         )
         return st
 
@@ -829,6 +834,45 @@ class _Run:
             (np.repeat(s_i[0, :ns], k), s_nc[0, off], s_nc[1, off]),
         )
 
+    def placement_rows(self) -> tuple[IntArray, IntArray, IntArray]:
+        """Where the running jobs hold devices: ``(job, node, devices)``, one row per
+        (job, node) (:meth:`clustersim.base.State.aux_rows`)."""
+        running = self.running_jobs()
+        k = self.ji[JI_PLACED, running]
+        slot = self.ji[JI_SLOT, running]
+        off = np.repeat(slot - np.cumsum(k) + k, k) + np.arange(int(k.sum()))
+        return np.repeat(running, k), self.slots[0, off].copy(), self.slots[1, off].copy()
+
+    def _set_aux(self, run: IntArray, aux: FloatArray) -> None:
+        """Write the CPU/memory allocations of a decision (``Decision.aux``)."""
+        model = self.aux
+        if model is None:
+            return
+        a = np.asarray(aux, dtype=np.float64)
+        if a.shape != (len(run), 2):
+            raise SimulationError(
+                f"policy {self.policy.name!r}: Decision.aux has shape {a.shape}, want"
+                f" {(len(run), 2)}"
+            )
+        given = ~np.isnan(a).any(axis=1)
+        js, c, m = run[given], a[given, 0], a[given, 1]
+        if not len(js):
+            return
+        if (c < 0).any() or (m < 0).any() or not (np.isfinite(c).all() and np.isfinite(m).all()):
+            raise SimulationError(f"policy {self.policy.name!r}: negative or infinite Decision.aux")
+        on = self.running[js] & (self.alloc_n[js] > 0)
+        grow = on & ((c > model.cpu_dev[js] * (1 + 1e-9)) | (m > model.mem_dev[js] * (1 + 1e-9)))
+        if grow.any():
+            j = int(js[np.flatnonzero(grow)[0]])
+            raise SimulationError(
+                f"policy {self.policy.name!r}: Decision.aux grows the CPU/memory allocation of"
+                f" running job {self.jobs.job_id[j]!r} (only a start may take more)"
+            )
+        model.cpu_dev[js] = c
+        model.mem_dev[js] = m
+        if self.aux_speed is None:
+            self.aux_speed = AuxSpeed(self.jobs)
+
     def _compact(self, h: int) -> None:
         """Drop the stale entries of the completion (``HEAP_FINISH``) or mark (``HEAP_MARK``)
         heap, which preemptions pile up; the current entries and so the order of events stay
@@ -935,6 +979,16 @@ class _Run:
     def _apply_decision(self, d: Decision) -> None:
         if d.drop is not None and len(d.drop):
             self._abandon(d.drop)
+        if d.aux is not None and self.aux is not None:
+            run = np.asarray(d.run, dtype=np.int64)
+            self._set_aux(run, d.aux)
+            self._apply_run(d)
+            if self.aux_speed is not None:  # the sensitivity model (clustersim.aux_speed)
+                self.aux_speed.after_decision(self, run)
+            return
+        self._apply_run(d)
+
+    def _apply_run(self, d: Decision) -> None:
         if d.fractions is not None:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)

@@ -52,6 +52,7 @@ from scheduling.priority import StrictPriority
 from scheduling.sjf import SJF
 from scheduling.slurm import Slurm
 from scheduling.srtf import SRTF
+from scheduling.synergy import Synergy, SynergyFair
 from scheduling.themis import Themis
 from scheduling.tiresias import Tiresias
 from scheduling.yarn_capacity import YarnCapacity
@@ -95,6 +96,8 @@ POLICIES: dict[str, type[Policy]] = {
         Optimus,
         Pollux,
         DRF,
+        Synergy,
+        SynergyFair,
     )
 }
 
