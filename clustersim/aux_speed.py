@@ -177,6 +177,7 @@ class Sensitivity:
         if has.any():
             self._ref[has] = self.p.throughput(self.prof[has], ref_c[has], ref_m[has])
         self._ref = np.where(self._ref > 0, self._ref, 1.0)
+        self._memo: dict[tuple[int, float, float, float, float], float] = {}
 
     def ideal(self, js: IntArray) -> tuple[FloatArray, FloatArray]:
         """(m,), (m,) cores and GB per device each job would like: its profile's ideal, or
@@ -207,6 +208,36 @@ class Sensitivity:
             out[no] = np.minimum(1.0, np.minimum(fc, fm))[no]
         return out
 
+    def multiplier_few(self, js: IntArray, cpu: FloatArray, mem: FloatArray) -> FloatArray:
+        """:meth:`multiplier` for a few jobs at a time (a decision's starts): each distinct
+        (profile, cores, GB, demand) is computed once per run and remembered."""
+        memo = self._memo
+        out = np.empty(len(js))
+        miss: list[int] = []
+        keys = list(
+            zip(
+                self.prof[js].tolist(),
+                cpu.tolist(),
+                mem.tolist(),
+                self.cpu_d[js].tolist(),
+                self.mem_d[js].tolist(),
+                strict=True,
+            )
+        )
+        for i, k in enumerate(keys):
+            v = memo.get(k)
+            if v is None:
+                miss.append(i)
+            else:
+                out[i] = v
+        if miss:
+            mi = np.asarray(miss, dtype=np.int64)
+            got = self.multiplier(js[mi], cpu[mi], mem[mi])
+            out[mi] = got
+            for i, v in zip(miss, got.tolist(), strict=True):
+                memo[keys[i]] = v
+        return out
+
 
 class AuxSpeed:
     """The engine's sensitivity mechanism: after a decision that sets allocations, running
@@ -234,7 +265,7 @@ class AuxSpeed:
         js = run[eng.jb[JB_RUNNING, run] & (eng.ji[JI_ALLOC_N, run] > 0)]
         if not len(js):
             return
-        mult = self.sens.multiplier(js, aux.cpu_dev[js], aux.mem_dev[js])
+        mult = self.sens.multiplier_few(js, aux.cpu_dev[js], aux.mem_dev[js])
         crate = eng.jf[JF_CRATE, js]
         fresh = crate != self._after[js]  # restarted since (or never re-rated)
         old = np.where(fresh, 1.0, self._applied[js])

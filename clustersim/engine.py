@@ -984,7 +984,9 @@ class _Run:
             self._set_aux(run, d.aux)
             self._apply_run(d)
             if self.aux_speed is not None:  # the sensitivity model (clustersim.aux_speed)
-                self.aux_speed.after_decision(self, run)
+                set_now = run[~np.isnan(np.asarray(d.aux, dtype=np.float64)).any(axis=1)]
+                if len(set_now):
+                    self.aux_speed.after_decision(self, set_now)
             return
         self._apply_run(d)
 

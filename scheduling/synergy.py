@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from typing import Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 import numpy as np
 
@@ -11,6 +11,9 @@ from clustersim.aux_speed import Sensitivity
 from clustersim.kernels import best_fit_node, take_largest_first
 from scheduling.base import EMPTY, CompatSpec, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
+
+if TYPE_CHECKING:
+    from clustersim.resources import AuxModel
 
 _EPS = 1e-9  # as clustersim.resources: relative slack when dividing free capacity by a share
 
@@ -115,6 +118,7 @@ class Synergy(Policy):
         self._ideal_m: FloatArray = np.zeros(0)
         self._fair = (0.0, 0.0)
         self._type_nodes: list[IntArray] = []
+        self._mark = np.zeros(0, dtype=bool)  # scratch: jobs kept this round
         self.cutbacks = 0
 
     def reset(self, rng: np.random.Generator) -> None:
@@ -189,6 +193,8 @@ class Synergy(Policy):
         model = state.aux_model
         if model is None or not len(run):
             return Decision(run=run)
+        if state.running[run].all() and (state.alloc_n[run] > 0).all():
+            return Decision(run=run)  # no start: every allocation stays as it is
         return self._allocate(state, run)
 
     def _allocate(self, state: State, run: IntArray) -> Decision:
@@ -201,84 +207,94 @@ class Synergy(Policy):
         running = state.running[run] & (state.alloc_n[run] > 0)
         kept = run[running]
         rj, rn, rd = state.aux_rows()
-        sel = np.isin(rj, kept)
+        mark = self._mark
+        if len(mark) != len(gang):
+            mark = self._mark = np.zeros(len(gang), dtype=bool)
+        mark[kept] = True
+        sel = mark[rj]
+        mark[kept] = False
         rj, rn, rd = rj[sel], rn[sel], rd[sel]
         n_nodes = len(cl.node_devices)
-        nfree = cl.node_devices.astype(np.int64) - np.bincount(
-            rn, weights=rd, minlength=n_nodes
-        ).astype(np.int64)
+        nfree = cl.node_devices - np.bincount(rn, weights=rd, minlength=n_nodes).astype(np.int64)
         cfree = model.cpu_cap - np.bincount(rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes)
         mfree = model.mem_cap - np.bincount(rn, weights=rd * model.mem_dev[rj], minlength=n_nodes)
         fc, fm = self._fair
-        # current allocation of the jobs of the round (kept: the model's; starts: planned)
-        alloc: dict[int, tuple[float, float]] = {
-            j: (float(c), float(m))
-            for j, c, m in zip(
-                kept.tolist(),
-                model.cpu_dev[kept].tolist(),
-                model.mem_dev[kept].tolist(),
-                strict=True,
-            )
-        }
+        big = float(1 << 30)
+        # allocations this round that differ from the model's (starts and cut-backs)
+        alloc: dict[int, tuple[float, float]] = {}
         where: dict[int, list[tuple[int, int]]] | None = None  # job -> [(node, devices)]
-        changed: dict[int, tuple[float, float]] = {}
-        out: list[int] = []
+        out = run.tolist()
+        is_kept = running.tolist()
+        aux = np.full((len(out), 2), np.nan)
+        placed = np.ones(len(out), dtype=bool)
         tfree = np.bincount(cl.node_type, weights=nfree, minlength=cl.n_types).astype(np.int64)
+        one_type = cl.n_types == 1
         rate = state.rate
+        ideal_c, ideal_m = self._ideal_c, self._ideal_m
+        tune = self.allocation == "tune"
+        prop = self.allocation == "proportional"
+        starts_j: list[int] = []
+        starts_n: list[IntArray] = []
+        starts_d: list[IntArray] = []
 
-        def place(j: int, t: int, c: float, m: float) -> tuple[IntArray, IntArray] | None:
-            nodes_t = self._type_nodes[t]
-            room = nfree.copy()
+        def place(t: int, nd: int, c: float, m: float) -> tuple[IntArray, IntArray] | None:
+            room = nfree
             if c > 0:
                 room = np.minimum(
-                    room, np.clip(np.floor(cfree / c + _EPS), 0, 1 << 30).astype(np.int64)
+                    room, np.minimum(np.floor(cfree / c + _EPS), big).astype(np.int64)
                 )
             if m > 0:
                 room = np.minimum(
-                    room, np.clip(np.floor(mfree / m + _EPS), 0, 1 << 30).astype(np.int64)
+                    room, np.minimum(np.floor(mfree / m + _EPS), big).astype(np.int64)
                 )
-            nd = int(gang[j])
-            cands = nodes_t[room[nodes_t] > 0]
-            if int(room[cands].sum()) < nd:
+            nodes_t = self._type_nodes[t] if not one_type else None
+            cands = np.flatnonzero(room > 0) if nodes_t is None else nodes_t[room[nodes_t] > 0]
+            f = room[cands]
+            if int(f.sum()) < nd:
                 return None
-            i = best_fit_node(room[cands], EMPTY, nd)
+            i = best_fit_node(f, EMPTY, nd)
             if i >= 0:
                 return cands[i : i + 1], np.array([nd], dtype=np.int64)
-            got: tuple[IntArray, IntArray] = take_largest_first(
-                room, np.ascontiguousarray(cands, dtype=np.int64), nd
-            )
+            got: tuple[IntArray, IntArray] = take_largest_first(room, cands, nd)
             return got
 
-        for j in run.tolist():
-            if j in alloc:  # kept where it runs
-                out.append(j)
+        for pos, j in enumerate(out):
+            if is_kept[pos]:  # kept where it runs, with its allocation
                 continue
             nd = int(gang[j])
-            t = -1
-            best = 0.0
-            for k, r in enumerate(rate[j].tolist()):
-                if r > best and tfree[k] >= nd:
-                    t, best = k, r
-            if t < 0:
-                continue
-            ic, im = float(self._ideal_c[j]), float(self._ideal_m[j])
-            if self.allocation == "proportional":
-                c, m = (fc if np.isfinite(fc) else ic), (fm if np.isfinite(fm) else im)
+            if one_type:
+                t = 0 if tfree[0] >= nd and rate[j, 0] > 0 else -1
             else:
-                c, m = ic, im
-            got = place(j, t, c, m)
-            if got is None and self.allocation == "tune":
+                t, best = -1, 0.0
+                for k, r in enumerate(rate[j].tolist()):
+                    if r > best and tfree[k] >= nd:
+                        t, best = k, r
+            if t < 0:
+                placed[pos] = False
+                continue
+            c, m = float(ideal_c[j]), float(ideal_m[j])
+            if prop:
+                c, m = (fc if fc < np.inf else c), (fm if fm < np.inf else m)
+            got = place(t, nd, c, m)
+            if got is None and tune:
                 if c > fc or m > fm:  # step 2: the proportional share
                     c, m = min(c, fc), min(m, fm)
-                    got = place(j, t, c, m)
+                    got = place(t, nd, c, m)
                 if got is None:  # step 3: cut back jobs above their share
                     if where is None:
                         where = {}
                         for a, b, d in zip(rj.tolist(), rn.tolist(), rd.tolist(), strict=True):
                             where.setdefault(a, []).append((b, d))
-                    self._cut_back(nd, t, c, m, nfree, cfree, mfree, alloc, where, changed)
-                    got = place(j, t, c, m)
+                        for a, nn, dd in zip(starts_j, starts_n, starts_d, strict=True):
+                            where[a] = list(zip(nn.tolist(), dd.tolist(), strict=True))
+                    for a, ac_am in self._cut_back(
+                        nd, t, c, m, nfree, cfree, mfree, alloc, model, where
+                    ):
+                        alloc[a] = ac_am
+                        aux[out.index(a)] = ac_am
+                    got = place(t, nd, c, m)
             if got is None:
+                placed[pos] = False
                 continue
             nodes, counts = got
             nfree[nodes] -= counts
@@ -286,22 +302,16 @@ class Synergy(Policy):
             mfree[nodes] -= counts * m
             tfree[t] -= nd
             alloc[j] = (c, m)
-            changed[j] = (c, m)
+            aux[pos] = (c, m)
             if where is not None:
                 where[j] = list(zip(nodes.tolist(), counts.tolist(), strict=True))
             else:
-                rj = np.concatenate([rj, np.full(len(nodes), j)])
-                rn = np.concatenate([rn, nodes])
-                rd = np.concatenate([rd, counts])
-            out.append(j)
-        run_out = np.asarray(out, dtype=np.int64)
-        aux = np.full((len(run_out), 2), np.nan)
-        if changed:
-            pos = {j: i for i, j in enumerate(out)}
-            for j, (c, m) in changed.items():
-                if j in pos:
-                    aux[pos[j]] = (c, m)
-        return Decision(run=run_out, aux=aux)
+                starts_j.append(j)
+                starts_n.append(nodes)
+                starts_d.append(counts)
+        if not placed.all():
+            return Decision(run=run[placed], aux=aux[placed])
+        return Decision(run=run, aux=aux)
 
     def _cut_back(
         self,
@@ -313,12 +323,13 @@ class Synergy(Policy):
         cfree: FloatArray,
         mfree: FloatArray,
         alloc: dict[int, tuple[float, float]],
+        model: AuxModel,
         where: dict[int, list[tuple[int, int]]],
-        changed: dict[int, tuple[float, float]],
-    ) -> None:
+    ) -> list[tuple[int, tuple[float, float]]]:
         """Step 3 of TUNE (class doc): on the nodes with the fewest free GPUs that together
         hold a gang of ``nd``, cut jobs above their proportional share back to it, in
-        Synergy's order, until ``c`` cores and ``m`` GB per device are free there."""
+        Synergy's order, until ``c`` cores and ``m`` GB per device are free there (``cfree``
+        and ``mfree`` updated). Returns the jobs cut back with their new allocation."""
         fc, fm = self._fair
         nodes_t = self._type_nodes[t]
         pick: list[tuple[int, int]] = []
@@ -334,36 +345,36 @@ class Synergy(Policy):
                 k = min(f, need)
                 pick.append((x, k))
                 need -= k
-        on_node: dict[int, list[int]] = {}
-        for a, rows in where.items():
-            for b, _ in rows:
-                on_node.setdefault(b, []).append(a)
+
+        def now(a: int) -> tuple[float, float]:
+            got = alloc.get(a)
+            return got if got is not None else (float(model.cpu_dev[a]), float(model.mem_dev[a]))
+
+        cut: list[tuple[int, tuple[float, float]]] = []
         for x, k in pick:
             need_c = max(0.0, k * c - float(cfree[x]))
             need_m = max(0.0, k * m - float(mfree[x]))
             if need_c <= 0 and need_m <= 0:
                 continue
-            peers = sorted(
-                set(on_node.get(x, [])),
-                key=lambda a: (len(where[a]), -alloc[a][0], -alloc[a][1], a),
-            )
+            on_x = [a for a, rows in where.items() if any(b == x for b, _ in rows)]
+            peers = sorted(on_x, key=lambda a: (len(where[a]), -now(a)[0], -now(a)[1], a))
             for a in peers:
-                ac, am = alloc[a]
+                ac, am = now(a)
                 d = sum(dd for b, dd in where[a] if b == x)
+                ex_c = ex_m = 0.0
                 if ac > fc or am > fm:
                     nc, nm = min(ac, fc), min(am, fm)
                     for b, dd in where[a]:
                         cfree[b] += dd * (ac - nc)
                         mfree[b] += dd * (am - nm)
                     alloc[a] = (nc, nm)
-                    changed[a] = (nc, nm)
+                    cut.append((a, (nc, nm)))
                     self.cutbacks += 1
                     ex_c, ex_m = d * (ac - nc), d * (am - nm)
-                else:
-                    ex_c = ex_m = 0.0
                 need_c, need_m = max(0.0, need_c - ex_c), max(0.0, need_m - ex_m)
                 if need_c <= 0 and need_m <= 0:
                     break
+        return cut
 
 
 class SynergyFair(Synergy):
