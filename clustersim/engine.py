@@ -862,14 +862,37 @@ class _Run:
             raise SimulationError(f"policy {self.policy.name!r}: negative or infinite Decision.aux")
         on = self.running[js] & (self.alloc_n[js] > 0)
         grow = on & ((c > model.cpu_dev[js] * (1 + 1e-9)) | (m > model.mem_dev[js] * (1 + 1e-9)))
-        if grow.any():
-            j = int(js[np.flatnonzero(grow)[0]])
-            raise SimulationError(
-                f"policy {self.policy.name!r}: Decision.aux grows the CPU/memory allocation of"
-                f" running job {self.jobs.job_id[j]!r} (only a start may take more)"
+        rest = ~grow
+        model.cpu_dev[js[rest]] = c[rest]
+        model.mem_dev[js[rest]] = m[rest]
+        if grow.any():  # a running job takes more only where its nodes have it free
+            rj, rn, rd = self.placement_rows()
+            n_nodes = len(model.cpu_cap)
+            free_c = model.cpu_cap - np.bincount(
+                rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes
             )
-        model.cpu_dev[js] = c
-        model.mem_dev[js] = m
+            free_m = model.mem_cap - np.bincount(
+                rn, weights=rd * model.mem_dev[rj], minlength=n_nodes
+            )
+            for j, cj, mj in zip(
+                js[grow].tolist(), c[grow].tolist(), m[grow].tolist(), strict=True
+            ):
+                rows = np.flatnonzero(rj == j)
+                nodes, devs = rn[rows], rd[rows].astype(np.float64)
+                dc = devs * (cj - model.cpu_dev[j])
+                dm = devs * (mj - model.mem_dev[j])
+                if np.any(dc > free_c[nodes] + 1e-9 * np.maximum(free_c[nodes], 1.0)) or np.any(
+                    dm > free_m[nodes] + 1e-9 * np.maximum(free_m[nodes], 1.0)
+                ):
+                    raise SimulationError(
+                        f"policy {self.policy.name!r}: Decision.aux grows the CPU/memory"
+                        f" allocation of running job {self.jobs.job_id[j]!r} past what its"
+                        " nodes have free"
+                    )
+                free_c[nodes] -= dc
+                free_m[nodes] -= dm
+                model.cpu_dev[j] = cj
+                model.mem_dev[j] = mj
         if self.aux_speed is None:
             self.aux_speed = AuxSpeed(self.jobs)
 

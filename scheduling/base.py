@@ -418,8 +418,9 @@ class Decision:
         Host CPU cores and GB of memory *per device* allocated to each job of ``run``
         (``nan``: unchanged), when the run has the CPU/memory model on
         (``State.aux_model``; ignored otherwise). Written before the decision is placed: a
-        starting job is placed where that share fits, and a running job may only keep or
-        shrink its allocation (growing it is an error). The job then runs at its rate times
+        starting job is placed where that share fits, and a running job may grow its
+        allocation only where its nodes have the difference free (else an error; shrinks
+        are applied first). The job then runs at its rate times
         the sensitivity model's multiplier (:mod:`clustersim.aux_speed`). ``None``: every
         allocation unchanged (the demand, for jobs no such decision touched).
     """

@@ -84,6 +84,11 @@ class Synergy(Policy):
         ``tune`` (Synergy-TUNE), ``proportional`` (GPU-proportional) or ``greedy``.
     round_s
         Round length, s (Synergy's simulator: 300).
+    ftf_order
+        With ``base="ftf"``: ``themis`` serves the largest finish-time fairness ratio first
+        (Themis's rule: the job furthest behind its fair finish); ``reference`` the smallest
+        first, as Synergy's simulator sorts (``schedulers/ftf_synergy_new.py`` sorts
+        ascending; the ``--compat synergy`` default).
     """
 
     name = "synergy"
@@ -91,15 +96,19 @@ class Synergy(Policy):
         "Mohan et al., Looking Beyond GPUs for DNN Scheduling on Multi-Tenant Clusters, OSDI'22"
     )
     preemptive = True
-    rounds_only = True
-    compat: ClassVar = {"synergy": CompatSpec(placements=("consolidate",))}
+    compat: ClassVar = {
+        "synergy": CompatSpec(params={"ftf_order": "reference"}, placements=("consolidate",))
+    }
 
     def __init__(
         self,
         base: Literal["fifo", "srtf", "las", "ftf"] = "srtf",
         allocation: Literal["tune", "proportional", "greedy"] = "tune",
         round_s: Annotated[float, POSITIVE] = 300.0,
+        ftf_order: Literal["themis", "reference"] = "themis",
     ) -> None:
+        if ftf_order not in ("themis", "reference"):
+            raise ValueError(f"ftf_order: must be one of themis, reference; got {ftf_order!r}")
         if base not in ("fifo", "srtf", "las", "ftf"):
             raise ValueError(f"base: must be one of fifo, srtf, las, ftf; got {base!r}")
         if allocation not in ("tune", "proportional", "greedy"):
@@ -111,6 +120,7 @@ class Synergy(Policy):
         self.base = base
         self.allocation = allocation
         self.round_s = float(round_s)
+        self.ftf_order = ftf_order
         self._jobs: object = None
         self._sens: Sensitivity | None = None
         self._speedup: FloatArray = np.zeros(0)
@@ -119,14 +129,21 @@ class Synergy(Policy):
         self._fair = (0.0, 0.0)
         self._type_nodes: list[IntArray] = []
         self._mark = np.zeros(0, dtype=bool)  # scratch: jobs kept this round
+        self._below = False  # a job of the last planned round runs below its ideal
         self.cutbacks = 0
+        self.regrowths = 0
 
     def reset(self, rng: np.random.Generator) -> None:
         self._jobs = None
+        self._below = False
         self.cutbacks = 0
+        self.regrowths = 0
 
     def stats(self) -> dict[str, float]:
-        return {"synergy_cutbacks": float(self.cutbacks)}
+        return {
+            "synergy_cutbacks": float(self.cutbacks),
+            "synergy_regrowths": float(self.regrowths),
+        }
 
     # ------------------------------------------------------------------ per run
     def _bind(self, state: State) -> None:
@@ -177,12 +194,19 @@ class Synergy(Policy):
                     alone = jobs.work[act] / state.best_rate[act]
                     key = (state.now - jobs.submit_time[act] + rem) / alone
                 key = np.nan_to_num(key, nan=np.inf)
+                if self.ftf_order == "themis":  # the most unfairly treated (largest) first
+                    key = -key
         return act[np.lexsort((act, key))]
 
     def schedule(self, state: State) -> Decision:
         act = state.active
         if not len(act):
             return Decision(run=EMPTY)
+        k = np.floor(state.now / self.round_s + 1e-9)
+        if state.now - k * self.round_s > 1e-9 * max(state.now, 1.0):
+            # between rounds (an arrival or a completion): Synergy decides only on its
+            # fixed grid of rounds, so everything stays as it is until the next one
+            return Decision(run=state.running_jobs())
         if self._jobs is not state.jobs:
             self._bind(state)
         order = self._order(state, act)
@@ -193,8 +217,8 @@ class Synergy(Policy):
         model = state.aux_model
         if model is None or not len(run):
             return Decision(run=run)
-        if state.running[run].all() and (state.alloc_n[run] > 0).all():
-            return Decision(run=run)  # no start: every allocation stays as it is
+        if not self._below and state.running[run].all() and (state.alloc_n[run] > 0).all():
+            return Decision(run=run)  # no start and none below its ideal: nothing changes
         return self._allocate(state, run)
 
     def _allocate(self, state: State, run: IntArray) -> Decision:
@@ -259,7 +283,9 @@ class Synergy(Policy):
             return got
 
         for pos, j in enumerate(out):
-            if is_kept[pos]:  # kept where it runs, with its allocation
+            if is_kept[pos]:  # kept where it runs: back to its ideal if that fits there
+                if tune:
+                    self._regrow(j, pos, model, rj, rn, rd, cfree, mfree, alloc, aux)
                 continue
             nd = int(gang[j])
             if one_type:
@@ -309,9 +335,52 @@ class Synergy(Policy):
                 starts_j.append(j)
                 starts_n.append(nodes)
                 starts_d.append(counts)
+        if tune:  # is any job of the round left below its ideal (to re-tune next round)?
+            ok = run[placed]
+            cur = np.where(
+                np.isnan(aux[placed]),
+                np.stack([model.cpu_dev[ok], model.mem_dev[ok]], 1),
+                aux[placed],
+            )
+            self._below = bool(
+                np.any(cur[:, 0] < ideal_c[ok] * (1 - _EPS))
+                or np.any(cur[:, 1] < ideal_m[ok] * (1 - _EPS))
+            )
         if not placed.all():
             return Decision(run=run[placed], aux=aux[placed])
         return Decision(run=run, aux=aux)
+
+    def _regrow(
+        self,
+        j: int,
+        pos: int,
+        model: AuxModel,
+        rj: IntArray,
+        rn: IntArray,
+        rd: IntArray,
+        cfree: FloatArray,
+        mfree: FloatArray,
+        alloc: dict[int, tuple[float, float]],
+        aux: FloatArray,
+    ) -> None:
+        """A running job below its ideal gets it back when its nodes have the cores and
+        memory (Synergy re-tunes every job every round); else it keeps what it has."""
+        c, m = float(model.cpu_dev[j]), float(model.mem_dev[j])
+        ic, im = float(self._ideal_c[j]), float(self._ideal_m[j])
+        if ic <= c * (1 + _EPS) and im <= m * (1 + _EPS):
+            return
+        nc, nm = max(c, ic), max(m, im)
+        rows = np.flatnonzero(rj == j)
+        nodes, devs = rn[rows], rd[rows]
+        if np.any(devs * (nc - c) > cfree[nodes] + _EPS) or np.any(
+            devs * (nm - m) > mfree[nodes] + _EPS
+        ):
+            return
+        cfree[nodes] -= devs * (nc - c)
+        mfree[nodes] -= devs * (nm - m)
+        alloc[j] = (nc, nm)
+        aux[pos] = (nc, nm)
+        self.regrowths += 1
 
     def _cut_back(
         self,
@@ -388,14 +457,17 @@ class SynergyFair(Synergy):
     """
 
     name = "synergy-fair"
-    compat: ClassVar = {"synergy": CompatSpec(placements=("consolidate",))}
+    compat: ClassVar = {
+        "synergy": CompatSpec(params={"ftf_order": "reference"}, placements=("consolidate",))
+    }
 
     def __init__(
         self,
         allocation: Literal["tune", "proportional", "greedy"] = "tune",
         round_s: Annotated[float, POSITIVE] = 300.0,
+        ftf_order: Literal["themis", "reference"] = "themis",
     ) -> None:
-        super().__init__(base="ftf", allocation=allocation, round_s=round_s)
+        super().__init__(base="ftf", allocation=allocation, round_s=round_s, ftf_order=ftf_order)
 
     def params(self) -> dict[str, object]:
-        return {"allocation": self.allocation, "round_s": self.round_s}
+        return {"allocation": self.allocation, "round_s": self.round_s, "ftf_order": self.ftf_order}
