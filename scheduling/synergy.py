@@ -202,8 +202,9 @@ class Synergy(Policy):
         act = state.active
         if not len(act):
             return Decision(run=EMPTY)
-        k = np.floor(state.now / self.round_s + 1e-9)
-        if state.now - k * self.round_s > 1e-9 * max(state.now, 1.0):
+        rs = float(self.round_s or 0.0)
+        k = np.floor(state.now / rs + 1e-9)
+        if state.now - k * rs > 1e-9 * max(state.now, 1.0):
             # between rounds (an arrival or a completion): Synergy decides only on its
             # fixed grid of rounds, so everything stays as it is until the next one
             return Decision(run=state.running_jobs())

@@ -5,6 +5,8 @@ docs/synergy-fidelity.md)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -81,7 +83,7 @@ def _reference_assignment(n: int, split: tuple[int, int, int]) -> list[str]:
     ``sorted(..., key=priority, reverse=True)[0]``, priority ``percent/100 - share`` updated
     after every job (``Task.update_priority``, only once a job exists), models of a task in
     turn (``Task.get_next_model``)."""
-    tasks = {
+    tasks: dict[str, dict[str, Any]] = {
         name: {"pct": pct, "total": 0, "prio": 0.0, "last": 0}
         for name, pct in zip(TASK_MODELS, split, strict=True)
     }
