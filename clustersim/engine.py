@@ -867,6 +867,9 @@ class _Run:
         model.mem_dev[js[rest]] = m[rest]
         if grow.any():  # a running job takes more only where its nodes have it free
             rj, rn, rd = self.placement_rows()
+            if self.preemptive:  # running jobs left out of `run` stop in this decision
+                stay = np.isin(rj, run)
+                rj, rn, rd = rj[stay], rn[stay], rd[stay]
             n_nodes = len(model.cpu_cap)
             free_c = model.cpu_cap - np.bincount(
                 rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes

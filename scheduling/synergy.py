@@ -284,9 +284,7 @@ class Synergy(Policy):
             return got
 
         for pos, j in enumerate(out):
-            if is_kept[pos]:  # kept where it runs: back to its ideal if that fits there
-                if tune:
-                    self._regrow(j, pos, model, rj, rn, rd, cfree, mfree, alloc, aux)
+            if is_kept[pos]:  # kept where it runs
                 continue
             nd = int(gang[j])
             if one_type:
@@ -336,6 +334,11 @@ class Synergy(Policy):
                 starts_j.append(j)
                 starts_n.append(nodes)
                 starts_d.append(counts)
+        if tune:  # running jobs below their ideal get it back from what the starts left
+            for pos in np.flatnonzero(running).tolist():
+                j = out[pos]
+                if j not in alloc:  # not cut back in this round
+                    self._regrow(j, pos, model, rj, rn, rd, cfree, mfree, alloc, aux)
         if tune:  # is any job of the round left below its ideal (to re-tune next round)?
             ok = run[placed]
             cur = np.where(
