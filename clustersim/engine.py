@@ -1233,6 +1233,8 @@ class _Run:
         round_s = policy.round_s
         round_len = float(round_s or 0.0)
         relative = bool(round_s) and policy.rounds_only
+        # decisions only at round boundaries: Gavel's relative rounds, or a fixed grid
+        on_grid = relative or (bool(round_s) and policy.rounds_on_grid)
         whole_steps = relative and self.opt.whole_steps_per_round
         next_round = np.inf
         wake = np.inf
@@ -1339,7 +1341,7 @@ class _Run:
                 at_wake = True
             if pw is not None and t_next >= pw.next_time and pw.advance(self):
                 at_wake = True  # woken nodes' devices are free
-            if (at_round or at_wake or (changed and not relative)) and self.n_active:
+            if (at_round or at_wake or (changed and not on_grid)) and self.n_active:
                 if (
                     not preemptive
                     and not at_round

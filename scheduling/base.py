@@ -485,6 +485,11 @@ class Policy:
     rounds_only : bool
         With ``round_s``: call ``schedule`` only at round boundaries (Gavel's simulator), so
         arrivals wait for the next round and devices freed mid-round stay idle until then.
+    rounds_on_grid : bool
+        With ``round_s`` (and not ``rounds_only``): call ``schedule`` only at the boundaries
+        of the fixed grid of rounds (multiples of ``round_s`` from the round origin), never at
+        arrivals or completions in between (Synergy's simulator): arrivals wait for the next
+        boundary and devices freed mid-round stay idle until then, even on an idle cluster.
     service_marks : tuple of float
         Attained-service levels (device-seconds, ascending) at which the policy's view of a
         running job changes, e.g. the queue thresholds of multi-level feedback queues. The
@@ -537,6 +542,7 @@ class Policy:
     blocking: bool = False
     round_s: float | None = None
     rounds_only: ClassVar[bool] = False
+    rounds_on_grid: ClassVar[bool] = False
     service_marks: tuple[float, ...] = ()
     compat: ClassVar[Mapping[str, CompatSpec]] = {}
     uses_seed: ClassVar[bool] = False

@@ -96,6 +96,7 @@ class Synergy(Policy):
         "Mohan et al., Looking Beyond GPUs for DNN Scheduling on Multi-Tenant Clusters, OSDI'22"
     )
     preemptive = True
+    rounds_on_grid = True
     compat: ClassVar = {
         "synergy": CompatSpec(params={"ftf_order": "reference"}, placements=("consolidate",))
     }
