@@ -20,7 +20,10 @@ on Gavel's 2,000- and 8,000-job traces and on full Philly on the ``philly-hetero
 Section ``models`` (:mod:`bench.models`): the cost of the models of issue 14 (failures and
 network contention on full Philly under Tiresias, a year-long carbon-shifting run).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models ...]`` runs some
+Section ``synergy`` (:mod:`bench.synergy`): Synergy and DRF on full Philly with CPU and memory
+demands (issue 15).
+
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|synergy ...]`` runs some
 sections only.
 """
 
@@ -298,6 +301,15 @@ def bench_models() -> None:
 
 
 SECTIONS["models"] = bench_models
+
+
+def bench_synergy() -> None:
+    from bench.synergy import bench_synergy as run
+
+    run(_in_process)
+
+
+SECTIONS["synergy"] = bench_synergy
 
 
 def main(argv: list[str]) -> int:
