@@ -23,8 +23,8 @@ network contention on full Philly under Tiresias, a year-long carbon-shifting ru
 Section ``synergy`` (:mod:`bench.synergy`): Synergy and DRF on full Philly with CPU and memory
 demands (issue 15).
 
-``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|synergy ...]`` runs some
-sections only.
+``python -m bench [sim|gavel|parse|startup|dashboard|product|chaos|hetero|models|synergy
+...]`` runs some sections only.
 """
 
 from __future__ import annotations
