@@ -6,6 +6,7 @@ import heapq
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from clustersim.aux_speed import Sensitivity
 from clustersim.kernels import best_fit_node, take_largest_first
@@ -129,6 +130,7 @@ class Synergy(Policy):
         self._ideal_m: FloatArray = np.zeros(0)
         self._fair = (0.0, 0.0)
         self._type_nodes: list[IntArray] = []
+        self._on_type: list[npt.NDArray[np.bool_]] = []
         self._mark = np.zeros(0, dtype=bool)  # scratch: jobs kept this round
         self._below = False  # a job of the last planned round runs below its ideal
         self.cutbacks = 0
@@ -177,6 +179,7 @@ class Synergy(Policy):
         )
         self._speedup = np.where(self._speedup > 0, self._speedup, 1.0)
         self._type_nodes = [np.flatnonzero(cl.node_type == t) for t in range(cl.n_types)]
+        self._on_type = [cl.node_type == t for t in range(cl.n_types)]
         self._jobs = jobs
 
     # ------------------------------------------------------------------ the round
@@ -250,7 +253,6 @@ class Synergy(Policy):
         alloc: dict[int, tuple[float, float]] = {}
         where: dict[int, list[tuple[int, int]]] | None = None  # job -> [(node, devices)]
         out = run.tolist()
-        is_kept = running.tolist()
         aux = np.full((len(out), 2), np.nan)
         placed = np.ones(len(out), dtype=bool)
         tfree = np.bincount(cl.node_type, weights=nfree, minlength=cl.n_types).astype(np.int64)
@@ -273,10 +275,12 @@ class Synergy(Policy):
                 room = np.minimum(
                     room, np.minimum(np.floor(mfree / m + _EPS), big).astype(np.int64)
                 )
-            nodes_t = self._type_nodes[t] if not one_type else None
-            cands = np.flatnonzero(room > 0) if nodes_t is None else nodes_t[room[nodes_t] > 0]
+            if not one_type:
+                room = room.copy()
+                room[~self._on_type[t]] = 0
+            cands = np.flatnonzero(room)
             f = room[cands]
-            if int(f.sum()) < nd:
+            if f.sum() < nd:
                 return None
             i = best_fit_node(f, EMPTY, nd)
             if i >= 0:
@@ -284,9 +288,8 @@ class Synergy(Policy):
             got: tuple[IntArray, IntArray] = take_largest_first(room, cands, nd)
             return got
 
-        for pos, j in enumerate(out):
-            if is_kept[pos]:  # kept where it runs
-                continue
+        for pos in np.flatnonzero(~running).tolist():  # the starts (kept jobs stay)
+            j = out[pos]
             nd = int(gang[j])
             if one_type:
                 t = 0 if tfree[0] >= nd and rate[j, 0] > 0 else -1
@@ -336,10 +339,27 @@ class Synergy(Policy):
                 starts_n.append(nodes)
                 starts_d.append(counts)
         if tune:  # running jobs below their ideal get it back from what the starts left
-            for pos in np.flatnonzero(running).tolist():
-                j = out[pos]
-                if j not in alloc:  # not cut back in this round
-                    self._regrow(j, pos, model, rj, rn, rd, cfree, mfree, alloc, aux)
+            low = running & (
+                (model.cpu_dev[run] < ideal_c[run] * (1 - _EPS))
+                | (model.mem_dev[run] < ideal_m[run] * (1 - _EPS))
+            )
+            if low.any():
+                # rows of those jobs whose node lacks the cores or memory to regrow now
+                lm = self._mark
+                lm[run[low]] = True
+                rows = np.flatnonzero(lm[rj])
+                lm[run[low]] = False
+                jr, nr, dr = rj[rows], rn[rows], rd[rows]
+                short = (dr * (ideal_c[jr] - model.cpu_dev[jr]) > cfree[nr] + _EPS) | (
+                    dr * (ideal_m[jr] - model.mem_dev[jr]) > mfree[nr] + _EPS
+                )
+                lm[jr[short]] = True
+                low &= ~lm[run]
+                lm[jr[short]] = False
+                for pos in np.flatnonzero(low).tolist():
+                    j = out[pos]
+                    if j not in alloc:  # not cut back in this round
+                        self._regrow(j, pos, model, rj, rn, rd, cfree, mfree, alloc, aux)
         if tune:  # is any job of the round left below its ideal (to re-tune next round)?
             ok = run[placed]
             cur = np.where(
