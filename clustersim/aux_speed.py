@@ -281,6 +281,29 @@ class AuxSpeed:
             self.rerates += int(change.sum())
 
 
+def parse_split(text: str) -> tuple[float, float, float]:
+    """``"I,L,S"`` percent of image, language and speech models (each >= 0, sum > 0).
+
+    Raises
+    ------
+    ClustersimError
+        Naming the value and the form expected.
+    """
+    from clustersim.errors import ClustersimError
+
+    parts = text.split(",")
+    try:
+        vals = [float(p) for p in parts]
+    except ValueError:
+        vals = []
+    if len(vals) != 3 or any(not np.isfinite(v) or v < 0 for v in vals) or sum(vals) <= 0:
+        raise ClustersimError(
+            f"Synergy model split {text!r}: expected I,L,S, three percentages (image,"
+            " language, speech) not all zero, e.g. 20,70,10"
+        )
+    return vals[0], vals[1], vals[2]
+
+
 def assign_synergy_models(
     jobs: JobTable, split: tuple[float, float, float] = DEFAULT_SPLIT
 ) -> JobTable:
@@ -319,5 +342,6 @@ __all__ = [
     "Profiles",
     "Sensitivity",
     "assign_synergy_models",
+    "parse_split",
     "profiles",
 ]

@@ -281,7 +281,7 @@ def test_compat_synergy_gives_models_demands_and_durations() -> None:
     assert p.jobs.cpu.tolist() == [3.0, 6.0]
     assert p.jobs.mem_gb.tolist() == [62.5, 125.0]
     assert p.jobs.work.tolist() == [100.0, 50.5]  # not read in whole seconds
-    assert (p.rates.rate == 1.0).all() and (p.rates.restore_s == 0.0).all()
+    assert (p.rates.restore_s == 0.0).all()
     assert p.placement.name == "consolidate"
 
 
