@@ -25,8 +25,8 @@ models, and nothing else changes. Every mode turns the device-fit check off
     penalty is 1; on the reference type a trace job runs its duration, a job of Synergy's own
     trace format on V100 its iterations × iteration time) at the GPU-proportional share,
     faster or slower only by its CPU/memory allocation; no preemption cost; jobs without a
-    type get a Synergy model by its simulator's rule (:func:`clustersim.aux_speed.assign_synergy_models`,
-    split 20/70/10 image/language/speech) and jobs without a CPU/memory demand the
+    type get a Synergy model by its simulator's rule
+    (:func:`clustersim.aux_speed.assign_synergy_models`, split 20/70/10 image/language/speech) and jobs without a CPU/memory demand the
     GPU-proportional share of its servers (``--aux-demand synergy``); the cluster must give
     its nodes cores and memory.
 
