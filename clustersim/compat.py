@@ -26,9 +26,9 @@ models, and nothing else changes. Every mode turns the device-fit check off
     trace format on V100 its iterations × iteration time) at the GPU-proportional share,
     faster or slower only by its CPU/memory allocation; no preemption cost; jobs without a
     type get a Synergy model by its simulator's rule
-    (:func:`clustersim.aux_speed.assign_synergy_models`, split 20/70/10
-    image/language/speech) and jobs without a CPU/memory demand the GPU-proportional share of its servers (``--aux-demand synergy``); the cluster must give
-    its nodes cores and memory.
+    (:func:`clustersim.aux_speed.assign_synergy_models`, split 20/70/10 image, language,
+    speech) and jobs without a CPU/memory demand the GPU-proportional share of its servers
+    (``--aux-demand synergy``); the cluster must give its nodes cores and memory.
 
 Which policies a mode covers is declared by the policies themselves (:attr:`Policy.compat
 <scheduling.base.Policy.compat>`); asking a mode for a policy it does not cover, or for a
