@@ -133,19 +133,19 @@ class Synergy(Policy):
         self._on_type: list[npt.NDArray[np.bool_]] = []
         self._mark = np.zeros(0, dtype=bool)  # scratch: jobs kept this round
         self._below = False  # a job of the last planned round runs below its ideal
-        self.cutbacks = 0
-        self.regrowths = 0
+        self._cutbacks = 0
+        self._regrowths = 0
 
     def reset(self, rng: np.random.Generator) -> None:
         self._jobs = None
         self._below = False
-        self.cutbacks = 0
-        self.regrowths = 0
+        self._cutbacks = 0
+        self._regrowths = 0
 
     def stats(self) -> dict[str, float]:
         return {
-            "synergy_cutbacks": float(self.cutbacks),
-            "synergy_regrowths": float(self.regrowths),
+            "synergy_cutbacks": float(self._cutbacks),
+            "synergy_regrowths": float(self._regrowths),
         }
 
     # ------------------------------------------------------------------ per run
@@ -211,7 +211,7 @@ class Synergy(Policy):
         if state.now - k * rs > 1e-9 * max(state.now, 1.0):
             # between rounds (an arrival or a completion): Synergy decides only on its
             # fixed grid of rounds, so everything stays as it is until the next one
-            return Decision(run=state.running_jobs())
+            return Decision(run=np.array(state.running_jobs()))
         if self._jobs is not state.jobs:
             self._bind(state)
         order = self._order(state, act)
@@ -405,7 +405,7 @@ class Synergy(Policy):
         mfree[nodes] -= devs * (nm - m)
         alloc[j] = (nc, nm)
         aux[pos] = (nc, nm)
-        self.regrowths += 1
+        self._regrowths += 1
 
     def _cut_back(
         self,
@@ -463,7 +463,7 @@ class Synergy(Policy):
                         mfree[b] += dd * (am - nm)
                     alloc[a] = (nc, nm)
                     cut.append((a, (nc, nm)))
-                    self.cutbacks += 1
+                    self._cutbacks += 1
                     ex_c, ex_m = d * (ac - nc), d * (am - nm)
                 need_c, need_m = max(0.0, need_c - ex_c), max(0.0, need_m - ex_m)
                 if need_c <= 0 and need_m <= 0:
