@@ -863,8 +863,7 @@ class _Run:
         on = self.running[js] & (self.alloc_n[js] > 0)
         grow = on & ((c > model.cpu_dev[js] * (1 + 1e-9)) | (m > model.mem_dev[js] * (1 + 1e-9)))
         rest = ~grow
-        model.cpu_dev[js[rest]] = c[rest]
-        model.mem_dev[js[rest]] = m[rest]
+        model.set_alloc(self.now, js[rest], c[rest], m[rest])
         if grow.any():  # a running job takes more only where its nodes have it free
             rj, rn, rd = self.placement_rows()
             if self.preemptive:  # running jobs left out of `run` stop in this decision
@@ -894,8 +893,7 @@ class _Run:
                     )
                 free_c[nodes] -= dc
                 free_m[nodes] -= dm
-                model.cpu_dev[j] = cj
-                model.mem_dev[j] = mj
+                model.set_alloc(self.now, np.array([j]), np.array([cj]), np.array([mj]))
         if self.aux_speed is None:
             self.aux_speed = AuxSpeed(self.jobs)
 

@@ -327,3 +327,58 @@ def test_same_input_same_result() -> None:
     b = _run(t, cl)
     assert np.array_equal(a.finish, b.finish)
     assert np.isfinite(a.finish).all()
+
+
+def _alloc_at(r, j: int, t: float) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Job ``j``'s allocation per device at ``t``: its last logged change at or before ``t``."""
+    ch = r.aux.changes
+    k = np.flatnonzero((ch[1] == j) & (ch[0] <= t))
+    if not len(k):
+        return float(r.aux.cpu_dev[j]), float(r.aux.mem_dev[j])  # never changed: its demand
+    return float(ch[2, k[-1]]), float(ch[3, k[-1]])
+
+
+@pytest.mark.parametrize(
+    ("policy", "params"),
+    [
+        ("synergy", {}),
+        ("synergy", {"base": "las"}),
+        ("synergy", {"allocation": "greedy"}),
+        ("synergy", {"allocation": "proportional"}),
+        ("synergy-fair", {}),
+    ],
+)
+def test_cores_and_memory_are_never_over_committed_as_allocations_change(
+    policy: str, params: dict[str, Any]
+) -> None:
+    """At every stint start and allocation change, each node's cores and memory in use (each
+    running stint's devices × its job's allocation then) stay within the node's."""
+    from clustersim.resources import apply_demand
+
+    rng = np.random.default_rng(11)
+    n = 80
+    rows = zip(
+        np.sort(rng.uniform(0, 20_000, n)).round(),
+        rng.choice([1, 1, 1, 2, 4], n),
+        rng.uniform(200, 4000, n).round(),
+        strict=True,
+    )
+    t = apply_demand(assign_synergy_models(jobs([(s, int(g), w) for s, g, w in rows])), "synergy")
+    cl = limited([("A", 4)] * 2, cpu=[12, 12], mem=[250, 250])
+    r = _run(t, cl, policy, **params)
+    assert np.isfinite(r.finish).all()
+    assert r.aux is not None
+    st = r.stints
+    times = np.unique(np.concatenate([st.start, r.aux.changes[0]]))
+    for now in times.tolist():
+        on = np.flatnonzero((st.start <= now) & (st.end > now))
+        use_c = np.zeros(cl.n_nodes)
+        use_m = np.zeros(cl.n_nodes)
+        for i in on.tolist():
+            c, m = _alloc_at(r, int(st.job[i]), now)
+            use_c[st.node[i]] += st.devices[i] * c
+            use_m[st.node[i]] += st.devices[i] * m
+        assert (use_c <= cl.node_cpu + 1e-9).all(), (now, use_c)
+        assert (use_m <= cl.node_mem + 1e-9).all(), (now, use_m)
+    if policy == "synergy" and not params:
+        assert r.policy_stats["synergy_cutbacks"] > 0  # the trace makes TUNE cut jobs back
