@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import heapq
+import math
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from clustersim.aux_speed import Sensitivity
-from clustersim.kernels import best_fit_node, take_largest_first
 from scheduling.base import EMPTY, CompatSpec, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
 
@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from clustersim.resources import AuxModel
 
 _EPS = 1e-9  # as clustersim.resources: relative slack when dividing free capacity by a share
+
+
+def _devices(q: float) -> int:
+    """``floor(q)`` clipped to ``[0, 2**30]`` (``q`` may be ``inf`` on an unlimited node)."""
+    if q >= 1 << 30:
+        return 1 << 30
+    return max(0, math.floor(q))
 
 
 def _greedy_fit(gang: IntArray, cap: int) -> IntArray:
@@ -248,7 +255,6 @@ class Synergy(Policy):
         cfree = model.cpu_cap - np.bincount(rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes)
         mfree = model.mem_cap - np.bincount(rn, weights=rd * model.mem_dev[rj], minlength=n_nodes)
         fc, fm = self._fair
-        big = float(1 << 30)
         # allocations this round that differ from the model's (starts and cut-backs)
         alloc: dict[int, tuple[float, float]] = {}
         where: dict[int, list[tuple[int, int]]] | None = None  # job -> [(node, devices)]
@@ -257,6 +263,7 @@ class Synergy(Policy):
         placed = np.ones(len(out), dtype=bool)
         tfree = np.bincount(cl.node_type, weights=nfree, minlength=cl.n_types).astype(np.int64)
         one_type = cl.n_types == 1
+        on_type = self._on_type
         rate = state.rate
         ideal_c, ideal_m = self._ideal_c, self._ideal_m
         tune = self.allocation == "tune"
@@ -266,27 +273,46 @@ class Synergy(Policy):
         starts_d: list[IntArray] = []
 
         def place(t: int, nd: int, c: float, m: float) -> tuple[IntArray, IntArray] | None:
-            room = nfree
-            if c > 0:
-                room = np.minimum(
-                    room, np.minimum(np.floor(cfree / c + _EPS), big).astype(np.int64)
-                )
-            if m > 0:
-                room = np.minimum(
-                    room, np.minimum(np.floor(mfree / m + _EPS), big).astype(np.int64)
-                )
-            if not one_type:
-                room = room.copy()
-                room[~self._on_type[t]] = 0
-            cands = np.flatnonzero(room)
-            f = room[cands]
-            if f.sum() < nd:
+            # the engine's rule (clustersim.resources.AuxModel.room, then `consolidate`): on
+            # each node the free devices capped by free cores and memory over the share; best
+            # fit on one node (fewest such devices, lowest index), else the most first
+            on = np.flatnonzero(nfree > 0) if one_type else np.flatnonzero((nfree > 0) & on_type[t])
+            if not len(on):
                 return None
-            i = best_fit_node(f, EMPTY, nd)
-            if i >= 0:
-                return cands[i : i + 1], np.array([nd], dtype=np.int64)
-            got: tuple[IntArray, IntArray] = take_largest_first(room, cands, nd)
-            return got
+            nodes_l = on.tolist()
+            room_l = nfree[on].tolist()
+            if c > 0:
+                room_l = [
+                    min(r, _devices(x / c + _EPS))
+                    for r, x in zip(room_l, cfree[on].tolist(), strict=True)
+                ]
+            if m > 0:
+                room_l = [
+                    min(r, _devices(x / m + _EPS))
+                    for r, x in zip(room_l, mfree[on].tolist(), strict=True)
+                ]
+            if sum(room_l) < nd:
+                return None
+            best, best_r = -1, 0
+            for x, r in zip(nodes_l, room_l, strict=True):
+                if r >= nd and (best < 0 or r < best_r):
+                    best, best_r = x, r
+                    if r == nd:
+                        break
+            if best >= 0:
+                return np.array([best], dtype=np.int64), np.array([nd], dtype=np.int64)
+            order = sorted((-r, x) for x, r in zip(nodes_l, room_l, strict=True) if r > 0)
+            out_n: list[int] = []
+            out_c: list[int] = []
+            left = nd
+            for neg, x in order:
+                take = min(-neg, left)
+                out_n.append(x)
+                out_c.append(take)
+                left -= take
+                if left <= 0:
+                    break
+            return np.array(out_n, dtype=np.int64), np.array(out_c, dtype=np.int64)
 
         for pos in np.flatnonzero(~running).tolist():  # the starts (kept jobs stay)
             j = out[pos]

@@ -382,3 +382,15 @@ def test_cores_and_memory_are_never_over_committed_as_allocations_change(
         assert (use_m <= cl.node_mem + 1e-9).all(), (now, use_m)
     if policy == "synergy" and not params:
         assert r.policy_stats["synergy_cutbacks"] > 0  # the trace makes TUNE cut jobs back
+
+
+def test_a_resource_no_node_limits_never_holds_a_job_back() -> None:
+    # memory unlimited (no host_mem_gb): only cores count; the same case as the loss above
+    t = jobs(
+        [(0.0, 1, 1000.0)] * 4 + [(0.0, 1, 2400.0)] * 2,
+        job_type=["gnmt"] * 4 + ["res18"] * 2,
+        cpu=[3.0] * 6,
+        mem_gb=[62.5] * 6,
+    )
+    cl = limited([("A", 8)], cpu=[24])
+    assert _run(t, cl, base="fifo").finish.tolist() == [1000.0] * 6
