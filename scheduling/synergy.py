@@ -74,15 +74,19 @@ class Synergy(Policy):
     ``+fair`` runs); ``allocation="greedy"`` gives the ideal or skips the job this round
     (Synergy-GREEDY).
 
+    Decisions are made only on the fixed grid of rounds (``rounds_on_grid``): arrivals wait
+    for the next boundary and GPUs freed mid-round idle until then, as in Synergy.
+
     Departures (all in ``docs/synergy-fidelity.md``): a job that keeps running keeps its
-    devices and its allocation (Synergy re-places every job every round, for free); it can
-    only be cut back to the proportional share, never raised, until it is preempted and
-    restarted; the engine's placement strategy places the starts (the plan mirrors
-    ``consolidate``, the default; with another strategy a start the nodes cannot hold
-    waits); a cut-back job keeps its smaller allocation on each resource (Synergy sets every
-    resource to the proportional share); with several device types a start plans on its
-    fastest type with free devices, as the engine chooses. Without the CPU/memory model
-    (no node limits or no demands, ``docs/resources.md``) it schedules GPUs only.
+    devices (Synergy re-places every job every round, for free); its allocation is cut back
+    to the proportional share when a start needs it (step 3), and a job left below its ideal
+    gets the ideal back in a later round from the cores and memory the round's starts left
+    (Synergy re-tunes it in its turn); the engine's placement strategy places the starts (the
+    plan mirrors ``consolidate``, the default; with another strategy a start the nodes cannot
+    hold waits); a cut-back job keeps its smaller allocation on each resource (Synergy sets
+    every resource to the proportional share); with several device types a start plans on its
+    fastest type with free devices, as the engine chooses. Without the CPU/memory model (no
+    node limits or no demands, ``docs/resources.md``) it schedules GPUs only.
 
     Parameters
     ----------
