@@ -38,7 +38,10 @@ Section ``production`` (:mod:`bench.production`): the production schedulers of i
 (``slurm``, ``kubernetes`` with each kube-scheduler placement, ``yarn-capacity``) on full
 Philly, CPU seconds and peak memory.
 
-``python -m bench [sim|gavel|...|models|aux|advisor|gpushare|singularity|pollux|production
+Section ``synergy`` (:mod:`bench.synergy`): Synergy and DRF on full Philly with CPU and memory
+demands (issue 15).
+
+``python -m bench [sim|gavel|...|aux|advisor|gpushare|singularity|pollux|production|synergy
 ...]`` runs some sections only.
 """
 
@@ -371,6 +374,15 @@ def bench_production() -> None:
 
 
 SECTIONS["production"] = bench_production
+
+
+def bench_synergy() -> None:
+    from bench.synergy import bench_synergy as run
+
+    run(_in_process)
+
+
+SECTIONS["synergy"] = bench_synergy
 
 
 def main(argv: list[str]) -> int:

@@ -260,6 +260,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from clustersim.elastic import apply_elastic
 
         jobs, _ = apply_elastic(jobs, args.elastic, cluster)
+    if args.synergy_models is not None:
+        from clustersim.aux_speed import assign_synergy_models, parse_split
+
+        jobs = assign_synergy_models(jobs, parse_split(args.synergy_models))
     if args.aux_demand is not None:
         from clustersim.resources import apply_demand
 
@@ -595,11 +599,21 @@ def build_parser() -> argparse.ArgumentParser:
         " docs/resources.md. Default: none (the trace's demands only)",
     )
     r.add_argument(
+        "--synergy-models",
+        nargs="?",
+        const="20,70,10",
+        default=None,
+        metavar="I,L,S",
+        help="give jobs without a job type one of Synergy's ten profiled models, by its"
+        " simulator's rule with I/L/S percent image/language/speech (default 20,70,10);"
+        " docs/synergy-fidelity.md",
+    )
+    r.add_argument(
         "--compat",
         default=None,
         metavar="NAME",
-        help="model only what reference simulator NAME models (gavel, tiresias, pollux), to compare"
-        " with its numbers",
+        help="model only what reference simulator NAME models (gavel, tiresias, pollux,"
+        " synergy), to compare with its numbers",
     )
     r.add_argument("--gavel-compat", action="store_true", help="alias of --compat gavel")
     r.add_argument(

@@ -29,6 +29,16 @@ models, and nothing else changes. Every mode turns the device-fit check off
     before a job has run), its device-count bounds (``CompatSpec.elastic``: ``1-64`` for
     ``pollux``) and its batch sizes (``CompatSpec.engine``: the baselines ``tiresias`` and
     ``optimus`` run every job at its trace's batch size).
+``synergy``
+    Synergy's simulator (msr-fiddle/synergy, ``simulator/``; ``docs/synergy-fidelity.md``):
+    a job runs at its consolidated rate whatever its placement (every profile's placement
+    penalty is 1; on the reference type a trace job runs its duration, a job of Synergy's own
+    trace format on V100 its iterations × iteration time) at the GPU-proportional share,
+    faster or slower only by its CPU/memory allocation; no preemption cost; jobs without a
+    type get a Synergy model by its simulator's rule
+    (:func:`clustersim.aux_speed.assign_synergy_models`, split 20/70/10 image, language,
+    speech) and jobs without a CPU/memory demand the GPU-proportional share of its servers
+    (``--aux-demand synergy``); the cluster must give its nodes cores and memory.
 
 Which policies a mode covers is declared by the policies themselves (:attr:`Policy.compat
 <scheduling.base.Policy.compat>`); asking a mode for a policy it does not cover, or for a
@@ -67,8 +77,12 @@ class CompatMode:
     whole_steps_per_round
         Engine option (:class:`clustersim.engine.EngineOptions`).
     durations
-        Jobs run for their work in reference seconds on any devices, read in whole seconds
-        (submit times too): the simulator replays durations and has no device types.
+        Jobs run for their work in reference seconds on any devices: the simulator replays
+        durations and has no device types.
+    whole_seconds
+        With ``durations``: work and submit times are read in whole seconds.
+    synergy_jobs
+        Jobs get Synergy models and CPU/memory demands (module doc, ``synergy``).
     profiled
         Every job must be one of Pollux's profiled models (:mod:`clustersim.goodput`) and
         the cluster one accelerator type of at most 4 devices a node: the simulator knows
@@ -89,6 +103,8 @@ class CompatMode:
     profiled: bool = False
     step_s: float = 0.0
     restore_s: float = 0.0
+    whole_seconds: bool = True
+    synergy_jobs: bool = False
 
 
 MODES: dict[str, CompatMode] = {
@@ -113,6 +129,12 @@ MODES: dict[str, CompatMode] = {
             profiled=True,
             step_s=60.0,
             restore_s=30.0,
+        ),
+        CompatMode(
+            "synergy",
+            "msr-fiddle/synergy, simulator/",
+            "docs/synergy-fidelity.md",
+            synergy_jobs=True,
         ),
     )
 }
@@ -258,7 +280,9 @@ def prepare(
         where = make_placement(placement)
     except (KeyError, TypeError, ValueError) as exc:
         raise ClustersimError(str(exc).strip('"')) from None
-    if m is not None and m.durations:
+    if m is not None and m.synergy_jobs:
+        jobs = _synergy_jobs(jobs, cluster, m)
+    if m is not None and m.durations and m.whole_seconds:
         jobs = _whole_seconds(jobs, m)
     if m is not None and m.profiled:
         _check_profiled(jobs, cluster, m)
@@ -288,6 +312,20 @@ def prepare(
             notes=(*rates.notes, f"--compat {m.name}: every job runs for its duration"),
         )
     return Prepared(jobs, rates, pol, where, engine)
+
+
+def _synergy_jobs(jobs: JobTable, cluster: Cluster, m: CompatMode) -> JobTable:
+    """Synergy's models for jobs without a type, the GPU-proportional share of its servers
+    for jobs without a CPU/memory demand; the cluster must limit cores and memory."""
+    from clustersim.aux_speed import assign_synergy_models
+    from clustersim.resources import apply_demand
+
+    if not (np.isfinite(cluster.node_cpu).any() and np.isfinite(cluster.node_mem).any()):
+        raise ClustersimError(
+            f"--compat {m.name}: the cluster's nodes give no cpu_cores or host_mem_gb;"
+            f" {m.reference} allocates both (its servers: 8 GPUs, 24 cores, 500 GB)"
+        )
+    return apply_demand(assign_synergy_models(jobs), "synergy")
 
 
 def _whole_seconds(jobs: JobTable, m: CompatMode) -> JobTable:

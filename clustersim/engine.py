@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clustersim import kernels
+from clustersim.aux_speed import AuxSpeed
 from clustersim.carbon import DEFAULT_START
 from clustersim.cluster import Cluster
 from clustersim.colocation import CoLocator, PairFactors
@@ -512,6 +513,9 @@ class _Run:
         placement.bind_network(None if self.network is None else self.network.view)
         placement.bind_resources(self.aux)
         # Pollux's goodput model (clustersim.goodput): profiled jobs progress at their goodput
+        # CPU/memory sensitivity (clustersim.aux_speed): built at the first decision that
+        # sets allocations (Decision.aux)
+        self.aux_speed: AuxSpeed | None = None
         self.goodput: GoodputRates | None = None
         if policy.goodput or self.opt.goodput_trace_batch:
             if self.coloc is not None:
@@ -637,6 +641,7 @@ class _Run:
             power=None if self.power is None else self.power.view(self),
             carbon_start=self.opt.carbon_start,
             job_rates=self.rates,
+            aux_model=self.aux,
         )
         return st
 
@@ -891,6 +896,69 @@ class _Run:
             (np.repeat(s_i[0, :ns], k), s_nc[0, off], s_nc[1, off]),
         )
 
+    def placement_rows(self) -> tuple[IntArray, IntArray, IntArray]:
+        """Where the running jobs hold devices: ``(job, node, devices)``, one row per
+        (job, node) (:meth:`clustersim.base.State.aux_rows`)."""
+        running = self.running_jobs()
+        k = self.ji[JI_PLACED, running]
+        slot = self.ji[JI_SLOT, running]
+        off = np.repeat(slot - np.cumsum(k) + k, k) + np.arange(int(k.sum()))
+        return np.repeat(running, k), self.slots[0, off].copy(), self.slots[1, off].copy()
+
+    def _set_aux(self, run: IntArray, aux: FloatArray) -> None:
+        """Write the CPU/memory allocations of a decision (``Decision.aux``)."""
+        model = self.aux
+        if model is None:
+            return
+        a = np.asarray(aux, dtype=np.float64)
+        if a.shape != (len(run), 2):
+            raise SimulationError(
+                f"policy {self.policy.name!r}: Decision.aux has shape {a.shape}, want"
+                f" {(len(run), 2)}"
+            )
+        given = ~np.isnan(a).any(axis=1)
+        js, c, m = run[given], a[given, 0], a[given, 1]
+        if not len(js):
+            return
+        if (c < 0).any() or (m < 0).any() or not (np.isfinite(c).all() and np.isfinite(m).all()):
+            raise SimulationError(f"policy {self.policy.name!r}: negative or infinite Decision.aux")
+        on = self.running[js] & (self.alloc_n[js] > 0)
+        grow = on & ((c > model.cpu_dev[js] * (1 + 1e-9)) | (m > model.mem_dev[js] * (1 + 1e-9)))
+        rest = ~grow
+        model.set_alloc(self.now, js[rest], c[rest], m[rest])
+        if grow.any():  # a running job takes more only where its nodes have it free
+            rj, rn, rd = self.placement_rows()
+            if self.preemptive:  # running jobs left out of `run` stop in this decision
+                stay = np.isin(rj, run)
+                rj, rn, rd = rj[stay], rn[stay], rd[stay]
+            n_nodes = len(model.cpu_cap)
+            free_c = model.cpu_cap - np.bincount(
+                rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes
+            )
+            free_m = model.mem_cap - np.bincount(
+                rn, weights=rd * model.mem_dev[rj], minlength=n_nodes
+            )
+            for j, cj, mj in zip(
+                js[grow].tolist(), c[grow].tolist(), m[grow].tolist(), strict=True
+            ):
+                rows = np.flatnonzero(rj == j)
+                nodes, devs = rn[rows], rd[rows].astype(np.float64)
+                dc = devs * (cj - model.cpu_dev[j])
+                dm = devs * (mj - model.mem_dev[j])
+                if np.any(dc > free_c[nodes] + 1e-9 * np.maximum(free_c[nodes], 1.0)) or np.any(
+                    dm > free_m[nodes] + 1e-9 * np.maximum(free_m[nodes], 1.0)
+                ):
+                    raise SimulationError(
+                        f"policy {self.policy.name!r}: Decision.aux grows the CPU/memory"
+                        f" allocation of running job {self.jobs.job_id[j]!r} past what its"
+                        " nodes have free"
+                    )
+                free_c[nodes] -= dc
+                free_m[nodes] -= dm
+                model.set_alloc(self.now, np.array([j]), np.array([cj]), np.array([mj]))
+        if self.aux_speed is None:
+            self.aux_speed = AuxSpeed(self.jobs)
+
     def _compact(self, h: int) -> None:
         """Drop the stale entries of the completion (``HEAP_FINISH``) or mark (``HEAP_MARK``)
         heap, which preemptions pile up; the current entries and so the order of events stay
@@ -999,6 +1067,18 @@ class _Run:
     def _apply_decision(self, d: Decision) -> None:
         if d.drop is not None and len(d.drop):
             self._abandon(d.drop)
+        if d.aux is not None and self.aux is not None:
+            run = np.asarray(d.run, dtype=np.int64)
+            self._set_aux(run, d.aux)
+            self._apply_run(d)
+            if self.aux_speed is not None:  # the sensitivity model (clustersim.aux_speed)
+                set_now = run[~np.isnan(np.asarray(d.aux, dtype=np.float64)).any(axis=1)]
+                if len(set_now):
+                    self.aux_speed.after_decision(self, set_now)
+            return
+        self._apply_run(d)
+
+    def _apply_run(self, d: Decision) -> None:
         if d.fractions is not None:
             d = realise_fractions(self._state(), d.fractions)
         run = np.asarray(d.run, dtype=np.int64)
@@ -1218,6 +1298,8 @@ class _Run:
         round_s = policy.round_s
         round_len = float(round_s or 0.0)
         relative = bool(round_s) and policy.rounds_only
+        # decisions only at round boundaries: Gavel's relative rounds, or a fixed grid
+        on_grid = relative or (bool(round_s) and policy.rounds_on_grid)
         whole_steps = relative and self.opt.whole_steps_per_round
         next_round = np.inf
         wake = np.inf
@@ -1333,7 +1415,7 @@ class _Run:
                 at_wake = True
             if pw is not None and t_next >= pw.next_time and pw.advance(self):
                 at_wake = True  # woken nodes' devices are free
-            call = (at_round or at_wake or (changed and not relative)) and self.n_active
+            call = (at_round or at_wake or (changed and not on_grid)) and self.n_active
             if grid:  # a time-stepped simulator decides at its steps only
                 k = round(t_next / grid)
                 at_step = k >= 1 and abs(t_next - k * grid) <= 1e-6 and t_next > last_step

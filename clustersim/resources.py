@@ -49,7 +49,7 @@ Synergy may give a job more or less than it asks for by writing them before the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -222,6 +222,10 @@ class AuxRecord:
         Each node's cores and GB, ``inf`` where unlimited.
     never_fit : int
         Jobs dropped because no placement could meet their CPU or memory demand.
+    changes : (4, k) float64
+        Allocations decisions set (``Decision.aux``), in order: rows time, job, cores per
+        device, GB per device. A job's allocation at time ``t`` is its last change at or
+        before ``t``, else its demand (``cpu_dev``/``mem_dev`` hold the last).
     """
 
     cpu_dev: FloatArray
@@ -229,6 +233,7 @@ class AuxRecord:
     node_cpu: FloatArray
     node_mem: FloatArray
     never_fit: int
+    changes: FloatArray = field(default_factory=lambda: np.zeros((4, 0)))
 
 
 class AuxModel:
@@ -257,6 +262,7 @@ class AuxModel:
         self.never_fit = 0
         self.job = -1  # the job of the latest room() call, and the free devices it saw
         self.node_free: IntArray = np.zeros(0, dtype=np.int64)
+        self._changes: list[FloatArray] = []
 
     @classmethod
     def build(cls, jobs: JobTable, cluster: Cluster) -> AuxModel | None:
@@ -360,7 +366,15 @@ class AuxModel:
             node_cpu=self.cpu_cap.copy(),
             node_mem=self.mem_cap.copy(),
             never_fit=self.never_fit,
+            changes=np.concatenate([np.zeros((4, 0)), *self._changes], axis=1),
         )
+
+    def set_alloc(self, now: float, js: IntArray, cpu: FloatArray, mem: FloatArray) -> None:
+        """Set the allocation per device of jobs ``js`` (the caller checked it fits) and
+        log the change (:attr:`AuxRecord.changes`)."""
+        self.cpu_dev[js] = cpu
+        self.mem_dev[js] = mem
+        self._changes.append(np.stack([np.full(len(js), now), js.astype(np.float64), cpu, mem]))
 
 
 def utilisation(

@@ -302,6 +302,7 @@ class Workload(Owned):
 COMPAT_CHOICES = (
     ("gavel", "Gavel's simulator"),
     ("pollux", "Pollux's simulator"),
+    ("synergy", "Synergy's simulator"),
     ("tiresias", "Tiresias's simulator"),
 )
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from clustersim.jobs import JobTable
     from clustersim.perf import JobRates
     from clustersim.power import PowerConfig, PowerView
+    from clustersim.resources import AuxModel
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -140,6 +141,10 @@ class State:
     job_rates : JobRates or None
         The performance model of the run (``None`` in a view built without one); elastic
         policies ask :meth:`rate_on` rather than read it.
+    aux_model : AuxModel or None
+        The run's CPU/memory model (:class:`clustersim.resources.AuxModel`: node capacities
+        ``cpu_cap``/``mem_cap``, each job's allocation per device ``cpu_dev``/``mem_dev``;
+        read only), ``None`` when the model is off; see :meth:`aux_rows`.
     snapshot : int
         Which snapshot of the run this view shows: the engine reuses one view per run,
         :meth:`renew` ing it for each decision, so ``(view, snapshot)`` names a snapshot.
@@ -177,8 +182,10 @@ class State:
         power: PowerView | None = None,
         carbon_start: str = "2023-01-01T00:00:00Z",
         job_rates: JobRates | None = None,
+        aux_model: AuxModel | None = None,
     ) -> None:
         self.now = now
+        self.aux_model = aux_model
         self.job_rates = job_rates
         self._scaling: Scaling | None = None
         self.carbon_start = carbon_start
@@ -318,6 +325,18 @@ class State:
             self._scaling = Scaling(self.jobs, self.cluster, self.rate, self.job_rates)
         return self._scaling.table(idx, types, hi)
 
+    def aux_rows(self) -> tuple[IntArray, IntArray, IntArray]:
+        """Where the running jobs hold devices, one row per (job, node): ``(job, node,
+        devices)``, each (r,) int64 (empty without an engine). With ``aux_model`` a policy
+        computes each node's free cores as ``cpu_cap - bincount(node, devices *
+        cpu_dev[job])``."""
+        rows = getattr(self._source, "placement_rows", None)
+        if rows is None:
+            e = np.zeros(0, dtype=np.int64)
+            return e, e, e
+        out: tuple[IntArray, IntArray, IntArray] = rows()
+        return out
+
     def queued(self, limit: int | None = None) -> IntArray:
         """Global indices of active jobs not holding devices, in submit order.
 
@@ -402,6 +421,15 @@ class Decision:
         again (it does when no model hooks a decision: power, stragglers, goodput); the
         other fields must still hold the whole decision, so a caller that ignores the hint
         gets the same result.
+    aux : (m, 2) float64 or None
+        Host CPU cores and GB of memory *per device* allocated to each job of ``run``
+        (``nan``: unchanged), when the run has the CPU/memory model on
+        (``State.aux_model``; ignored otherwise). Written before the decision is placed: a
+        starting job is placed where that share fits, and a running job may grow its
+        allocation only where its nodes have the difference free (else an error; shrinks
+        are applied first). The job then runs at its rate times
+        the sensitivity model's multiplier (:mod:`clustersim.aux_speed`). ``None``: every
+        allocation unchanged (the demand, for jobs no such decision touched).
     """
 
     run: IntArray
@@ -415,6 +443,7 @@ class Decision:
     power_cap: FloatArray | None = None
     region: IntArray | None = None
     unchanged: bool = False
+    aux: FloatArray | None = None
 
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -473,6 +502,11 @@ class Policy:
     rounds_only : bool
         With ``round_s``: call ``schedule`` only at round boundaries (Gavel's simulator), so
         arrivals wait for the next round and devices freed mid-round stay idle until then.
+    rounds_on_grid : bool
+        With ``round_s`` (and not ``rounds_only``): call ``schedule`` only at the boundaries
+        of the fixed grid of rounds (multiples of ``round_s`` from the round origin), never at
+        arrivals or completions in between (Synergy's simulator): arrivals wait for the next
+        boundary and devices freed mid-round stay idle until then, even on an idle cluster.
     service_marks : tuple of float
         Attained-service levels (device-seconds, ascending) at which the policy's view of a
         running job changes, e.g. the queue thresholds of multi-level feedback queues. The
@@ -532,6 +566,7 @@ class Policy:
     blocking: bool = False
     round_s: float | None = None
     rounds_only: ClassVar[bool] = False
+    rounds_on_grid: ClassVar[bool] = False
     service_marks: tuple[float, ...] = ()
     compat: ClassVar[Mapping[str, CompatSpec]] = {}
     uses_seed: ClassVar[bool] = False

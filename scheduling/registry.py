@@ -62,6 +62,7 @@ from scheduling.singularity import Singularity
 from scheduling.sjf import SJF
 from scheduling.slurm import Slurm
 from scheduling.srtf import SRTF
+from scheduling.synergy import Synergy, SynergyFair
 from scheduling.themis import Themis
 from scheduling.tiresias import Tiresias
 from scheduling.yarn_capacity import YarnCapacity
@@ -107,6 +108,8 @@ POLICIES: dict[str, type[Policy]] = {
         Pollux,
         DRF,
         Singularity,
+        Synergy,
+        SynergyFair,
     )
 }
 

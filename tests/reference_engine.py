@@ -11,7 +11,8 @@ placement cannot matter) and rates that do not depend on placement:
   the next of the policy's ``service_marks``;
   with ``rounds_only`` the rounds are relative: an idle cluster starts a round at the next
   arrival, a round whose jobs have all finished ends there, and otherwise a round lasts
-  ``round_s`` from its start;
+  ``round_s`` from its start; with ``rounds_on_grid`` the policy is called only at the
+  fixed grid's boundaries (never at arrivals or completions in between);
 * non-preemptive decisions start listed queued jobs in order (stopping at the first that
   does not fit when the policy is blocking); preemptive decisions choose, in order, the jobs
   that fit by device count (a running job keeps its type), suspend the other running jobs,
@@ -220,7 +221,8 @@ def reference_simulate(
         at_wake = now >= wake
         if at_wake:
             wake = math.inf
-        call = at_round or at_wake or (changed and not relative)
+        on_grid = relative or (bool(round_s) and policy.rounds_on_grid)
+        call = at_round or at_wake or (changed and not on_grid)
         acts = active()
         if not (call and acts):
             continue
