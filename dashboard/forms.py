@@ -495,6 +495,8 @@ POLICY_FAMILIES = {
     "optimus": "Elastic",
     "singularity": "Elastic",
     "drf": "Multi-resource",
+    "synergy": "Multi-resource",
+    "synergy-fair": "Multi-resource",
     "slurm": "Production schedulers",
     "yarn_capacity": "Production schedulers",
     "kubernetes": "Production schedulers",
