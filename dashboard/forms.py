@@ -496,7 +496,6 @@ POLICY_FAMILIES = {
     "singularity": "Elastic",
     "drf": "Multi-resource",
     "synergy": "Multi-resource",
-    "synergy-fair": "Multi-resource",
     "slurm": "Production schedulers",
     "yarn_capacity": "Production schedulers",
     "kubernetes": "Production schedulers",
