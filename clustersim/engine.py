@@ -1402,6 +1402,8 @@ def warm_up() -> None:
     # centre's and the FTF centre's Newton kernels
     for name in ("gavel-mmf", "gavel-ftf"):
         simulate(jobs, cluster, make_policy(name, centre=True), rates=rates, options=whole)
+    # gavel-hierarchical's water filling (its dense simplex kernel)
+    simulate(jobs, cluster, make_policy("gavel-hierarchical"), rates=rates, options=whole)
     # gavel-gandiva's placement (and the co-location module's paths)
     simulate(jobs, cluster, make_policy("gavel-gandiva"), rates=rates, options=whole)
     # themis's auctions (its bundles and exact enumeration) need contention: a small cluster

@@ -2818,6 +2818,277 @@ def stride_select(
     return n
 
 
+# ------------------------------------------------------- dense simplex of the water filling
+#: :func:`water_fill`'s tolerances: a column enters when its reduced cost is below
+#: ``-SIMPLEX_OPT_TOL``; a tableau entry must exceed ``SIMPLEX_PIVOT_TOL`` to be a pivot of
+#: the ratio test; ratios within ``SIMPLEX_TIE_TOL`` are ties (the largest pivot wins, or the
+#: smallest basic column under Bland's rule).
+SIMPLEX_OPT_TOL = 1e-9
+SIMPLEX_PIVOT_TOL = 1e-9
+SIMPLEX_TIE_TOL = 1e-12
+#: Consecutive degenerate pivots after which pricing follows Bland's rule (smallest column
+#: that improves; no cycling), until a pivot makes progress again.
+SIMPLEX_BLAND_AFTER = 20
+#: :func:`water_fill`'s outcomes.
+WF_OK = 0
+WF_PIVOT_LIMIT = 1  # a level's LP needed more pivots than allowed
+WF_UNBOUNDED = 2  # no leaving row (cannot happen with the row sums; numerical trouble)
+WF_SINGULAR = 3  # the previous level's line could not be swapped out of the basis
+
+
+@_compiled
+def _tableau_pivot(
+    tab: FloatArray, basis: IntArray, is_basic: BoolArray, r: int, e: int, nz: IntArray
+) -> None:
+    """Pivot the dense tableau ``tab`` (constraint rows, then the objective row; the last
+    column the right-hand side) on row ``r`` and column ``e``; ``nz`` is scratch of the
+    tableau's width (the pivot row's nonzero columns, so a row update skips the zeros)."""
+    m1, n1 = tab.shape
+    inv = 1.0 / tab[r, e]
+    cnt = 0
+    for j in range(n1):
+        v = tab[r, j]
+        if v != 0.0:
+            tab[r, j] = v * inv
+            nz[cnt] = j
+            cnt += 1
+    tab[r, e] = 1.0
+    for i in range(m1):
+        if i == r:
+            continue
+        f = tab[i, e]
+        if f == 0.0:
+            continue
+        for q in range(cnt):
+            j = nz[q]
+            tab[i, j] -= f * tab[r, j]
+        tab[i, e] = 0.0
+    is_basic[basis[r]] = False
+    basis[r] = e
+    is_basic[e] = True
+
+
+@_compiled
+def _primal_simplex(
+    tab: FloatArray,
+    basis: IntArray,
+    is_basic: BoolArray,
+    usable: BoolArray,
+    max_pivots: int,
+    nz: IntArray,
+) -> int:
+    """Maximise from the primal feasible basis ``basis`` of the tableau ``tab`` (objective
+    row last, holding the reduced costs ``z_j − c_j``): Dantzig's pricing (the most negative
+    reduced cost among the ``usable`` nonbasic columns), switching to Bland's after
+    :data:`SIMPLEX_BLAND_AFTER` degenerate pivots in a row; ratio test over the rows with a
+    pivot above :data:`SIMPLEX_PIVOT_TOL`, ties to the largest pivot (Bland: the smallest
+    basic column). Returns the pivots made, or ``-WF_PIVOT_LIMIT`` / ``-WF_UNBOUNDED``."""
+    m = tab.shape[0] - 1
+    n = tab.shape[1] - 1
+    pivots = 0
+    degenerate = 0
+    while True:
+        bland = degenerate >= SIMPLEX_BLAND_AFTER
+        e = -1
+        best = -SIMPLEX_OPT_TOL
+        for j in range(n):
+            if usable[j] and not is_basic[j] and tab[m, j] < best:
+                e = j
+                if bland:
+                    break
+                best = tab[m, j]
+        if e < 0:
+            return pivots
+        if pivots >= max_pivots:
+            return -WF_PIVOT_LIMIT
+        r = -1
+        ratio = 0.0
+        piv = 0.0
+        for i in range(m):
+            a = tab[i, e]
+            if a > SIMPLEX_PIVOT_TOL:
+                q = max(tab[i, n], 0.0) / a
+                if r < 0 or q < ratio - SIMPLEX_TIE_TOL:
+                    r, ratio, piv = i, q, a
+                elif q <= ratio + SIMPLEX_TIE_TOL and (
+                    (basis[i] < basis[r]) if bland else (a > piv)
+                ):
+                    r, ratio, piv = i, min(q, ratio), a
+        if r < 0:
+            return -WF_UNBOUNDED
+        degenerate = degenerate + 1 if ratio * piv <= SIMPLEX_TIE_TOL else 0
+        _tableau_pivot(tab, basis, is_basic, r, e, nz)
+        pivots += 1
+
+
+@_compiled
+def water_fill(
+    thr: FloatArray,
+    coef: FloatArray,
+    sf: FloatArray,
+    cap: FloatArray,
+    count: FloatArray,
+    prio: FloatArray,
+    ent: IntArray,
+    live: BoolArray,
+    fifo: bool,
+    slack: float,
+    max_levels: int,
+    max_pivots: int,
+    x_out: FloatArray,
+    level_out: FloatArray,
+    stats: IntArray,
+) -> int:
+    """Gavel's hierarchical water filling (:class:`scheduling.gavel_lp.GavelHierarchical`)
+    on one dense simplex tableau, every level solved from the previous level's basis.
+
+    Variables: the allocation ``X`` (``k × nt``, row-major; entries where ``thr`` is 0 never
+    enter) and the level's rise ``δ``. Rows: capacity ``Σ_c count_c sf_c X[c, t] <= cap_t``,
+    row sums ``Σ_t X[c, t] <= 1``, and per ``live`` row ``c`` ``−Σ_t coef[c, t] X[c, t] +
+    a_c δ <= −level_c`` (its normalised throughput at least its level so far, plus ``a_c δ``
+    with ``a_c = w_c / sf_c`` for the weighted rows, 0 for the others). Each level maximises
+    ``δ``; then the previous ``δ`` is folded into the right-hand sides (its basic row set to
+    0, then a degenerate pivot swaps it for the slack of a tight row: the same point, still
+    feasible), the new ``δ`` column is ``B⁻¹ a`` (``B⁻¹`` is the tableau's slack columns),
+    and the next level starts from there. The weights are Gavel's priority reweighting
+    (``fifo``: all of an entity's weight on its first open row; else split among its open
+    rows by priority, a row counting ``count`` times). Bottlenecks: a weighted row whose
+    share ``y_c a_c`` of the level's dual (``y_c`` the objective row's entry in its slack
+    column; the shares sum to 1) exceeds ``slack`` is frozen; if none does, the largest.
+
+    Shapes: ``thr``, ``coef`` ``(k, nt)``; ``sf``, ``count``, ``prio``, ``ent``, ``live``,
+    ``level_out`` ``(k,)``; ``cap`` ``(nt,)``; ``x_out`` ``(k * nt,)``; ``stats`` ``(2,)``
+    receives the levels solved and the pivots made. Returns :data:`WF_OK` or the failure
+    (the caller then solves with HiGHS)."""
+    k, nt = thr.shape
+    nx = k * nt
+    n_live = 0
+    for c in range(k):
+        if live[c]:
+            n_live += 1
+    m = nt + k + n_live
+    d = nx  # the column of δ; slacks from nx + 1
+    n = nx + 1 + m
+    tab = np.zeros((m + 1, n + 1))
+    basis = np.empty(m, dtype=np.int64)
+    is_basic = np.zeros(n, dtype=np.bool_)
+    usable = np.ones(n, dtype=np.bool_)
+    nz = np.empty(n + 1, dtype=np.int64)
+    jrow = np.full(k, -1, dtype=np.int64)
+    r = nt + k
+    for c in range(k):
+        use = count[c] * sf[c]
+        for t in range(nt):
+            col = c * nt + t
+            usable[col] = thr[c, t] > 0.0
+            tab[t, col] = use
+            tab[nt + c, col] = 1.0
+        tab[nt + c, n] = 1.0
+        if live[c]:
+            jrow[c] = r
+            for t in range(nt):
+                tab[r, c * nt + t] = -coef[c, t]
+            r += 1
+    for t in range(nt):
+        tab[t, n] = cap[t]
+    for i in range(m):
+        tab[i, nx + 1 + i] = 1.0
+        basis[i] = nx + 1 + i
+        is_basic[nx + 1 + i] = True
+    n_ent = 0
+    for c in range(k):
+        n_ent = max(n_ent, ent[c] + 1)
+    total = np.zeros(n_ent)
+    done = np.empty(k, dtype=np.bool_)
+    a = np.zeros(k)
+    level = np.zeros(k)
+    for c in range(k):
+        done[c] = not live[c]
+    levels = 0
+    pivots = 0
+    for _it in range(max_levels):
+        # Gavel's priority reweighting over the rows not frozen yet
+        any_act = False
+        total[:] = 0.0
+        for c in range(k):
+            a[c] = 0.0
+        if fifo:
+            for c in range(k):
+                if not done[c] and total[ent[c]] == 0.0:
+                    total[ent[c]] = 1.0
+                    a[c] = 1.0 / sf[c]
+                    any_act = True
+        else:
+            for c in range(k):
+                if not done[c]:
+                    total[ent[c]] += prio[c] * count[c]
+            for c in range(k):
+                if not done[c] and total[ent[c]] > 0.0:
+                    w = prio[c] / total[ent[c]]
+                    if w > 0.0:
+                        a[c] = w / sf[c]
+                        any_act = True
+        if not any_act:
+            break
+        # fold the previous level's δ into the right-hand sides, swap it out of the basis
+        if is_basic[d]:
+            p = 0
+            while basis[p] != d:
+                p += 1
+            tab[p, n] = 0.0
+            e = -1
+            big = 1e-12
+            for i in range(m):
+                col = nx + 1 + i
+                if not is_basic[col] and abs(tab[p, col]) > big:
+                    e = col
+                    big = abs(tab[p, col])
+            if e < 0:
+                return WF_SINGULAR
+            _tableau_pivot(tab, basis, is_basic, p, e, nz)
+        # the new δ column, B⁻¹ a over the job rows; objective: maximise δ (basic costs 0)
+        for i in range(m):
+            s = 0.0
+            for c in range(k):
+                if a[c] != 0.0:
+                    s += tab[i, nx + 1 + jrow[c]] * a[c]
+            tab[i, d] = s
+        tab[m, :] = 0.0
+        tab[m, d] = -1.0
+        res = _primal_simplex(tab, basis, is_basic, usable, max_pivots, nz)
+        if res < 0:
+            return -res
+        pivots += res
+        levels += 1
+        rise = 0.0
+        if is_basic[d]:
+            for i in range(m):
+                if basis[i] == d:
+                    rise = max(tab[i, n], 0.0)
+        top = -np.inf
+        stuck = False
+        for c in range(k):
+            if a[c] != 0.0:
+                level[c] += rise * a[c]
+                share = tab[m, nx + 1 + jrow[c]] * a[c]
+                top = max(top, share)
+                if share > slack:
+                    done[c] = True
+                    stuck = True
+        if not stuck:  # (cannot happen: the shares sum to 1)
+            for c in range(k):
+                if a[c] != 0.0 and tab[m, nx + 1 + jrow[c]] * a[c] >= top:
+                    done[c] = True
+    x_out[:] = 0.0
+    for i in range(m):
+        if basis[i] < nx:
+            x_out[basis[i]] = tab[i, n]
+    level_out[:] = level
+    stats[0] = levels
+    stats[1] = pivots
+    return WF_OK
+
+
 #: The Newton iteration of :func:`face_centre` stops when half the Newton decrement (the
 #: squared length of the Newton step in the Hessian's norm) is this small, or when it stops
 #: falling: converged to rounding (the last steps are quadratic), so that the centre is a

@@ -36,12 +36,14 @@ counted (Gavel prints a warning and uses whatever ``x.value`` holds, crashing wh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import WF_OK, water_fill
 from scheduling.allocation import (
     BaseLP,
     LPModel,
@@ -66,6 +68,12 @@ IntArray = npt.NDArray[np.int64]
 
 #: Relative slack with which the second phase keeps the first phase's optimum.
 PHASE2_SLACK = 1e-6
+#: ``gavel-hierarchical`` solves its water filling on a dense simplex tableau
+#: (:func:`clustersim.kernels.water_fill`) up to this many job classes (a tableau of about
+#: ``2k × k (n_types + 2)`` entries), with HiGHS above; and allows it this many pivots per
+#: level before handing the recomputation to HiGHS.
+DENSE_MAX_CLASSES = 64
+DENSE_MAX_PIVOTS = 2000
 
 
 class GavelLP(GavelRounds):
@@ -656,6 +664,7 @@ class GavelHierarchical(GavelLP):
     """
 
     name = "gavel-hierarchical"
+    compiled_kernels = True  # the water filling's simplex (clustersim.kernels.water_fill)
 
     def __init__(
         self,
@@ -692,6 +701,7 @@ class GavelHierarchical(GavelLP):
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
+        self.dense_failures = 0  # recomputations the dense kernel left to HiGHS
         self._ent: IntArray = np.zeros(0, dtype=np.int64)
         self._ent_of: object = None
 
@@ -740,6 +750,54 @@ class GavelHierarchical(GavelLP):
         return min(k + 1, self.max_iterations or k + 1)
 
     def _water_fill(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        count: FloatArray,
+        prio: FloatArray,
+        ent: IntArray,
+        coef: FloatArray,
+        live: npt.NDArray[np.bool_],
+    ) -> FloatArray | None:
+        """The water filling on a dense simplex tableau in one compiled call
+        (:func:`clustersim.kernels.water_fill`: the same LPs, levels, warm starts and
+        dual-based bottlenecks as :meth:`_water_fill_highs`), for up to
+        :data:`DENSE_MAX_CLASSES` job classes; above that, or if the kernel fails (pivot
+        limit, numerical trouble; counted in ``dense_failures``), :meth:`_water_fill_highs`.
+        Each level counts as one LP solve, the kernel's time as solver time."""
+        k, nt = thr.shape
+        if k > DENSE_MAX_CLASSES:
+            return self._water_fill_highs(thr, sf, cap, count, prio, ent, coef, live)
+        x = np.empty(k * nt)
+        level = np.empty(k)
+        stats = np.zeros(2, dtype=np.int64)
+        t0 = time.perf_counter()
+        status = water_fill(
+            thr,
+            coef,
+            sf,
+            cap,
+            count,
+            prio,
+            ent.astype(np.int64),
+            live,
+            self.within == "fifo",
+            float(self.slack),
+            self._iterations(k),
+            DENSE_MAX_PIVOTS,
+            x,
+            level,
+            stats,
+        )
+        self._lp.solver_s += time.perf_counter() - t0
+        if status != WF_OK:
+            self.dense_failures += 1
+            return self._water_fill_highs(thr, sf, cap, count, prio, ent, coef, live)
+        self._lp.solves += int(stats[0])
+        return solution_allocation(x, thr)
+
+    def _water_fill_highs(
         self,
         thr: FloatArray,
         sf: FloatArray,
