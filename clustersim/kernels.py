@@ -2922,6 +2922,87 @@ def _primal_simplex(
 
 
 @_compiled
+def _maxmin_tableau(
+    thr: FloatArray, coef: FloatArray, use: FloatArray, cap: FloatArray, live: BoolArray
+) -> tuple[FloatArray, IntArray, BoolArray, BoolArray, IntArray]:
+    """The dense tableau of a max-min LP over ``X`` (``k × nt``, row-major) and one more
+    column (``nx = k · nt``, left 0 here): rows ``Σ_c use_c X[c, t] <= cap_t`` (capacity),
+    ``Σ_t X[c, t] <= 1`` (row sums) and, per ``live`` row, ``−Σ_t coef[c, t] X[c, t] <= 0``;
+    then the slacks (the starting basis) and the right-hand side; objective row last, 0.
+    Returns the tableau ``(m + 1, nx + 1 + m + 1)``, the basis, which columns are basic,
+    which may enter (``X`` entries where ``thr`` is 0 never do) and each row's job row
+    (``-1`` where not ``live``)."""
+    k, nt = thr.shape
+    nx = k * nt
+    n_live = 0
+    for c in range(k):
+        if live[c]:
+            n_live += 1
+    m = nt + k + n_live
+    n = nx + 1 + m
+    tab = np.zeros((m + 1, n + 1))
+    basis = np.empty(m, dtype=np.int64)
+    is_basic = np.zeros(n, dtype=np.bool_)
+    usable = np.ones(n, dtype=np.bool_)
+    jrow = np.full(k, -1, dtype=np.int64)
+    r = nt + k
+    for c in range(k):
+        for t in range(nt):
+            col = c * nt + t
+            usable[col] = thr[c, t] > 0.0
+            tab[t, col] = use[c]
+            tab[nt + c, col] = 1.0
+        tab[nt + c, n] = 1.0
+        if live[c]:
+            jrow[c] = r
+            for t in range(nt):
+                tab[r, c * nt + t] = -coef[c, t]
+            r += 1
+    for t in range(nt):
+        tab[t, n] = cap[t]
+    for i in range(m):
+        tab[i, nx + 1 + i] = 1.0
+        basis[i] = nx + 1 + i
+        is_basic[nx + 1 + i] = True
+    return tab, basis, is_basic, usable, jrow
+
+
+@_compiled
+def maxmin_simplex(
+    thr: FloatArray,
+    coef: FloatArray,
+    use: FloatArray,
+    cap: FloatArray,
+    live: BoolArray,
+    max_pivots: int,
+    x_out: FloatArray,
+) -> int:
+    """The max-min LP of :func:`scheduling.allocation.maxmin_model` (maximise ``z`` with
+    ``z <= Σ_t coef[c, t] X[c, t]`` per ``live`` row, capacity use ``use_c`` per entry of
+    row ``c``) by the primal simplex on a dense tableau from the slack basis. ``x_out``
+    ``(k · nt + 1,)`` receives an optimal vertex (``X`` row-major, then ``z``). Returns
+    :data:`WF_OK` or the failure (:func:`_primal_simplex`)."""
+    k, nt = thr.shape
+    nx = k * nt
+    tab, basis, is_basic, usable, jrow = _maxmin_tableau(thr, coef, use, cap, live)
+    m = tab.shape[0] - 1
+    n = tab.shape[1] - 1
+    for c in range(k):
+        if jrow[c] >= 0:
+            tab[jrow[c], nx] = 1.0
+    tab[m, nx] = -1.0
+    nz = np.empty(n + 1, dtype=np.int64)
+    res = _primal_simplex(tab, basis, is_basic, usable, max_pivots, nz)
+    if res < 0:
+        return -res
+    x_out[:] = 0.0
+    for i in range(m):
+        if basis[i] <= nx:
+            x_out[basis[i]] = tab[i, n]
+    return WF_OK
+
+
+@_compiled
 def water_fill(
     thr: FloatArray,
     coef: FloatArray,
@@ -2962,39 +3043,11 @@ def water_fill(
     (the caller then solves with HiGHS)."""
     k, nt = thr.shape
     nx = k * nt
-    n_live = 0
-    for c in range(k):
-        if live[c]:
-            n_live += 1
-    m = nt + k + n_live
     d = nx  # the column of δ; slacks from nx + 1
-    n = nx + 1 + m
-    tab = np.zeros((m + 1, n + 1))
-    basis = np.empty(m, dtype=np.int64)
-    is_basic = np.zeros(n, dtype=np.bool_)
-    usable = np.ones(n, dtype=np.bool_)
+    tab, basis, is_basic, usable, jrow = _maxmin_tableau(thr, coef, count * sf, cap, live)
+    m = tab.shape[0] - 1
+    n = tab.shape[1] - 1
     nz = np.empty(n + 1, dtype=np.int64)
-    jrow = np.full(k, -1, dtype=np.int64)
-    r = nt + k
-    for c in range(k):
-        use = count[c] * sf[c]
-        for t in range(nt):
-            col = c * nt + t
-            usable[col] = thr[c, t] > 0.0
-            tab[t, col] = use
-            tab[nt + c, col] = 1.0
-        tab[nt + c, n] = 1.0
-        if live[c]:
-            jrow[c] = r
-            for t in range(nt):
-                tab[r, c * nt + t] = -coef[c, t]
-            r += 1
-    for t in range(nt):
-        tab[t, n] = cap[t]
-    for i in range(m):
-        tab[i, nx + 1 + i] = 1.0
-        basis[i] = nx + 1 + i
-        is_basic[nx + 1 + i] = True
     n_ent = 0
     for c in range(k):
         n_ent = max(n_ent, ent[c] + 1)

@@ -43,7 +43,7 @@ from typing import Annotated, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from clustersim.kernels import WF_OK, water_fill
+from clustersim.kernels import WF_OK, maxmin_simplex, water_fill
 from scheduling.allocation import (
     BaseLP,
     LPModel,
@@ -85,6 +85,7 @@ class GavelLP(GavelRounds):
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
         self._lp = LPSolver()
+        self.dense_failures = 0  # LPs the dense simplex kernels left to HiGHS
         self._gid: IntArray = np.zeros(0, dtype=np.int64)  # class of every job (_classes)
         self._gid_of: tuple[object, object] | None = None  # the rates and jobs it is for
 
@@ -139,23 +140,35 @@ class GavelLP(GavelRounds):
         The model is :func:`scheduling.allocation.maxmin_model` (built once: the second
         phase changes only the objective and the bound on ``z``)."""
         m = maxmin_model(thr, sf, cap, coef, live, count)
-        res = self._lp.solve(m)
-        if res.x is None:
-            return None
-        if getattr(self, "centre", False):
+        centre = getattr(self, "centre", False)
+        x0 = self._maxmin_dense(thr, sf, cap, coef, live, count) if centre else None
+        if x0 is None:
+            res = self._lp.solve(m)
+            if res.x is None:
+                return None
+            x0 = res.x
+            by_highs = True
+        else:
+            by_highs = False
+        if centre:
             k, nt = thr.shape
             cnt = np.ones(k) if count is None else count
             xi = interior_allocation(thr, sf, cap, cnt)
             zi = 0.5 * float(np.min(np.sum(coef * xi, axis=1)[live]))
             wr = np.concatenate([np.ones(nt), cnt, cnt[live]])
             wv = np.append(np.repeat(cnt, nt), 1.0)
-            v = optimal_face_centre(m, res.x, np.append(xi.ravel(), zi), wr, wv)
+            v = optimal_face_centre(m, x0, np.append(xi.ravel(), zi), wr, wv)
             if v is not None:
                 return solution_allocation(v, thr)
+            if not by_highs:  # the vertex is the answer now: HiGHS's, as before
+                res = self._lp.solve(m)
+                if res.x is None:
+                    return None
+                x0 = res.x
         if not getattr(self, "spread", False):
-            return solution_allocation(res.x, thr)
+            return solution_allocation(x0, thr)
         lb = m.lb.copy()
-        lb[-1] = float(res.x[-1]) * (1.0 - PHASE2_SLACK)
+        lb[-1] = float(x0[-1]) * (1.0 - PHASE2_SLACK)
         weight = live * (np.ones(len(thr)) if count is None else count)
         c2 = np.concatenate([-(coef * weight[:, None]).ravel(), [0.0]])
         scale = float(np.abs(c2).max(initial=0.0))
@@ -163,7 +176,35 @@ class GavelLP(GavelRounds):
             c2 /= scale
         m2 = LPModel(c=c2, indptr=m.indptr, indices=m.indices, data=m.data, b=m.b, lb=lb, ub=m.ub)
         res2 = self._lp.solve(m2, warm=True, primal=True)
-        return solution_allocation(res.x if res2.x is None else res2.x, thr)
+        return solution_allocation(x0 if res2.x is None else res2.x, thr)
+
+    def _maxmin_dense(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        coef: FloatArray,
+        live: npt.NDArray[np.bool_],
+        count: FloatArray | None,
+    ) -> FloatArray | None:
+        """An optimal vertex of the max-min LP of :meth:`_maxmin` from the dense simplex
+        kernel (:func:`clustersim.kernels.maxmin_simplex`), where it only seeds the centre
+        tie-break (the centre is a point of the optimal face, converged to rounding, not of
+        the vertex it starts from); ``None`` above :data:`DENSE_MAX_CLASSES` classes or if
+        the kernel fails (counted in ``dense_failures``): then HiGHS solves it."""
+        k, nt = thr.shape
+        if k > DENSE_MAX_CLASSES:
+            return None
+        use = sf if count is None else sf * count
+        x = np.empty(k * nt + 1)
+        t0 = time.perf_counter()
+        status = maxmin_simplex(thr, coef, use, cap, live, DENSE_MAX_PIVOTS, x)
+        self._lp.solver_s += time.perf_counter() - t0
+        self._lp.solves += 1
+        if status != WF_OK:
+            self.dense_failures += 1
+            return None
+        return x
 
 
 class GavelMMF(GavelLP):
@@ -701,7 +742,6 @@ class GavelHierarchical(GavelLP):
 
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
-        self.dense_failures = 0  # recomputations the dense kernel left to HiGHS
         self._ent: IntArray = np.zeros(0, dtype=np.int64)
         self._ent_of: object = None
 

@@ -7,10 +7,11 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from clustersim.kernels import WF_OK, WF_PIVOT_LIMIT, maxmin_simplex
 from scheduling.allocation import (
     STATUS_OPTIMAL,
     BaseLP,
@@ -288,6 +289,77 @@ def test_maxmin_model_is_the_base_lp_model_bit_for_bit(
         a, b = getattr(got, field), getattr(want, field)
         assert a.dtype == b.dtype and a.shape == b.shape, field
         assert a.tobytes() == b.tobytes(), field
+
+
+def random_maxmin(seed: int, k: int, nt: int, counted: bool) -> tuple[np.ndarray, ...]:
+    """A random max-min instance: zero throughputs, gangs, class counts, dead rows, and
+    identical rows (ties: a degenerate LP)."""
+    rng = np.random.default_rng(seed)
+    thr = rng.uniform(0.0, 5.0, (k, nt)) * (rng.random((k, nt)) < 0.8)
+    thr[rng.random(k) < 0.3] = rng.choice([1.0, 2.0], nt)
+    sf = rng.choice([1.0, 2.0, 4.0], k)
+    cap = rng.integers(1, 9, nt).astype(float)
+    coef = thr * rng.uniform(0.1, 2.0, (k, 1))
+    live = (rng.random(k) < 0.8) & (coef.sum(axis=1) > 0)
+    count = rng.integers(1, 5, k).astype(float) if counted else np.ones(k)
+    return thr, sf, cap, coef, live, count
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    k=st.integers(1, 12),
+    nt=st.integers(1, 3),
+    seed=st.integers(0, 10_000),
+    counted=st.booleans(),
+)
+def test_dense_maxmin_simplex_reaches_highs_optimum(
+    k: int, nt: int, seed: int, counted: bool
+) -> None:
+    # The dense simplex kernel that seeds gavel-mmf's centre tie-break: a feasible point of
+    # the same LP (maxmin_model's) with HiGHS's optimal level, to rounding.
+    thr, sf, cap, coef, live, count = random_maxmin(seed, k, nt, counted)
+    assume(live.any())  # (the policies call it only then; else z is unbounded)
+    m = maxmin_model(thr, sf, cap, coef, live, count)
+    ref = LPSolver().solve(m)
+    assert ref.x is not None
+    x = np.empty(k * nt + 1)
+    assert maxmin_simplex(thr, coef, sf * count, cap, live, 2000, x) == WF_OK
+    assert x[-1] == pytest.approx(ref.x[-1], rel=1e-9, abs=1e-12)
+    assert np.all(x >= -1e-12) and np.all(m.matrix() @ x <= m.b + 1e-9)
+    assert np.all(x[:-1][thr.ravel() <= 0] == 0.0)
+
+
+def test_dense_maxmin_simplex_compiled_is_its_python_source_bit_for_bit() -> None:
+    from clustersim import kernels
+
+    was = kernels.compiled_in_use()
+    out: dict[bool, list[np.ndarray]] = {}
+    try:
+        for compiled in (False, True):
+            if compiled and not kernels.use_compiled():
+                pytest.skip("numba not installed")  # (the product pins it)
+            if not compiled:
+                kernels.use_compiled(False)
+            xs = []
+            for seed in range(30):
+                thr, sf, cap, coef, live, count = random_maxmin(seed, 1 + seed % 12, 3, True)
+                if not live.any():
+                    continue
+                x = np.empty(thr.size + 1)
+                assert maxmin_simplex(thr, coef, sf * count, cap, live, 2000, x) == WF_OK
+                xs.append(x)
+            out[compiled] = xs
+    finally:
+        kernels.use_compiled(was)
+    for a, b in zip(out[False], out[True], strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_dense_maxmin_simplex_reports_its_pivot_limit() -> None:
+    # (the caller then solves with HiGHS: tests/test_gavel_lp.py)
+    thr, sf, cap, coef, live, _ = random_maxmin(3, 6, 3, False)
+    x = np.empty(thr.size + 1)
+    assert maxmin_simplex(thr, coef, sf, cap, live, 0, x) == WF_PIVOT_LIMIT
 
 
 @settings(max_examples=60, deadline=None)

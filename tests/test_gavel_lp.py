@@ -805,3 +805,25 @@ def test_hierarchical_trace_finishes_as_worked_by_hand() -> None:
     )
     np.testing.assert_allclose(r.finish, [150.0, 150.0, 100.0], rtol=1e-12)
     np.testing.assert_allclose(r.first_start, [0.0, 50.0, 0.0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mmf_centre_is_the_same_from_the_dense_kernels_vertex_and_from_highs(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With centre=True (the --compat gavel default) the max-min LP's vertex only seeds the
+    # centre of the optimal face: the dense simplex kernel's vertex and HiGHS's (the kernel
+    # refused by a pivot limit of 0, counted) give the same centre to rounding.
+    import scheduling.gavel_lp as gl
+
+    state, thr = hier_random_state(seed, 3 + seed, 1 + seed % 3)
+    fast = GavelMMF(centre=True)
+    x = allocate(fast, state)
+    assert fast.dense_failures == 0
+    monkeypatch.setattr(gl, "DENSE_MAX_PIVOTS", 0)
+    slow = GavelMMF(centre=True)
+    y = allocate(slow, state)
+    assert slow.dense_failures == 1
+    assert (fast.stats()["lp_solves"], slow.stats()["lp_solves"]) == (1, 2)  # tried, HiGHS
+    np.testing.assert_allclose(x, y, atol=1e-9)
+    assert check_allocation(x, thr, state.jobs.num_gpus.astype(float), state.capacity) == []
