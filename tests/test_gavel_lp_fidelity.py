@@ -314,8 +314,8 @@ def test_allox_restatement_reproduces_gavels_printed_jct(shared_data, cluster: s
 @pytest.mark.parametrize(
     ("trace", "policy", "gavel_policy", "cluster"),
     [
-        # measured (centre tie-break, the --compat gavel default): +0.04 %, -0.07 %, +0.10 %,
-        # -0.01 %
+        # measured (centre tie-break, the --compat gavel default): +0.04 %, -0.07 %, +0.02 %,
+        # +0.00 %
         ("shockwave_120jobs_100", "gavel-mmf", "max_min_fairness_perf", "8:8:8"),
         ("shockwave_120jobs_100", "gavel-mmf", "max_min_fairness_perf", "8:4:12"),
         ("shockwave_120jobs_100", "gavel-mmf", "max_min_fairness_perf", "4:4:4"),
