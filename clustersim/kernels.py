@@ -2834,6 +2834,7 @@ WF_OK = 0
 WF_PIVOT_LIMIT = 1  # a level's LP needed more pivots than allowed
 WF_UNBOUNDED = 2  # no leaving row (cannot happen with the row sums; numerical trouble)
 WF_SINGULAR = 3  # the previous level's line could not be swapped out of the basis
+WF_INFEASIBLE_START = 4  # lp_dense: a negative right-hand side (the slack basis is infeasible)
 
 
 @_compiled
@@ -2999,6 +3000,53 @@ def maxmin_simplex(
     for i in range(m):
         if basis[i] <= nx:
             x_out[basis[i]] = tab[i, n]
+    return WF_OK
+
+
+@_compiled
+def lp_dense(
+    n_rows: int,
+    indptr: IntArray,
+    indices: IntArray,
+    data: FloatArray,
+    c: FloatArray,
+    b: FloatArray,
+    fixed: BoolArray,
+    max_pivots: int,
+    x_out: FloatArray,
+) -> int:
+    """Minimise ``c·x`` subject to ``A x <= b``, ``x >= 0`` and ``x_j = 0`` where ``fixed``
+    (``A`` in compressed-column form, ``n_rows`` rows) by the primal simplex on a dense
+    tableau from the slack basis, which needs ``b >= 0`` (else :data:`WF_INFEASIBLE_START`).
+    Other upper bounds are not seen: the caller checks that the vertex keeps them.
+    ``x_out`` ``(n,)`` receives an optimal vertex. Returns :data:`WF_OK` or the failure."""
+    m = n_rows
+    n = len(c)
+    for i in range(m):
+        if b[i] < 0.0:
+            return WF_INFEASIBLE_START
+    tab = np.zeros((m + 1, n + m + 1))
+    basis = np.empty(m, dtype=np.int64)
+    is_basic = np.zeros(n + m, dtype=np.bool_)
+    usable = np.ones(n + m, dtype=np.bool_)
+    for j in range(n):
+        usable[j] = not fixed[j]
+        for q in range(indptr[j], indptr[j + 1]):
+            tab[indices[q], j] += data[q]
+        tab[m, j] = c[j]  # reduced costs of the maximisation of −c·x
+    for i in range(m):
+        tab[i, n + i] = 1.0
+        tab[i, n + m] = b[i]
+        basis[i] = n + i
+        is_basic[n + i] = True
+    nz = np.empty(n + m + 1, dtype=np.int64)
+    res = _primal_simplex(tab, basis, is_basic, usable, max_pivots, nz)
+    if res < 0:
+        return -res
+    x_out[:] = 0.0
+    for i in range(m):
+        if basis[i] < n:
+            x_out[basis[i]] = tab[i, n + m]
     return WF_OK
 
 

@@ -326,14 +326,20 @@ class GavelMaxThroughput(GavelLP):
             if res.x is None:  # counted once already
                 return fallback_allocation(thr, sf, cap)
         else:
-            res = self._lp.solve(lp.model(c))
+            m0 = lp.model(c)
+            # with the centre, any optimal vertex seeds it: the dense kernel's (HiGHS's if
+            # it declines); without, the vertex is the answer: HiGHS's, as always
+            dense = self._lp.solve_dense(m0) if self.centre else None
+            res = self._lp.solve(m0) if dense is None else dense
             if res.x is not None and self.centre:
                 nt = lp.thr.shape[1]
                 xi = interior_allocation(lp.thr, lp.sf, cap, count)
                 wr = np.concatenate([np.ones(nt), count])
-                v = optimal_face_centre(lp.model(c), res.x, xi.ravel(), wr, np.repeat(count, nt))
+                v = optimal_face_centre(m0, res.x, xi.ravel(), wr, np.repeat(count, nt))
                 if v is not None:
                     return lp.allocation(v)[inv]
+                if dense is not None:  # the vertex is the answer now: HiGHS's, as before
+                    res = self._lp.solve(m0)
         if res.x is not None:
             return lp.allocation(res.x)[inv]
         return self._fallback(thr, sf, cap)

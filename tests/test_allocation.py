@@ -355,6 +355,76 @@ def test_dense_maxmin_simplex_compiled_is_its_python_source_bit_for_bit() -> Non
         assert a.tobytes() == b.tobytes()
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    k=st.integers(1, 12),
+    nt=st.integers(1, 3),
+    seed=st.integers(0, 10_000),
+    counted=st.booleans(),
+    maxmin=st.booleans(),
+)
+def test_solve_dense_reaches_highs_optimum(
+    k: int, nt: int, seed: int, counted: bool, maxmin: bool
+) -> None:
+    # LPSolver.solve_dense (the generic dense kernel that seeds the centres of
+    # gavel-max-throughput and gavel-mmf-packed): HiGHS's optimal value on the max-min LP and
+    # on the throughput-sum LP (many ties), at a point that keeps every row and bound.
+    thr, sf, cap, coef, live, count = random_maxmin(seed, k, nt, counted)
+    if maxmin:
+        assume(live.any())
+        m = maxmin_model(thr, sf, cap, coef, live, count)
+    else:
+        lp = BaseLP(thr, sf, cap, count=count)
+        m = lp.model(-(thr * count[:, None]).ravel())
+    ref = LPSolver().solve(m)
+    assert ref.x is not None
+    s = LPSolver()
+    got = s.solve_dense(m)
+    assert got is not None and got.x is not None and s.dense_failures == 0
+    assert got.objective == pytest.approx(ref.objective, rel=1e-9, abs=1e-12)
+    assert np.all(got.x >= 0.0) and np.all(got.x <= m.ub + 1e-9)
+    assert np.all(m.matrix() @ got.x <= m.b + 1e-9)
+    assert s.stats()["lp_solves"] == 1
+
+
+def test_solve_dense_declines_what_it_cannot_take() -> None:
+    # a negative right-hand side (the slack basis is infeasible) and a vertex above an upper
+    # bound the kernel does not see: None, counted, so the caller asks HiGHS
+    thr, sf, cap, coef, live, count = random_maxmin(3, 4, 2, False)
+    lp = BaseLP(thr, sf, cap, count=count)
+    m = lp.model(-(thr * count[:, None]).ravel())
+    s = LPSolver()
+    bad_b = LPModel(m.c, m.indptr, m.indices, m.data, m.b - 10.0, m.lb, m.ub)
+    assert s.solve_dense(bad_b) is None and s.dense_failures == 1
+    low_ub = LPModel(m.c, m.indptr, m.indices, m.data, m.b, m.lb, np.minimum(m.ub, 0.01))
+    assert s.solve_dense(low_ub) is None and s.dense_failures == 2
+    assert s.solve(low_ub).x is not None  # HiGHS sees the bound
+
+
+def test_lp_dense_compiled_is_its_python_source_bit_for_bit() -> None:
+    from clustersim import kernels
+
+    was = kernels.compiled_in_use()
+    out: dict[bool, list[bytes]] = {}
+    try:
+        for compiled in (False, True):
+            if compiled and not kernels.use_compiled():
+                pytest.skip("numba not installed")  # (the product pins it)
+            if not compiled:
+                kernels.use_compiled(False)
+            xs = []
+            for seed in range(30):
+                thr, sf, cap, coef, live, count = random_maxmin(seed, 1 + seed % 12, 3, True)
+                m = BaseLP(thr, sf, cap, count=count).model(-(thr * count[:, None]).ravel())
+                res = LPSolver().solve_dense(m)
+                assert res is not None and res.x is not None
+                xs.append(res.x.tobytes())
+            out[compiled] = xs
+    finally:
+        kernels.use_compiled(was)
+    assert out[False] == out[True]
+
+
 def test_dense_maxmin_simplex_reports_its_pivot_limit() -> None:
     # (the caller then solves with HiGHS: tests/test_gavel_lp.py)
     thr, sf, cap, coef, live, _ = random_maxmin(3, 6, 3, False)
