@@ -827,3 +827,33 @@ def test_mmf_centre_is_the_same_from_the_dense_kernels_vertex_and_from_highs(
     assert (fast.stats()["lp_solves"], slow.stats()["lp_solves"]) == (1, 2)  # tried, HiGHS
     np.testing.assert_allclose(x, y, atol=1e-9)
     assert check_allocation(x, thr, state.jobs.num_gpus.astype(float), state.capacity) == []
+
+
+@pytest.mark.parametrize("name", ["gavel-hierarchical", "gavel-mmf", "gavel-max-throughput"])
+def test_dense_kernels_give_the_same_run_compiled_and_as_plain_python(name: str) -> None:
+    # The engine switches to the compiled kernels for these policies; without numba the
+    # same kernels run as plain Python: the same run, bit for bit (three users, so the
+    # hierarchical water filling has several levels).
+    from clustersim import kernels
+    from clustersim.perf import PerformanceModel
+    from clustersim.spec import cluster_from_shorthand
+    from clustersim.synth import gavel_model, generate
+
+    cl = cluster_from_shorthand("v100:2,p100:2,k80:2")
+    trace = generate(gavel_model(), n_jobs=40, seed=3)
+    trace.user[:] = np.array(["u", "v", "w", "v"] * 10, dtype=object)
+    rates = PerformanceModel().prepare(trace, cl)
+    params = {} if name == "gavel-hierarchical" else {"centre": True}
+    was = kernels.compiled_in_use()
+    try:
+        if not kernels.use_compiled():
+            pytest.skip("numba not installed")  # (the product pins it)
+        fast = simulate(trace, cl, make_policy(name, **params), rates=rates)
+        kernels.use_compiled(False)
+        slow_policy = make_policy(name, **params)
+        slow_policy.compiled_kernels = False  # (else the engine switches back)
+        slow = simulate(trace, cl, slow_policy, rates=rates)
+        assert not kernels.compiled_in_use()  # the whole run was plain Python
+    finally:
+        kernels.use_compiled(was)
+    assert fast.finish.tobytes() == slow.finish.tobytes()
