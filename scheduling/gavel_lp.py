@@ -695,9 +695,12 @@ class GavelHierarchical(GavelLP):
     maximise the number of jobs that can simultaneously exceed their level × 1.0001); we read
     them off the level's LP: a weighted job whose row has a positive dual (its share of the
     dual above ``slack``) is tight at every optimum, so it cannot get more while the others
-    keep theirs (:meth:`_water_fill`: one LP per level, kept in HiGHS and changed in place,
-    each solved from the previous level's optimum). A bottleneck job the vertex leaves at dual
-    0 stays weighted and is found by the next level, which cannot rise. The
+    keep theirs (:meth:`_water_fill`: one LP per level, each solved from the previous level's
+    optimum, on a dense simplex tableau in one compiled call,
+    :func:`clustersim.kernels.water_fill`, up to :data:`DENSE_MAX_CLASSES` classes; else, or
+    if it fails, kept in HiGHS and changed in place, :meth:`_water_fill_highs`). A
+    bottleneck job the vertex leaves at dual 0 stays weighted and is found by the next level,
+    which cannot rise. The
     ``linprog`` backend (and the tests, as the reference) uses the straightforward form,
     :meth:`_water_fill_two_lps`: each level's LP from scratch, then a bottleneck LP. Both reach
     the same levels to within ``slack`` relative; the allocation may differ where the optimum
