@@ -15,7 +15,9 @@ a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy pla
 a quantum's selection of Gandiva-Fair's stride scheduling (:func:`stride_select`) and the
 Newton iterations of the centre tie-breaks of Gavel's LP policies in compatibility mode
 (:func:`face_centre`, :func:`ftf_centre_newton`: a few dozen variables, a few hundred
-recomputations a run, where numpy's per-call costs were most of a run's time) are the
+recomputations a run, where numpy's per-call costs were most of a run's time) and a dense
+primal simplex for the LP policies' small LPs (:func:`water_fill`, :func:`maxmin_simplex`,
+:func:`lp_dense`: a few dozen rows, where HiGHS's fixed costs per solve dominated) are the
 policy-side loops here. Those two are slow as plain Python at any run size, so the policies
 that call them ask for the compiled kernels from the start
 (:attr:`scheduling.base.Policy.compiled_kernels`). Themis's auctions (:func:`themis_apps`,
