@@ -1568,9 +1568,12 @@ def warm_up() -> None:
     whole = EngineOptions(whole_steps_per_round=True)
     simulate(jobs, cluster, make_policy("gavel-las"), rates=rates, options=whole)
     # the centre tie-breaks of Gavel's LP policies (their --compat gavel default): the face
-    # centre's and the FTF centre's Newton kernels
-    for name in ("gavel-mmf", "gavel-ftf"):
+    # centre's and the FTF centre's Newton kernels, and the dense simplex vertices they
+    # start from (maxmin_simplex, lp_dense)
+    for name in ("gavel-mmf", "gavel-ftf", "gavel-max-throughput"):
         simulate(jobs, cluster, make_policy(name, centre=True), rates=rates, options=whole)
+    # gavel-hierarchical's water filling (its dense simplex kernel)
+    simulate(jobs, cluster, make_policy("gavel-hierarchical"), rates=rates, options=whole)
     # gavel-gandiva's placement (and the co-location module's paths)
     simulate(jobs, cluster, make_policy("gavel-gandiva"), rates=rates, options=whole)
     # themis's auctions (its bundles and exact enumeration) need contention: a small cluster

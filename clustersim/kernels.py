@@ -15,7 +15,9 @@ a pass of Gavel's rounds (:func:`gavel_pass`: priorities, ranking and greedy pla
 a quantum's selection of Gandiva-Fair's stride scheduling (:func:`stride_select`) and the
 Newton iterations of the centre tie-breaks of Gavel's LP policies in compatibility mode
 (:func:`face_centre`, :func:`ftf_centre_newton`: a few dozen variables, a few hundred
-recomputations a run, where numpy's per-call costs were most of a run's time) are the
+recomputations a run, where numpy's per-call costs were most of a run's time) and a dense
+primal simplex for the LP policies' small LPs (:func:`water_fill`, :func:`maxmin_simplex`,
+:func:`lp_dense`: a few dozen rows, where HiGHS's fixed costs per solve dominated) are the
 policy-side loops here. Those two are slow as plain Python at any run size, so the policies
 that call them ask for the compiled kernels from the start
 (:attr:`scheduling.base.Policy.compiled_kernels`). Themis's auctions (:func:`themis_apps`,
@@ -2816,6 +2818,378 @@ def stride_select(
                 n += 1
         left[t] = free
     return n
+
+
+# ------------------------------------------------------- dense simplex of the water filling
+#: :func:`water_fill`'s tolerances: a column enters when its reduced cost is below
+#: ``-SIMPLEX_OPT_TOL``; a tableau entry must exceed ``SIMPLEX_PIVOT_TOL`` to be a pivot of
+#: the ratio test; ratios within ``SIMPLEX_TIE_TOL`` are ties (the largest pivot wins, or the
+#: smallest basic column under Bland's rule).
+SIMPLEX_OPT_TOL = 1e-9
+SIMPLEX_PIVOT_TOL = 1e-9
+SIMPLEX_TIE_TOL = 1e-12
+#: Consecutive degenerate pivots after which pricing follows Bland's rule (smallest column
+#: that improves; no cycling), until a pivot makes progress again.
+SIMPLEX_BLAND_AFTER = 20
+#: :func:`water_fill`'s outcomes.
+WF_OK = 0
+WF_PIVOT_LIMIT = 1  # a level's LP needed more pivots than allowed
+WF_UNBOUNDED = 2  # no leaving row (cannot happen with the row sums; numerical trouble)
+WF_SINGULAR = 3  # the previous level's line could not be swapped out of the basis
+WF_INFEASIBLE_START = 4  # lp_dense: a negative right-hand side (the slack basis is infeasible)
+
+
+@_compiled
+def _tableau_pivot(
+    tab: FloatArray, basis: IntArray, is_basic: BoolArray, r: int, e: int, nz: IntArray
+) -> None:
+    """Pivot the dense tableau ``tab`` (constraint rows, then the objective row; the last
+    column the right-hand side) on row ``r`` and column ``e``; ``nz`` is scratch of the
+    tableau's width (the pivot row's nonzero columns, so a row update skips the zeros)."""
+    m1, n1 = tab.shape
+    inv = 1.0 / tab[r, e]
+    cnt = 0
+    for j in range(n1):
+        v = tab[r, j]
+        if v != 0.0:
+            tab[r, j] = v * inv
+            nz[cnt] = j
+            cnt += 1
+    tab[r, e] = 1.0
+    for i in range(m1):
+        if i == r:
+            continue
+        f = tab[i, e]
+        if f == 0.0:
+            continue
+        for q in range(cnt):
+            j = nz[q]
+            tab[i, j] -= f * tab[r, j]
+        tab[i, e] = 0.0
+    is_basic[basis[r]] = False
+    basis[r] = e
+    is_basic[e] = True
+
+
+@_compiled
+def _primal_simplex(
+    tab: FloatArray,
+    basis: IntArray,
+    is_basic: BoolArray,
+    usable: BoolArray,
+    max_pivots: int,
+    nz: IntArray,
+) -> int:
+    """Maximise from the primal feasible basis ``basis`` of the tableau ``tab`` (objective
+    row last, holding the reduced costs ``z_j − c_j``): Dantzig's pricing (the most negative
+    reduced cost among the ``usable`` nonbasic columns), switching to Bland's after
+    :data:`SIMPLEX_BLAND_AFTER` degenerate pivots in a row; ratio test over the rows with a
+    pivot above :data:`SIMPLEX_PIVOT_TOL`, ties to the largest pivot (Bland: the smallest
+    basic column). Returns the pivots made, or ``-WF_PIVOT_LIMIT`` / ``-WF_UNBOUNDED``."""
+    m = tab.shape[0] - 1
+    n = tab.shape[1] - 1
+    pivots = 0
+    degenerate = 0
+    while True:
+        bland = degenerate >= SIMPLEX_BLAND_AFTER
+        e = -1
+        best = -SIMPLEX_OPT_TOL
+        for j in range(n):
+            if usable[j] and not is_basic[j] and tab[m, j] < best:
+                e = j
+                if bland:
+                    break
+                best = tab[m, j]
+        if e < 0:
+            return pivots
+        if pivots >= max_pivots:
+            return -WF_PIVOT_LIMIT
+        r = -1
+        ratio = 0.0
+        piv = 0.0
+        for i in range(m):
+            a = tab[i, e]
+            if a > SIMPLEX_PIVOT_TOL:
+                q = max(tab[i, n], 0.0) / a
+                if r < 0 or q < ratio - SIMPLEX_TIE_TOL:
+                    r, ratio, piv = i, q, a
+                elif q <= ratio + SIMPLEX_TIE_TOL and (
+                    (basis[i] < basis[r]) if bland else (a > piv)
+                ):
+                    r, ratio, piv = i, min(q, ratio), a
+        if r < 0:
+            return -WF_UNBOUNDED
+        degenerate = degenerate + 1 if ratio * piv <= SIMPLEX_TIE_TOL else 0
+        _tableau_pivot(tab, basis, is_basic, r, e, nz)
+        pivots += 1
+
+
+@_compiled
+def _maxmin_tableau(
+    thr: FloatArray, coef: FloatArray, use: FloatArray, cap: FloatArray, live: BoolArray
+) -> tuple[FloatArray, IntArray, BoolArray, BoolArray, IntArray]:
+    """The dense tableau of a max-min LP over ``X`` (``k × nt``, row-major) and one more
+    column (``nx = k · nt``, left 0 here): rows ``Σ_c use_c X[c, t] <= cap_t`` (capacity),
+    ``Σ_t X[c, t] <= 1`` (row sums) and, per ``live`` row, ``−Σ_t coef[c, t] X[c, t] <= 0``;
+    then the slacks (the starting basis) and the right-hand side; objective row last, 0.
+    Returns the tableau ``(m + 1, nx + 1 + m + 1)``, the basis, which columns are basic,
+    which may enter (``X`` entries where ``thr`` is 0 never do) and each row's job row
+    (``-1`` where not ``live``)."""
+    k, nt = thr.shape
+    nx = k * nt
+    n_live = 0
+    for c in range(k):
+        if live[c]:
+            n_live += 1
+    m = nt + k + n_live
+    n = nx + 1 + m
+    tab = np.zeros((m + 1, n + 1))
+    basis = np.empty(m, dtype=np.int64)
+    is_basic = np.zeros(n, dtype=np.bool_)
+    usable = np.ones(n, dtype=np.bool_)
+    jrow = np.full(k, -1, dtype=np.int64)
+    r = nt + k
+    for c in range(k):
+        for t in range(nt):
+            col = c * nt + t
+            usable[col] = thr[c, t] > 0.0
+            tab[t, col] = use[c]
+            tab[nt + c, col] = 1.0
+        tab[nt + c, n] = 1.0
+        if live[c]:
+            jrow[c] = r
+            for t in range(nt):
+                tab[r, c * nt + t] = -coef[c, t]
+            r += 1
+    for t in range(nt):
+        tab[t, n] = cap[t]
+    for i in range(m):
+        tab[i, nx + 1 + i] = 1.0
+        basis[i] = nx + 1 + i
+        is_basic[nx + 1 + i] = True
+    return tab, basis, is_basic, usable, jrow
+
+
+@_compiled
+def maxmin_simplex(
+    thr: FloatArray,
+    coef: FloatArray,
+    use: FloatArray,
+    cap: FloatArray,
+    live: BoolArray,
+    max_pivots: int,
+    x_out: FloatArray,
+) -> int:
+    """The max-min LP of :func:`scheduling.allocation.maxmin_model` (maximise ``z`` with
+    ``z <= Σ_t coef[c, t] X[c, t]`` per ``live`` row, capacity use ``use_c`` per entry of
+    row ``c``) by the primal simplex on a dense tableau from the slack basis. ``x_out``
+    ``(k · nt + 1,)`` receives an optimal vertex (``X`` row-major, then ``z``). Returns
+    :data:`WF_OK` or the failure (:func:`_primal_simplex`)."""
+    k, nt = thr.shape
+    nx = k * nt
+    tab, basis, is_basic, usable, jrow = _maxmin_tableau(thr, coef, use, cap, live)
+    m = tab.shape[0] - 1
+    n = tab.shape[1] - 1
+    for c in range(k):
+        if jrow[c] >= 0:
+            tab[jrow[c], nx] = 1.0
+    tab[m, nx] = -1.0
+    nz = np.empty(n + 1, dtype=np.int64)
+    res = _primal_simplex(tab, basis, is_basic, usable, max_pivots, nz)
+    if res < 0:
+        return -res
+    x_out[:] = 0.0
+    for i in range(m):
+        if basis[i] <= nx:
+            x_out[basis[i]] = tab[i, n]
+    return WF_OK
+
+
+@_compiled
+def lp_dense(
+    n_rows: int,
+    indptr: IntArray,
+    indices: IntArray,
+    data: FloatArray,
+    c: FloatArray,
+    b: FloatArray,
+    fixed: BoolArray,
+    max_pivots: int,
+    x_out: FloatArray,
+) -> int:
+    """Minimise ``c·x`` subject to ``A x <= b``, ``x >= 0`` and ``x_j = 0`` where ``fixed``
+    (``A`` in compressed-column form, ``n_rows`` rows) by the primal simplex on a dense
+    tableau from the slack basis, which needs ``b >= 0`` (else :data:`WF_INFEASIBLE_START`).
+    Other upper bounds are not seen: the caller checks that the vertex keeps them.
+    ``x_out`` ``(n,)`` receives an optimal vertex. Returns :data:`WF_OK` or the failure."""
+    m = n_rows
+    n = len(c)
+    for i in range(m):
+        if b[i] < 0.0:
+            return WF_INFEASIBLE_START
+    tab = np.zeros((m + 1, n + m + 1))
+    basis = np.empty(m, dtype=np.int64)
+    is_basic = np.zeros(n + m, dtype=np.bool_)
+    usable = np.ones(n + m, dtype=np.bool_)
+    for j in range(n):
+        usable[j] = not fixed[j]
+        for q in range(indptr[j], indptr[j + 1]):
+            tab[indices[q], j] += data[q]
+        tab[m, j] = c[j]  # reduced costs of the maximisation of −c·x
+    for i in range(m):
+        tab[i, n + i] = 1.0
+        tab[i, n + m] = b[i]
+        basis[i] = n + i
+        is_basic[n + i] = True
+    nz = np.empty(n + m + 1, dtype=np.int64)
+    res = _primal_simplex(tab, basis, is_basic, usable, max_pivots, nz)
+    if res < 0:
+        return -res
+    x_out[:] = 0.0
+    for i in range(m):
+        if basis[i] < n:
+            x_out[basis[i]] = tab[i, n + m]
+    return WF_OK
+
+
+@_compiled
+def water_fill(
+    thr: FloatArray,
+    coef: FloatArray,
+    sf: FloatArray,
+    cap: FloatArray,
+    count: FloatArray,
+    prio: FloatArray,
+    ent: IntArray,
+    live: BoolArray,
+    fifo: bool,
+    slack: float,
+    max_levels: int,
+    max_pivots: int,
+    x_out: FloatArray,
+    level_out: FloatArray,
+    stats: IntArray,
+) -> int:
+    """Gavel's hierarchical water filling (:class:`scheduling.gavel_lp.GavelHierarchical`)
+    on one dense simplex tableau, every level solved from the previous level's basis.
+
+    Variables: the allocation ``X`` (``k × nt``, row-major; entries where ``thr`` is 0 never
+    enter) and the level's rise ``δ``. Rows: capacity ``Σ_c count_c sf_c X[c, t] <= cap_t``,
+    row sums ``Σ_t X[c, t] <= 1``, and per ``live`` row ``c`` ``−Σ_t coef[c, t] X[c, t] +
+    a_c δ <= −level_c`` (its normalised throughput at least its level so far, plus ``a_c δ``
+    with ``a_c = w_c / sf_c`` for the weighted rows, 0 for the others). Each level maximises
+    ``δ``; then the previous ``δ`` is folded into the right-hand sides (its basic row set to
+    0, then a degenerate pivot swaps it for the slack of a tight row: the same point, still
+    feasible), the new ``δ`` column is ``B⁻¹ a`` (``B⁻¹`` is the tableau's slack columns),
+    and the next level starts from there. The weights are Gavel's priority reweighting
+    (``fifo``: all of an entity's weight on its first open row; else split among its open
+    rows by priority, a row counting ``count`` times). Bottlenecks: a weighted row whose
+    share ``y_c a_c`` of the level's dual (``y_c`` the objective row's entry in its slack
+    column; the shares sum to 1) exceeds ``slack`` is frozen; if none does, the largest.
+
+    Shapes: ``thr``, ``coef`` ``(k, nt)``; ``sf``, ``count``, ``prio``, ``ent``, ``live``,
+    ``level_out`` ``(k,)``; ``cap`` ``(nt,)``; ``x_out`` ``(k * nt,)``; ``stats`` ``(2,)``
+    receives the levels solved and the pivots made. Returns :data:`WF_OK` or the failure
+    (the caller then solves with HiGHS)."""
+    k, nt = thr.shape
+    nx = k * nt
+    d = nx  # the column of δ; slacks from nx + 1
+    tab, basis, is_basic, usable, jrow = _maxmin_tableau(thr, coef, count * sf, cap, live)
+    m = tab.shape[0] - 1
+    n = tab.shape[1] - 1
+    nz = np.empty(n + 1, dtype=np.int64)
+    n_ent = 0
+    for c in range(k):
+        n_ent = max(n_ent, ent[c] + 1)
+    total = np.zeros(n_ent)
+    done = np.empty(k, dtype=np.bool_)
+    a = np.zeros(k)
+    level = np.zeros(k)
+    for c in range(k):
+        done[c] = not live[c]
+    levels = 0
+    pivots = 0
+    for _it in range(max_levels):
+        # Gavel's priority reweighting over the rows not frozen yet
+        any_act = False
+        total[:] = 0.0
+        for c in range(k):
+            a[c] = 0.0
+        if fifo:
+            for c in range(k):
+                if not done[c] and total[ent[c]] == 0.0:
+                    total[ent[c]] = 1.0
+                    a[c] = 1.0 / sf[c]
+                    any_act = True
+        else:
+            for c in range(k):
+                if not done[c]:
+                    total[ent[c]] += prio[c] * count[c]
+            for c in range(k):
+                if not done[c] and total[ent[c]] > 0.0:
+                    w = prio[c] / total[ent[c]]
+                    if w > 0.0:
+                        a[c] = w / sf[c]
+                        any_act = True
+        if not any_act:
+            break
+        # fold the previous level's δ into the right-hand sides, swap it out of the basis
+        if is_basic[d]:
+            p = 0
+            while basis[p] != d:
+                p += 1
+            tab[p, n] = 0.0
+            e = -1
+            big = 1e-12
+            for i in range(m):
+                col = nx + 1 + i
+                if not is_basic[col] and abs(tab[p, col]) > big:
+                    e = col
+                    big = abs(tab[p, col])
+            if e < 0:
+                return WF_SINGULAR
+            _tableau_pivot(tab, basis, is_basic, p, e, nz)
+        # the new δ column, B⁻¹ a over the job rows; objective: maximise δ (basic costs 0)
+        for i in range(m):
+            s = 0.0
+            for c in range(k):
+                if a[c] != 0.0:
+                    s += tab[i, nx + 1 + jrow[c]] * a[c]
+            tab[i, d] = s
+        tab[m, :] = 0.0
+        tab[m, d] = -1.0
+        res = _primal_simplex(tab, basis, is_basic, usable, max_pivots, nz)
+        if res < 0:
+            return -res
+        pivots += res
+        levels += 1
+        rise = 0.0
+        if is_basic[d]:
+            for i in range(m):
+                if basis[i] == d:
+                    rise = max(tab[i, n], 0.0)
+        top = -np.inf
+        stuck = False
+        for c in range(k):
+            if a[c] != 0.0:
+                level[c] += rise * a[c]
+                share = tab[m, nx + 1 + jrow[c]] * a[c]
+                top = max(top, share)
+                if share > slack:
+                    done[c] = True
+                    stuck = True
+        if not stuck:  # (cannot happen: the shares sum to 1)
+            for c in range(k):
+                if a[c] != 0.0 and tab[m, nx + 1 + jrow[c]] * a[c] >= top:
+                    done[c] = True
+    x_out[:] = 0.0
+    for i in range(m):
+        if basis[i] < nx:
+            x_out[basis[i]] = tab[i, n]
+    level_out[:] = level
+    stats[0] = levels
+    stats[1] = pivots
+    return WF_OK
 
 
 #: The Newton iteration of :func:`face_centre` stops when half the Newton decrement (the

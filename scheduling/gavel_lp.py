@@ -36,12 +36,14 @@ counted (Gavel prints a warning and uses whatever ``x.value`` holds, crashing wh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from clustersim.kernels import WF_OK, maxmin_simplex, water_fill
 from scheduling.allocation import (
     BaseLP,
     LPModel,
@@ -66,6 +68,12 @@ IntArray = npt.NDArray[np.int64]
 
 #: Relative slack with which the second phase keeps the first phase's optimum.
 PHASE2_SLACK = 1e-6
+#: ``gavel-hierarchical`` solves its water filling on a dense simplex tableau
+#: (:func:`clustersim.kernels.water_fill`) up to this many job classes (a tableau of about
+#: ``2k × k (n_types + 2)`` entries), with HiGHS above; and allows it this many pivots per
+#: level before handing the recomputation to HiGHS.
+DENSE_MAX_CLASSES = 64
+DENSE_MAX_PIVOTS = 2000
 
 
 class GavelLP(GavelRounds):
@@ -77,6 +85,7 @@ class GavelLP(GavelRounds):
     def reset(self, rng: np.random.Generator) -> None:
         super().reset(rng)
         self._lp = LPSolver()
+        self.dense_failures = 0  # LPs the dense simplex kernels left to HiGHS
         self._gid: IntArray = np.zeros(0, dtype=np.int64)  # class of every job (_classes)
         self._gid_of: tuple[object, object] | None = None  # the rates and jobs it is for
 
@@ -131,23 +140,35 @@ class GavelLP(GavelRounds):
         The model is :func:`scheduling.allocation.maxmin_model` (built once: the second
         phase changes only the objective and the bound on ``z``)."""
         m = maxmin_model(thr, sf, cap, coef, live, count)
-        res = self._lp.solve(m)
-        if res.x is None:
-            return None
-        if getattr(self, "centre", False):
+        centre = getattr(self, "centre", False)
+        x0 = self._maxmin_dense(thr, sf, cap, coef, live, count) if centre else None
+        if x0 is None:
+            res = self._lp.solve(m)
+            if res.x is None:
+                return None
+            x0 = res.x
+            by_highs = True
+        else:
+            by_highs = False
+        if centre:
             k, nt = thr.shape
             cnt = np.ones(k) if count is None else count
             xi = interior_allocation(thr, sf, cap, cnt)
             zi = 0.5 * float(np.min(np.sum(coef * xi, axis=1)[live]))
             wr = np.concatenate([np.ones(nt), cnt, cnt[live]])
             wv = np.append(np.repeat(cnt, nt), 1.0)
-            v = optimal_face_centre(m, res.x, np.append(xi.ravel(), zi), wr, wv)
+            v = optimal_face_centre(m, x0, np.append(xi.ravel(), zi), wr, wv)
             if v is not None:
                 return solution_allocation(v, thr)
+            if not by_highs:  # the vertex is the answer now: HiGHS's, as before
+                res = self._lp.solve(m)
+                if res.x is None:
+                    return None
+                x0 = res.x
         if not getattr(self, "spread", False):
-            return solution_allocation(res.x, thr)
+            return solution_allocation(x0, thr)
         lb = m.lb.copy()
-        lb[-1] = float(res.x[-1]) * (1.0 - PHASE2_SLACK)
+        lb[-1] = float(x0[-1]) * (1.0 - PHASE2_SLACK)
         weight = live * (np.ones(len(thr)) if count is None else count)
         c2 = np.concatenate([-(coef * weight[:, None]).ravel(), [0.0]])
         scale = float(np.abs(c2).max(initial=0.0))
@@ -155,7 +176,35 @@ class GavelLP(GavelRounds):
             c2 /= scale
         m2 = LPModel(c=c2, indptr=m.indptr, indices=m.indices, data=m.data, b=m.b, lb=lb, ub=m.ub)
         res2 = self._lp.solve(m2, warm=True, primal=True)
-        return solution_allocation(res.x if res2.x is None else res2.x, thr)
+        return solution_allocation(x0 if res2.x is None else res2.x, thr)
+
+    def _maxmin_dense(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        coef: FloatArray,
+        live: npt.NDArray[np.bool_],
+        count: FloatArray | None,
+    ) -> FloatArray | None:
+        """An optimal vertex of the max-min LP of :meth:`_maxmin` from the dense simplex
+        kernel (:func:`clustersim.kernels.maxmin_simplex`), where it only seeds the centre
+        tie-break (the centre is a point of the optimal face, converged to rounding, not of
+        the vertex it starts from); ``None`` above :data:`DENSE_MAX_CLASSES` classes or if
+        the kernel fails (counted in ``dense_failures``): then HiGHS solves it."""
+        k, nt = thr.shape
+        if k > DENSE_MAX_CLASSES:
+            return None
+        use = sf if count is None else sf * count
+        x = np.empty(k * nt + 1)
+        t0 = time.perf_counter()
+        status = maxmin_simplex(thr, coef, use, cap, live, DENSE_MAX_PIVOTS, x)
+        self._lp.solver_s += time.perf_counter() - t0
+        self._lp.solves += 1
+        if status != WF_OK:
+            self.dense_failures += 1
+            return None
+        return x
 
 
 class GavelMMF(GavelLP):
@@ -277,14 +326,20 @@ class GavelMaxThroughput(GavelLP):
             if res.x is None:  # counted once already
                 return fallback_allocation(thr, sf, cap)
         else:
-            res = self._lp.solve(lp.model(c))
+            m0 = lp.model(c)
+            # with the centre, any optimal vertex seeds it: the dense kernel's (HiGHS's if
+            # it declines); without, the vertex is the answer: HiGHS's, as always
+            dense = self._lp.solve_dense(m0) if self.centre else None
+            res = self._lp.solve(m0) if dense is None else dense
             if res.x is not None and self.centre:
                 nt = lp.thr.shape[1]
                 xi = interior_allocation(lp.thr, lp.sf, cap, count)
                 wr = np.concatenate([np.ones(nt), count])
-                v = optimal_face_centre(lp.model(c), res.x, xi.ravel(), wr, np.repeat(count, nt))
+                v = optimal_face_centre(m0, res.x, xi.ravel(), wr, np.repeat(count, nt))
                 if v is not None:
                     return lp.allocation(v)[inv]
+                if dense is not None:  # the vertex is the answer now: HiGHS's, as before
+                    res = self._lp.solve(m0)
         if res.x is not None:
             return lp.allocation(res.x)[inv]
         return self._fallback(thr, sf, cap)
@@ -640,9 +695,12 @@ class GavelHierarchical(GavelLP):
     maximise the number of jobs that can simultaneously exceed their level × 1.0001); we read
     them off the level's LP: a weighted job whose row has a positive dual (its share of the
     dual above ``slack``) is tight at every optimum, so it cannot get more while the others
-    keep theirs (:meth:`_water_fill`: one LP per level, kept in HiGHS and changed in place,
-    each solved from the previous level's optimum). A bottleneck job the vertex leaves at dual
-    0 stays weighted and is found by the next level, which cannot rise. The
+    keep theirs (:meth:`_water_fill`: one LP per level, each solved from the previous level's
+    optimum, on a dense simplex tableau in one compiled call,
+    :func:`clustersim.kernels.water_fill`, up to :data:`DENSE_MAX_CLASSES` classes; else, or
+    if it fails, kept in HiGHS and changed in place, :meth:`_water_fill_highs`). A
+    bottleneck job the vertex leaves at dual 0 stays weighted and is found by the next level,
+    which cannot rise. The
     ``linprog`` backend (and the tests, as the reference) uses the straightforward form,
     :meth:`_water_fill_two_lps`: each level's LP from scratch, then a bottleneck LP. Both reach
     the same levels to within ``slack`` relative; the allocation may differ where the optimum
@@ -656,6 +714,7 @@ class GavelHierarchical(GavelLP):
     """
 
     name = "gavel-hierarchical"
+    compiled_kernels = True  # the water filling's simplex (clustersim.kernels.water_fill)
 
     def __init__(
         self,
@@ -740,6 +799,54 @@ class GavelHierarchical(GavelLP):
         return min(k + 1, self.max_iterations or k + 1)
 
     def _water_fill(
+        self,
+        thr: FloatArray,
+        sf: FloatArray,
+        cap: FloatArray,
+        count: FloatArray,
+        prio: FloatArray,
+        ent: IntArray,
+        coef: FloatArray,
+        live: npt.NDArray[np.bool_],
+    ) -> FloatArray | None:
+        """The water filling on a dense simplex tableau in one compiled call
+        (:func:`clustersim.kernels.water_fill`: the same LPs, levels, warm starts and
+        dual-based bottlenecks as :meth:`_water_fill_highs`), for up to
+        :data:`DENSE_MAX_CLASSES` job classes; above that, or if the kernel fails (pivot
+        limit, numerical trouble; counted in ``dense_failures``), :meth:`_water_fill_highs`.
+        Each level counts as one LP solve, the kernel's time as solver time."""
+        k, nt = thr.shape
+        if k > DENSE_MAX_CLASSES:
+            return self._water_fill_highs(thr, sf, cap, count, prio, ent, coef, live)
+        x = np.empty(k * nt)
+        level = np.empty(k)
+        stats = np.zeros(2, dtype=np.int64)
+        t0 = time.perf_counter()
+        status = water_fill(
+            thr,
+            coef,
+            sf,
+            cap,
+            count,
+            prio,
+            ent.astype(np.int64),
+            live,
+            self.within == "fifo",
+            float(self.slack),
+            self._iterations(k),
+            DENSE_MAX_PIVOTS,
+            x,
+            level,
+            stats,
+        )
+        self._lp.solver_s += time.perf_counter() - t0
+        if status != WF_OK:
+            self.dense_failures += 1
+            return self._water_fill_highs(thr, sf, cap, count, prio, ent, coef, live)
+        self._lp.solves += int(stats[0])
+        return solution_allocation(x, thr)
+
+    def _water_fill_highs(
         self,
         thr: FloatArray,
         sf: FloatArray,

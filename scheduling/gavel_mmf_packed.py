@@ -242,7 +242,10 @@ class GavelMMFPacked(GavelGandiva):
             np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), nv
         )
         m = LPModel(c=c, indptr=indptr, indices=indices, data=data, b=b, lb=lb, ub=ub)
-        res = self._lp.solve(m)
+        # with the centre, any optimal vertex seeds it: the dense kernel's (HiGHS's if it
+        # declines); without, the vertex is the answer: HiGHS's, as always
+        dense = self._lp.solve_dense(m) if self.centre else None
+        res = self._lp.solve(m) if dense is None else dense
         if res.x is None:
             self._lp.fallbacks += 1
             return None
@@ -255,7 +258,14 @@ class GavelMMFPacked(GavelGandiva):
             v = optimal_face_centre(m, res.x, self._interior(m, res.x, nt + g), wr, wv)
             if v is not None:
                 return np.clip(v, 0.0, None)
-        return np.clip(res.x, 0.0, None)
+            if dense is not None:  # the vertex is the answer now: HiGHS's, as before
+                res = self._lp.solve(m)
+                if res.x is None:
+                    self._lp.fallbacks += 1
+                    return None
+        x_opt = res.x
+        assert x_opt is not None  # (checked above)
+        return np.clip(x_opt, 0.0, None)
 
     @staticmethod
     def _interior(m: LPModel, x_opt: FloatArray, nb: int) -> FloatArray:

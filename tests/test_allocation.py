@@ -7,10 +7,11 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from clustersim.kernels import WF_OK, WF_PIVOT_LIMIT, maxmin_simplex
 from scheduling.allocation import (
     STATUS_OPTIMAL,
     BaseLP,
@@ -288,6 +289,147 @@ def test_maxmin_model_is_the_base_lp_model_bit_for_bit(
         a, b = getattr(got, field), getattr(want, field)
         assert a.dtype == b.dtype and a.shape == b.shape, field
         assert a.tobytes() == b.tobytes(), field
+
+
+def random_maxmin(seed: int, k: int, nt: int, counted: bool) -> tuple[np.ndarray, ...]:
+    """A random max-min instance: zero throughputs, gangs, class counts, dead rows, and
+    identical rows (ties: a degenerate LP)."""
+    rng = np.random.default_rng(seed)
+    thr = rng.uniform(0.0, 5.0, (k, nt)) * (rng.random((k, nt)) < 0.8)
+    thr[rng.random(k) < 0.3] = rng.choice([1.0, 2.0], nt)
+    sf = rng.choice([1.0, 2.0, 4.0], k)
+    cap = rng.integers(1, 9, nt).astype(float)
+    coef = thr * rng.uniform(0.1, 2.0, (k, 1))
+    live = (rng.random(k) < 0.8) & (coef.sum(axis=1) > 0)
+    count = rng.integers(1, 5, k).astype(float) if counted else np.ones(k)
+    return thr, sf, cap, coef, live, count
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    k=st.integers(1, 12),
+    nt=st.integers(1, 3),
+    seed=st.integers(0, 10_000),
+    counted=st.booleans(),
+)
+def test_dense_maxmin_simplex_reaches_highs_optimum(
+    k: int, nt: int, seed: int, counted: bool
+) -> None:
+    # The dense simplex kernel that seeds gavel-mmf's centre tie-break: a feasible point of
+    # the same LP (maxmin_model's) with HiGHS's optimal level, to rounding.
+    thr, sf, cap, coef, live, count = random_maxmin(seed, k, nt, counted)
+    assume(live.any())  # (the policies call it only then; else z is unbounded)
+    m = maxmin_model(thr, sf, cap, coef, live, count)
+    ref = LPSolver().solve(m)
+    assert ref.x is not None
+    x = np.empty(k * nt + 1)
+    assert maxmin_simplex(thr, coef, sf * count, cap, live, 2000, x) == WF_OK
+    assert x[-1] == pytest.approx(ref.x[-1], rel=1e-9, abs=1e-12)
+    assert np.all(x >= -1e-12) and np.all(m.matrix() @ x <= m.b + 1e-9)
+    assert np.all(x[:-1][thr.ravel() <= 0] == 0.0)
+
+
+def test_dense_maxmin_simplex_compiled_is_its_python_source_bit_for_bit() -> None:
+    from clustersim import kernels
+
+    was = kernels.compiled_in_use()
+    out: dict[bool, list[np.ndarray]] = {}
+    try:
+        for compiled in (False, True):
+            if compiled and not kernels.use_compiled():
+                pytest.skip("numba not installed")  # (the product pins it)
+            if not compiled:
+                kernels.use_compiled(False)
+            xs = []
+            for seed in range(30):
+                thr, sf, cap, coef, live, count = random_maxmin(seed, 1 + seed % 12, 3, True)
+                if not live.any():
+                    continue
+                x = np.empty(thr.size + 1)
+                assert maxmin_simplex(thr, coef, sf * count, cap, live, 2000, x) == WF_OK
+                xs.append(x)
+            out[compiled] = xs
+    finally:
+        kernels.use_compiled(was)
+    for a, b in zip(out[False], out[True], strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    k=st.integers(1, 12),
+    nt=st.integers(1, 3),
+    seed=st.integers(0, 10_000),
+    counted=st.booleans(),
+    maxmin=st.booleans(),
+)
+def test_solve_dense_reaches_highs_optimum(
+    k: int, nt: int, seed: int, counted: bool, maxmin: bool
+) -> None:
+    # LPSolver.solve_dense (the generic dense kernel that seeds the centres of
+    # gavel-max-throughput and gavel-mmf-packed): HiGHS's optimal value on the max-min LP and
+    # on the throughput-sum LP (many ties), at a point that keeps every row and bound.
+    thr, sf, cap, coef, live, count = random_maxmin(seed, k, nt, counted)
+    if maxmin:
+        assume(live.any())
+        m = maxmin_model(thr, sf, cap, coef, live, count)
+    else:
+        lp = BaseLP(thr, sf, cap, count=count)
+        m = lp.model(-(thr * count[:, None]).ravel())
+    ref = LPSolver().solve(m)
+    assert ref.x is not None
+    s = LPSolver()
+    got = s.solve_dense(m)
+    assert got is not None and got.x is not None and s.dense_failures == 0
+    assert got.objective == pytest.approx(ref.objective, rel=1e-9, abs=1e-12)
+    assert np.all(got.x >= -1e-12) and np.all(got.x <= m.ub + 1e-9)  # (to rounding)
+    assert np.all(m.matrix() @ got.x <= m.b + 1e-9)
+    assert s.stats()["lp_solves"] == 1
+
+
+def test_solve_dense_declines_what_it_cannot_take() -> None:
+    # a negative right-hand side (the slack basis is infeasible) and a vertex above an upper
+    # bound the kernel does not see: None, counted, so the caller asks HiGHS
+    thr, sf, cap, _, _, count = random_maxmin(3, 4, 2, False)
+    lp = BaseLP(thr, sf, cap, count=count)
+    m = lp.model(-(thr * count[:, None]).ravel())
+    s = LPSolver()
+    bad_b = LPModel(m.c, m.indptr, m.indices, m.data, m.b - 10.0, m.lb, m.ub)
+    assert s.solve_dense(bad_b) is None and s.dense_failures == 1
+    low_ub = LPModel(m.c, m.indptr, m.indices, m.data, m.b, m.lb, np.minimum(m.ub, 0.01))
+    assert s.solve_dense(low_ub) is None and s.dense_failures == 2
+    assert s.solve(low_ub).x is not None  # HiGHS sees the bound
+
+
+def test_lp_dense_compiled_is_its_python_source_bit_for_bit() -> None:
+    from clustersim import kernels
+
+    was = kernels.compiled_in_use()
+    out: dict[bool, list[bytes]] = {}
+    try:
+        for compiled in (False, True):
+            if compiled and not kernels.use_compiled():
+                pytest.skip("numba not installed")  # (the product pins it)
+            if not compiled:
+                kernels.use_compiled(False)
+            xs = []
+            for seed in range(30):
+                thr, sf, cap, _, _, count = random_maxmin(seed, 1 + seed % 12, 3, True)
+                m = BaseLP(thr, sf, cap, count=count).model(-(thr * count[:, None]).ravel())
+                res = LPSolver().solve_dense(m)
+                assert res is not None and res.x is not None
+                xs.append(res.x.tobytes())
+            out[compiled] = xs
+    finally:
+        kernels.use_compiled(was)
+    assert out[False] == out[True]
+
+
+def test_dense_maxmin_simplex_reports_its_pivot_limit() -> None:
+    # (the caller then solves with HiGHS: tests/test_gavel_lp.py)
+    thr, sf, cap, coef, live, _ = random_maxmin(3, 6, 3, False)
+    x = np.empty(thr.size + 1)
+    assert maxmin_simplex(thr, coef, sf, cap, live, 0, x) == WF_PIVOT_LIMIT
 
 
 @settings(max_examples=60, deadline=None)

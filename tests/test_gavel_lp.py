@@ -301,7 +301,7 @@ def test_hierarchical_levels_on_paper_with_a_job_that_cannot_use_its_share() -> 
     state = fake_state(
         thr=thr, gpus=(1, 1, 1), cap=(1, 1), remaining=(1, 1, 1), users=("u", "u", "v")
     )
-    for fill in ("_water_fill", "_water_fill_two_lps"):
+    for fill in ("_water_fill", "_water_fill_highs", "_water_fill_two_lps"):
         p = GavelHierarchical(entity="user")
         p.reset(np.random.default_rng(0))
         p._water_fill = getattr(p, fill)  # type: ignore[method-assign]
@@ -319,12 +319,12 @@ def test_hierarchical_levels_on_paper_with_a_job_that_cannot_use_its_share() -> 
 def test_hierarchical_one_lp_per_level_matches_the_two_lp_water_filling(
     k: int, nt: int, seed: int, within: str
 ) -> None:
-    # The fast path (one warm-started LP per level, bottlenecks from its duals) and the
-    # straightforward one (an LP per level from scratch, then the bottleneck LP) reach the
-    # same water-filling levels: every job's normalised throughput agrees to within the
-    # bottleneck LP's slack (it freezes a job that cannot rise by slack relative, the duals
-    # one that cannot rise at all; near level 0 by slack absolute). Allocations may differ
-    # where the LP's optimum is not unique.
+    # The fast paths (one warm-started LP per level, bottlenecks from its duals: on the
+    # dense simplex kernel and in HiGHS) and the straightforward one (an LP per level from
+    # scratch, then the bottleneck LP) reach the same water-filling levels: every job's
+    # normalised throughput agrees to within the bottleneck LP's slack (it freezes a job
+    # that cannot rise by slack relative, the duals one that cannot rise at all; near level
+    # 0 by slack absolute). Allocations may differ where the LP's optimum is not unique.
     rng = np.random.default_rng(seed)
     thr = rng.choice([0.0, 0.5, 1.0, 2.0, 3.0], size=(k, nt))
     thr[rng.random(k) < 0.5] = rng.choice([1.0, 2.0], size=nt)  # some identical jobs
@@ -342,19 +342,92 @@ def test_hierarchical_one_lp_per_level_matches_the_two_lp_water_filling(
         prices=(1.0,) * nt,
     )
     out = {}
-    for fill in ("_water_fill", "_water_fill_two_lps"):
+    for fill in ("_water_fill", "_water_fill_highs", "_water_fill_two_lps"):
         p = GavelHierarchical(entity="user", within=within, slack=1e-5)
         p.reset(np.random.default_rng(0))
         p._water_fill = getattr(p, fill)  # type: ignore[method-assign]
         x = p.allocation(state, np.arange(k, dtype=np.int64))
         assert check_allocation(x, thr, np.array(gpus, float), np.array(cap, float)) == []
         assert p.stats()["lp_fallbacks"] == 0
+        assert p.dense_failures == 0
         out[fill] = x
     live = thr @ np.array(cap, float) > 0
     capf = np.array(cap, float)
-    fast = normalised(out["_water_fill"], thr, capf)[live]
     ref = normalised(out["_water_fill_two_lps"], thr, capf)[live]
-    np.testing.assert_allclose(fast, ref, rtol=1e-4, atol=1e-7)
+    for fill in ("_water_fill", "_water_fill_highs"):
+        fast = normalised(out[fill], thr, capf)[live]
+        np.testing.assert_allclose(fast, ref, rtol=1e-4, atol=1e-7)
+
+
+def hier_random_state(seed: int, k: int, nt: int) -> tuple[Any, np.ndarray]:
+    """A random hierarchical instance (as the hypothesis test above draws them)."""
+    rng = np.random.default_rng(seed)
+    thr = rng.choice([0.0, 0.5, 1.0, 2.0, 3.0], size=(k, nt))
+    thr[rng.random(k) < 0.5] = rng.choice([1.0, 2.0], size=nt)
+    state = fake_state(
+        thr=thr,
+        gpus=tuple(int(g) for g in rng.choice([1, 1, 2, 4], size=k)),
+        cap=tuple(int(c) for c in rng.integers(1, 5, size=nt)),
+        remaining=(1.0,) * k,
+        users=tuple(str(u) for u in rng.choice(["u", "v", "w"], size=k)),
+        priority=tuple(int(q) for q in rng.choice([0, 1, 2], size=k)),
+        prices=(1.0,) * nt,
+    )
+    return state, thr
+
+
+@pytest.mark.parametrize("within", ["fairness", "fifo"])
+def test_hierarchical_dense_kernel_compiled_matches_its_python_source(within: str) -> None:
+    # The water filling's simplex kernel gives the same allocation, bit for bit, compiled
+    # and as plain Python (the same operations in the same order).
+    from clustersim import kernels
+
+    was = kernels.compiled_in_use()
+    out: dict[bool, list[np.ndarray]] = {}
+    try:
+        for compiled in (False, True):
+            if compiled and not kernels.use_compiled():
+                pytest.skip("numba not installed")  # (the product pins it)
+            if not compiled:
+                kernels.use_compiled(False)
+            xs = []
+            for seed in range(25):
+                state, _ = hier_random_state(seed, 2 + seed % 9, 1 + seed % 3)
+                p = GavelHierarchical(entity="user", within=within)
+                xs.append(allocate(p, state))
+                assert p.dense_failures == 0
+            out[compiled] = xs
+    finally:
+        kernels.use_compiled(was)
+    for a, b in zip(out[False], out[True], strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_hierarchical_dense_kernel_hands_over_to_highs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel's checked fallback: a pivot limit it cannot meet (0) sends every
+    # recomputation to HiGHS's warm-started path, counted; so do more classes than the
+    # dense tableau takes (not counted: by design). Same levels either way.
+    import scheduling.gavel_lp as gl
+
+    thr = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    state = fake_state(
+        thr=thr, gpus=(1, 1, 1), cap=(1, 1), remaining=(1, 1, 1), users=("u", "u", "v")
+    )
+    cap = np.array([1.0, 1.0])
+    p = GavelHierarchical(entity="user")
+    x = allocate(p, state)
+    assert p.dense_failures == 0 and p.stats()["lp_solves"] == 2  # two levels (on paper above)
+    monkeypatch.setattr(gl, "DENSE_MAX_PIVOTS", 0)
+    q = GavelHierarchical(entity="user")
+    y = allocate(q, state)
+    assert q.dense_failures == 1 and q.stats()["lp_fallbacks"] == 0
+    monkeypatch.setattr(gl, "DENSE_MAX_PIVOTS", 2000)
+    monkeypatch.setattr(gl, "DENSE_MAX_CLASSES", 1)
+    r = GavelHierarchical(entity="user")
+    z = allocate(r, state)
+    assert r.dense_failures == 0
+    for alloc in (x, y, z):
+        np.testing.assert_allclose(normalised(alloc, thr, cap), [2 / 3, 2 / 3, 1.0], atol=1e-6)
 
 
 # ---------------------------------------------------------------- invariants
@@ -732,3 +805,55 @@ def test_hierarchical_trace_finishes_as_worked_by_hand() -> None:
     )
     np.testing.assert_allclose(r.finish, [150.0, 150.0, 100.0], rtol=1e-12)
     np.testing.assert_allclose(r.first_start, [0.0, 50.0, 0.0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mmf_centre_is_the_same_from_the_dense_kernels_vertex_and_from_highs(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With centre=True (the --compat gavel default) the max-min LP's vertex only seeds the
+    # centre of the optimal face: the dense simplex kernel's vertex and HiGHS's (the kernel
+    # refused by a pivot limit of 0, counted) give the same centre to rounding.
+    import scheduling.gavel_lp as gl
+
+    state, thr = hier_random_state(seed, 3 + seed, 1 + seed % 3)
+    fast = GavelMMF(centre=True)
+    x = allocate(fast, state)
+    assert fast.dense_failures == 0
+    monkeypatch.setattr(gl, "DENSE_MAX_PIVOTS", 0)
+    slow = GavelMMF(centre=True)
+    y = allocate(slow, state)
+    assert slow.dense_failures == 1
+    assert (fast.stats()["lp_solves"], slow.stats()["lp_solves"]) == (1, 2)  # tried, HiGHS
+    np.testing.assert_allclose(x, y, atol=1e-9)
+    assert check_allocation(x, thr, state.jobs.num_gpus.astype(float), state.capacity) == []
+
+
+@pytest.mark.parametrize("name", ["gavel-hierarchical", "gavel-mmf", "gavel-max-throughput"])
+def test_dense_kernels_give_the_same_run_compiled_and_as_plain_python(name: str) -> None:
+    # The engine switches to the compiled kernels for these policies; without numba the
+    # same kernels run as plain Python: the same run, bit for bit (three users, so the
+    # hierarchical water filling has several levels).
+    from clustersim import kernels
+    from clustersim.perf import PerformanceModel
+    from clustersim.spec import cluster_from_shorthand
+    from clustersim.synth import gavel_model, generate
+
+    cl = cluster_from_shorthand("v100:2,p100:2,k80:2")
+    trace = generate(gavel_model(), n_jobs=40, seed=3)
+    trace.user[:] = np.array(["u", "v", "w", "v"] * 10, dtype=object)
+    rates = PerformanceModel().prepare(trace, cl)
+    params = {} if name == "gavel-hierarchical" else {"centre": True}
+    was = kernels.compiled_in_use()
+    try:
+        if not kernels.use_compiled():
+            pytest.skip("numba not installed")  # (the product pins it)
+        fast = simulate(trace, cl, make_policy(name, **params), rates=rates)
+        kernels.use_compiled(False)
+        slow_policy = make_policy(name, **params)
+        slow_policy.compiled_kernels = False  # (else the engine switches back)
+        slow = simulate(trace, cl, slow_policy, rates=rates)
+        assert not kernels.compiled_in_use()  # the whole run was plain Python
+    finally:
+        kernels.use_compiled(was)
+    assert fast.finish.tobytes() == slow.finish.tobytes()

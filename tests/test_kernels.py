@@ -597,10 +597,10 @@ def test_warm_up_compiles_every_kernel() -> None:
         "from clustersim import engine, kernels\n"
         "from clustersim import colocation, network\n"
         "from scheduling import allocation, centre, gandiva, gandiva_fair, gavel, gavel_packing\n"
-        "from scheduling import las, placement, themis, tiresias\n"
+        "from scheduling import gavel_lp, las, placement, themis, tiresias\n"
         "engine.warm_up()\n"
         "mods = (engine, colocation, network, placement, tiresias, gavel, las, allocation,\n"
-        "        centre, gandiva, gandiva_fair, gavel_packing, themis)\n"
+        "        centre, gandiva, gandiva_fair, gavel_packing, themis, gavel_lp)\n"
         "ks = {k for m in mods for k in dir(m) if hasattr(getattr(m, k), 'py_func')}\n"
         "print(len(ks), sorted(k for k in ks if not getattr(kernels, k).signatures))\n"
     )
