@@ -4,15 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('planner', '0014_experiment_compat_pollux'),
+        ("planner", "0014_experiment_compat_pollux"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='experiment',
-            name='compat',
-            field=models.CharField(blank=True, choices=[('gavel', "Gavel's simulator"), ('pollux', "Pollux's simulator"), ('synergy', "Synergy's simulator"), ('tiresias', "Tiresias's simulator")], default='', help_text='model only what this reference simulator models (clustersim.compat)', max_length=16),
+            model_name="experiment",
+            name="compat",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("gavel", "Gavel's simulator"),
+                    ("pollux", "Pollux's simulator"),
+                    ("synergy", "Synergy's simulator"),
+                    ("tiresias", "Tiresias's simulator"),
+                ],
+                default="",
+                help_text="model only what this reference simulator models (clustersim.compat)",
+                max_length=16,
+            ),
         ),
     ]
