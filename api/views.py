@@ -707,7 +707,7 @@ class CompareView(APIView):
             raise ValidationError({"runs": "between 1 and 200 comma-separated run ids"})
         ids = [int(x) for x in raw.split(",")]
         baseline_raw = request.query_params.get("baseline", "")
-        if baseline_raw and not baseline_raw.isdigit():
+        if baseline_raw and not re.fullmatch(r"[-+]?\d+", baseline_raw):
             raise ValidationError({"baseline": "a run id, one of the ids in runs"})
         runs = {
             r.pk: r

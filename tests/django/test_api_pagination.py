@@ -16,7 +16,7 @@ LIST_ROUTES = [basename for _, viewset, basename in router.registry if hasattr(v
 
 
 def test_every_viewset_of_the_router_is_covered() -> None:
-    assert set(LIST_ROUTES) == {"accelerator", "cluster", "workload", "experiment", "run"}
+    assert set(LIST_ROUTES) == {"accelerator", "cluster", "workload", "experiment", "run", "study"}
 
 
 @pytest.mark.parametrize("basename", LIST_ROUTES)
@@ -47,6 +47,13 @@ def test_the_first_and_last_pages_still_answer(
     api: Any, owner: Any, finished_run: Any, make_accelerator: Any, basename: str
 ) -> None:
     make_accelerator(owner)
+    if basename == "study":
+        from planner import studies
+
+        problem = studies.build_problem(
+            types=[{"accelerator": "v100", "max_nodes": 1}], policies=[{"name": "fifo"}]
+        )
+        studies.create_study(owner, name="s", workload=finished_run.workload, problem=problem)
     url = reverse(f"api:{basename}-list")
     for page in ("1", "last"):
         r = api.get(url, {"page": page})

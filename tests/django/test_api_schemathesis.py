@@ -44,6 +44,8 @@ BEYOND_THE_SCHEMA = {
     "POST /api/v1/workloads/synthetic/": "the recipe is checked field by field (planner.recipes)",
     "POST /api/v1/workloads/{id}/derive/": "the steps are checked one by one; the parent must "
     "be parsed",
+    "POST /api/v1/studies/": "the workload and base cluster must be yours and parsed; the "
+    "problem is checked by the advisor (types, metrics, contradictory constraints, budgets)",
     "POST /api/v1/accelerators/": "idle_w may not exceed busy_w",
     "PUT /api/v1/accelerators/{id}/": "idle_w may not exceed busy_w",
     "PATCH /api/v1/accelerators/{id}/": "idle_w may not exceed busy_w",
