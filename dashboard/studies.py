@@ -290,7 +290,7 @@ def front_chart(study: Study) -> Chart:
     groups = [
         ("feasible", frame["feasible"], "circle", "#2a9d8f"),
         ("infeasible", ~frame["feasible"] & (frame["status"] == "full"), "x", "#e76f51"),
-        ("stopped early (prefix)", frame["status"] == "pruned", "x-thin", "#999999"),
+        ("stopped early (prefix)", frame["status"] == "pruned", "triangle-down", "#999999"),
     ]
     for label, mask, symbol, colour in groups:
         sub = frame[mask & frame[x_metric].notna() & frame[y_metric].notna()]
@@ -340,7 +340,7 @@ def front_chart(study: Study) -> Chart:
         "layout": {
             "xaxis": {"title": {"text": x_metric}},
             "yaxis": {"title": {"text": y_metric}},
-            "legend": {"orientation": "h"},
+            "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
         },
     }
     note = f"{len(evs)} candidates, {answer.get('simulated', 0)} simulated"

@@ -277,3 +277,62 @@ def test_a_planner_generates_derives_and_imports(
 
     assert console.errors == [], console.errors
     assert console.foreign == [], f"requests left the server: {console.foreign}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_planner_asks_what_to_buy(
+    page: tuple[Any, Console],
+    live_server: Any,
+    celery_worker: Any,
+    django_user_model: Any,
+    screenshots: Path,
+) -> None:
+    """A capacity study from the form to the answer (the worker evaluates the candidates),
+    its front chart, and the one click that makes the recommendation a cluster."""
+    from django.contrib.auth import get_user_model
+
+    from planner import parsing, services
+
+    pg, console = page
+    base = live_server.url
+    sign_in(pg, base, django_user_model, "buyer")
+    owner = get_user_model().objects.get(username="buyer")
+    w = services.create_workload(
+        owner,
+        name="philly sample",
+        filename=PHILLY_SAMPLE.name,
+        raw=PHILLY_SAMPLE.read_bytes(),
+        enqueue=False,
+    )
+    parsing.parse_workload(w.pk)
+
+    pg.click("text=Plan capacity")
+    pg.fill("#id_name", "what to buy")
+    pg.select_option("#id_workload", str(w.pk))
+    # the sample's long jobs: p95 JCT of 1.1-1.6 million s on a few nodes of 8
+    pg.fill("#id_types", "v100:0-6:3,k80:0-6:3")
+    pg.fill("#id_constraints", "jct_p95_s<=1500000")
+    pg.fill("#id_budget", "9")
+    pg.click("main form button[type=submit]")
+    pg.wait_for_url(f"{base}/studies/*/")
+    from planner.models import Study
+
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        study = Study.objects.get(name="what to buy")
+        if study.state not in ("queued", "running"):
+            break
+        time.sleep(0.5)
+    assert study.state == "succeeded", (study.state, study.phase, study.error)
+    # the page reloads itself when the study is done
+    pg.wait_for_selector("text=Recommended", timeout=30_000)
+    all_ready(charts_drawn(pg))
+    assert pg.locator("h2", has_text="Pareto front").count() == 1
+    assert pg.locator("h3", has_text="Sensitivity").count() == 1
+    shot(pg, screenshots, "20-capacity-study")
+
+    pg.click("text=Make it a cluster and compare it with the base")
+    pg.wait_for_url(f"{base}/experiments/*/")
+    assert pg.locator("h1", has_text="what to buy: recommended").count() == 1
+    assert console.errors == [], console.errors
+    assert console.foreign == [], f"requests left the server: {console.foreign}"

@@ -97,6 +97,11 @@ def test_an_infeasible_study_says_so_and_shows_the_closest(api: Any, workload: A
     res = api.get(f"/api/v1/studies/{r.json()['id']}/results/").json()
     assert res["infeasible"] and res["recommendation"] is None and res["closest"]
     assert api.post(f"/api/v1/studies/{r.json()['id']}/apply/").status_code == 400
+    chart = api.get(f"/charts/studies/{r.json()['id']}/front/").json()
+    names = {t["name"] for t in chart["figure"]["data"]}
+    # every candidate broke the bound by far on its prefix: all stopped early
+    assert names == {"stopped early (prefix)"}
+    assert sum(len(t["x"]) for t in chart["figure"]["data"] if t["name"] != "Pareto front") >= 10
 
 
 @pytest.mark.parametrize(
