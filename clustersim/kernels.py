@@ -4346,3 +4346,215 @@ def kueue_admit(
         borrows[n] = b_borrow
         n += 1
     return starts[:n], types[:n], borrows[:n]
+
+
+@_compiled
+def slurm_pass(
+    now: float,
+    queued: IntArray,
+    submit: FloatArray,
+    gang: IntArray,
+    rate: FloatArray,
+    free: IntArray,
+    user: IntArray,
+    fs: FloatArray,
+    qos: FloatArray,
+    limit: FloatArray,
+    weights: FloatArray,
+    max_age: float,
+    devices: int,
+    favor_small: bool,
+    backfill: bool,
+    capacity: IntArray,
+    held_t: IntArray,
+    held_s: FloatArray,
+    held_n: IntArray,
+) -> tuple[IntArray, IntArray, int]:
+    """One scheduling pass of :class:`scheduling.slurm.Slurm`: the multifactor priorities of
+    the pending jobs, the main scheduler in priority order, then EASY backfill behind the
+    first job it cannot start (the rules of :mod:`scheduling.slurm`, which runs the same
+    pass in numpy and Python with ``use_kernel = False``). Returns the jobs started, in
+    order, their types, and how many of them were backfilled.
+
+    Parameters
+    ----------
+    queued : (q,) int64
+        Pending jobs in submission order.
+    submit, limit, qos : (n,) float64
+        Every job's submission time, time limit and QOS factor; ``gang`` (n,) its devices;
+        ``user`` (n,) its user; ``rate`` (n, n_types): 0 where it cannot run.
+    free : (n_types,) int64
+        Free devices per type; updated in place as jobs start. ``capacity``: devices.
+    fs : (users,) float64
+        Each user's fair-share factor now.
+    weights : (4,) float64
+        Weights of age, fair share, job size and QOS.
+    max_age, devices, favor_small
+        ``PriorityMaxAge``; devices of the cluster (at least 1); ``PriorityFavorSmall``.
+    backfill
+        EASY backfill behind the first job the main scheduler cannot start.
+    held_t, held_s, held_n : (h,)
+        Type, expected end (start + limit) and devices of each job holding devices.
+    """
+    q = len(queued)
+    n_types = len(free)
+    prio = np.empty(q)
+    fits = np.zeros(q, dtype=np.bool_)
+    n_fit = 0
+    block = -1  # the best-ranked job that does not fit now (the first of the best)
+    for i in range(q):
+        j = queued[i]
+        age = (now - submit[j]) / max_age
+        if age > 1.0:
+            age = 1.0
+        size = gang[j] / devices
+        if favor_small:
+            size = 1.0 - size
+        p = weights[0] * age + weights[1] * fs[user[j]] + weights[2] * size + weights[3] * qos[j]
+        prio[i] = p
+        for t in range(n_types):
+            if rate[j, t] > 0 and gang[j] <= free[t]:
+                fits[i] = True
+                break
+        if fits[i]:
+            n_fit += 1
+        elif block < 0 or p > prio[block]:
+            block = i
+    # the fitting jobs by priority; ties to the earlier position (submission, then index)
+    cand = np.empty(n_fit, dtype=np.int64)
+    c = 0
+    for i in range(q):
+        if fits[i]:
+            cand[c] = i
+            c += 1
+    keys = np.empty(n_fit)
+    for c in range(n_fit):
+        keys[c] = -prio[cand[c]]
+    cand = cand[np.argsort(keys, kind="mergesort")]
+    h = len(held_t)
+    end_t = np.empty(h + q, dtype=np.int64)
+    end_s = np.empty(h + q)
+    end_n = np.empty(h + q, dtype=np.int64)
+    end_t[:h] = held_t
+    end_s[:h] = held_s
+    end_n[:h] = held_n
+    ne = h
+    run = np.empty(q, dtype=np.int64)
+    typ = np.empty(q, dtype=np.int64)
+    m = 0
+    backfilled = 0
+    # the main scheduler: in priority order while jobs fit
+    head = -1
+    k = n_fit
+    for c in range(n_fit):
+        i = cand[c]
+        j = queued[i]
+        if block >= 0:
+            jb = queued[block]
+            pb = -prio[block]
+            pi = -prio[i]
+            if pb != pi:
+                first = pb < pi
+            elif submit[jb] != submit[j]:
+                first = submit[jb] < submit[j]
+            else:
+                first = jb < j
+            if first:  # the job that does not fit ranks first
+                head = jb
+                k = c
+                break
+        g = gang[j]
+        best_t = -1
+        best_r = -1.0
+        for t in range(n_types):
+            if rate[j, t] > 0 and free[t] >= g and rate[j, t] > best_r:
+                best_t = t
+                best_r = rate[j, t]
+        if best_t < 0:  # it fitted at the start of the pass, not any more
+            head = j
+            k = c + 1
+            break
+        free[best_t] -= g
+        run[m] = j
+        typ[m] = best_t
+        m += 1
+        end_t[ne] = best_t
+        end_s[ne] = now + limit[j]
+        end_n[ne] = g
+        ne += 1
+    if head < 0:
+        if block < 0:
+            return run[:m], typ[:m], backfilled
+        head = queued[block]
+    any_free = False
+    for t in range(n_types):
+        if free[t] != 0:
+            any_free = True
+    if not backfill or not any_free:
+        return run[:m], typ[:m], backfilled
+    # the head's reservation: the type where it can start first (EASY's shadow time)
+    g = gang[head]
+    reserved = -1
+    shadow = np.inf
+    extra = 0
+    for t in range(n_types):
+        if not rate[head, t] > 0 or capacity[t] < g:
+            continue
+        avail = free[t]
+        s = np.inf
+        x = 0
+        if avail >= g:
+            s = now
+            x = avail - g
+        else:
+            cnt = 0
+            for e in range(ne):
+                if end_t[e] == t:
+                    cnt += 1
+            es = np.empty(cnt)
+            ns = np.empty(cnt, dtype=np.int64)
+            cnt = 0
+            for e in range(ne):
+                if end_t[e] == t:
+                    es[cnt] = end_s[e]
+                    ns[cnt] = end_n[e]
+                    cnt += 1
+            for e in np.argsort(es, kind="mergesort"):
+                avail += ns[e]
+                if avail >= g:
+                    s = es[e] if es[e] > now else now
+                    x = avail - g
+                    break
+        if s < shadow:
+            reserved = t
+            shadow = s
+            extra = x
+    # EASY backfill over the fitting jobs ranked after the head, in priority order
+    for c in range(k, n_fit):
+        j = queued[cand[c]]
+        g = gang[j]
+        by_time = now + limit[j] <= shadow
+        best_t = -1
+        best_r = -1.0
+        for t in range(n_types):
+            if rate[j, t] > 0 and g <= free[t] and rate[j, t] > best_r:
+                if t == reserved and not (by_time or g <= extra):
+                    continue
+                best_t = t
+                best_r = rate[j, t]
+        if best_t < 0:
+            continue
+        if best_t == reserved and not by_time:
+            extra -= g
+        backfilled += 1
+        free[best_t] -= g
+        run[m] = j
+        typ[m] = best_t
+        m += 1
+        any_free = False
+        for t in range(n_types):
+            if free[t] != 0:
+                any_free = True
+        if not any_free:
+            break
+    return run[:m], typ[:m], backfilled

@@ -69,11 +69,12 @@ Departures from Slurm, and why:
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from clustersim import kernels
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE, Range
 
@@ -178,6 +179,10 @@ class Slurm(Policy):
         "Lifka, JSSPP'95; Mu'alem & Feitelson, IEEE TPDS 2001 (EASY backfill)"
     )
     preemptive = False
+    #: Run the scheduling pass in the compiled kernel (:func:`clustersim.kernels.slurm_pass`);
+    #: ``False``: the same rules in numpy and Python (the reference the kernel is tested
+    #: against, bit for bit).
+    use_kernel: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -289,6 +294,35 @@ class Slurm(Policy):
         held = state.running_jobs()
         run: list[int] = []
         typ: list[int] = []
+        if len(queued) and free.max(initial=0) > 0 and self.use_kernel:
+            got, types, backfilled = kernels.slurm_pass(
+                float(state.now),
+                queued,
+                jobs.submit_time,
+                gang,
+                rate,
+                free,
+                self._user,
+                self.fairshare_factor(),
+                self._qos,
+                self._limit,
+                np.array(
+                    [self.weight_age, self.weight_fairshare, self.weight_size, self.weight_qos],
+                    dtype=np.float64,
+                ),
+                float(self.max_age_s),
+                max(int(state.capacity.sum()), 1),
+                bool(self.favor_small),
+                bool(self.backfill),
+                np.asarray(state.capacity, dtype=np.int64),
+                np.asarray(state.alloc_type[held], dtype=np.int64),
+                state.last_start[held] + self._limit[held],
+                np.asarray(state.alloc_n[held], dtype=np.int64),
+            )
+            self._backfilled += int(backfilled)
+            self._tracked = np.concatenate([held, got])
+            self._seen = state.attained[self._tracked].copy()
+            return Decision(run=got, types=types)
         if len(queued) and free.max(initial=0) > 0:
             prio = self.priorities(state, queued)
             # Only jobs that fit now can start in this pass (free devices only shrink as it
