@@ -4349,6 +4349,17 @@ def kueue_admit(
 
 
 @_compiled
+def _best_pending(cand: IntArray, done: BoolArray, prio: FloatArray) -> int:
+    """The position in ``cand`` of the best-ranked entry not ``done`` (highest ``prio`` of
+    ``cand``'s entries, ties to the earlier), or -1."""
+    c = -1
+    for x in range(len(cand)):
+        if not done[x] and (c < 0 or prio[cand[x]] > prio[cand[c]]):
+            c = x
+    return c
+
+
+@_compiled
 def slurm_pass(
     now: float,
     queued: IntArray,
@@ -4420,17 +4431,16 @@ def slurm_pass(
             n_fit += 1
         elif block < 0 or p > prio[block]:
             block = i
-    # the fitting jobs by priority; ties to the earlier position (submission, then index)
+    # the fitting jobs (positions in `queued`, ascending: submission, then index), taken in
+    # priority order by selection (a pass starts few jobs: cheaper than sorting them all);
+    # ties go to the earlier position
     cand = np.empty(n_fit, dtype=np.int64)
     c = 0
     for i in range(q):
         if fits[i]:
             cand[c] = i
             c += 1
-    keys = np.empty(n_fit)
-    for c in range(n_fit):
-        keys[c] = -prio[cand[c]]
-    cand = cand[np.argsort(keys, kind="mergesort")]
+    done = np.zeros(n_fit, dtype=np.bool_)
     h = len(held_t)
     end_t = np.empty(h + q, dtype=np.int64)
     end_s = np.empty(h + q)
@@ -4445,8 +4455,10 @@ def slurm_pass(
     backfilled = 0
     # the main scheduler: in priority order while jobs fit
     head = -1
-    k = n_fit
-    for c in range(n_fit):
+    while True:
+        c = _best_pending(cand, done, prio)
+        if c < 0:
+            break
         i = cand[c]
         j = queued[i]
         if block >= 0:
@@ -4461,7 +4473,6 @@ def slurm_pass(
                 first = jb < j
             if first:  # the job that does not fit ranks first
                 head = jb
-                k = c
                 break
         g = gang[j]
         best_t = -1
@@ -4472,8 +4483,9 @@ def slurm_pass(
                 best_r = rate[j, t]
         if best_t < 0:  # it fitted at the start of the pass, not any more
             head = j
-            k = c + 1
+            done[c] = True
             break
+        done[c] = True
         free[best_t] -= g
         run[m] = j
         typ[m] = best_t
@@ -4529,21 +4541,34 @@ def slurm_pass(
             reserved = t
             shadow = s
             extra = x
-    # EASY backfill over the fitting jobs ranked after the head, in priority order
-    for c in range(k, n_fit):
+    # EASY backfill over the fitting jobs ranked after the head, in priority order: each
+    # start is the best-ranked of them that can start now (free devices and the reserve's
+    # extra devices only shrink, so a job passed over earlier in the walk cannot start now)
+    while True:
+        c = -1
+        best_t = -1
+        by_time = False
+        for x in range(n_fit):
+            if done[x] or (c >= 0 and prio[cand[x]] <= prio[cand[c]]):
+                continue
+            j = queued[cand[x]]
+            g = gang[j]
+            bt = now + limit[j] <= shadow
+            tx = -1
+            best_r = -1.0
+            for t in range(n_types):
+                if rate[j, t] > 0 and g <= free[t] and rate[j, t] > best_r:
+                    if t == reserved and not (bt or g <= extra):
+                        continue
+                    tx = t
+                    best_r = rate[j, t]
+            if tx >= 0:
+                c, best_t, by_time = x, tx, bt
+        if c < 0:
+            break
+        done[c] = True
         j = queued[cand[c]]
         g = gang[j]
-        by_time = now + limit[j] <= shadow
-        best_t = -1
-        best_r = -1.0
-        for t in range(n_types):
-            if rate[j, t] > 0 and g <= free[t] and rate[j, t] > best_r:
-                if t == reserved and not (by_time or g <= extra):
-                    continue
-                best_t = t
-                best_r = rate[j, t]
-        if best_t < 0:
-            continue
         if best_t == reserved and not by_time:
             extra -= g
         backfilled += 1
