@@ -4349,6 +4349,24 @@ def kueue_admit(
 
 
 @_compiled
+def _fair_tree_into(out: FloatArray, shares: FloatArray, usage: FloatArray, total: float) -> None:
+    """Fair Tree's factor of each user into ``out`` (:func:`scheduling.slurm.fair_tree_factor`,
+    the same arithmetic): rank by Level Fairshare ``shares / (usage / total)`` (no usage:
+    first), ``(users - users ranked strictly higher) / users``."""
+    u = len(shares)
+    neg = np.empty(u)
+    for x in range(u):
+        if usage[x] > 0:
+            neg[x] = -(shares[x] / (usage[x] / total if total > 0 else 1.0))
+        else:
+            neg[x] = -np.inf
+    srt = np.sort(neg)
+    higher = np.searchsorted(srt, neg)
+    for x in range(u):
+        out[x] = (u - higher[x]) / u
+
+
+@_compiled
 def _best_pending(cand: IntArray, done: BoolArray, prio: FloatArray) -> int:
     """The position in ``cand`` of the best-ranked entry not ``done`` (highest ``prio`` of
     ``cand``'s entries, ties to the earlier), or -1."""
@@ -4380,6 +4398,10 @@ def slurm_pass(
     held_t: IntArray,
     held_s: FloatArray,
     held_n: IntArray,
+    usage: FloatArray,
+    shares: FloatArray,
+    total: float,
+    fair_tree: bool,
 ) -> tuple[IntArray, IntArray, int]:
     """One scheduling pass of :class:`scheduling.slurm.Slurm`: the multifactor priorities of
     the pending jobs, the main scheduler in priority order, then EASY backfill behind the
@@ -4397,7 +4419,9 @@ def slurm_pass(
     free : (n_types,) int64
         Free devices per type; updated in place as jobs start. ``capacity``: devices.
     fs : (users,) float64
-        Each user's fair-share factor now.
+        Each user's fair-share factor now; with ``fair_tree``, overwritten with Fair Tree's
+        factor of ``shares`` and decayed ``usage`` (:func:`scheduling.slurm.fair_tree_factor`;
+        ``total``: the sum of ``usage``, as numpy sums it).
     weights : (4,) float64
         Weights of age, fair share, job size and QOS.
     max_age, devices, favor_small
@@ -4409,6 +4433,8 @@ def slurm_pass(
     """
     q = len(queued)
     n_types = len(free)
+    if fair_tree:
+        _fair_tree_into(fs, shares, usage, total)
     prio = np.empty(q)
     fits = np.zeros(q, dtype=np.bool_)
     n_fit = 0

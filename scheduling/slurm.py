@@ -236,6 +236,12 @@ class Slurm(Policy):
             self._limit = np.where(best > 0, jobs.work / best, np.inf) * self.overestimate
         top = float(jobs.priority.max(initial=0))
         self._qos = jobs.priority / top if top > 0 else np.zeros(len(jobs))
+        self._devices = np.maximum(jobs.num_gpus, 1).astype(np.float64)
+        self._weights = np.array(
+            [self.weight_age, self.weight_fairshare, self.weight_size, self.weight_qos],
+            dtype=np.float64,
+        )
+        self._fs = np.zeros(len(names))  # the kernel's scratch for Fair Tree's factor
         self._t = state.now
         self._ready = True
 
@@ -248,15 +254,17 @@ class Slurm(Policy):
         dt = now - self._t
         if dt <= 0:
             return
-        self._usage *= 2.0 ** (-dt / h)
+        decay = 2.0 ** (-dt / h)
+        self._usage *= decay
         js = self._tracked
         if len(js):
             gained = state.attained[js] - self._seen
-            n = np.maximum(state.jobs.num_gpus[js], 1).astype(np.float64)
+            n = self._devices[js]
             ran = np.minimum(gained / n, dt)  # seconds held since the last decision
             # ∫ n 2^(−(now − τ)/h) dτ over [t, t + ran]
-            w = n * h / LN2 * (2.0 ** (-(dt - ran) / h) - 2.0 ** (-dt / h))
-            np.add.at(self._usage, self._user[js], np.where(gained > 0, w, 0.0))
+            w = n * h / LN2 * (2.0 ** (-(dt - ran) / h) - decay)
+            w[gained <= 0] = 0.0
+            np.add.at(self._usage, self._user[js], w)
         self._t = now
 
     def fairshare_factor(self) -> FloatArray:
@@ -295,6 +303,7 @@ class Slurm(Policy):
         run: list[int] = []
         typ: list[int] = []
         if len(queued) and free.max(initial=0) > 0 and self.use_kernel:
+            fair_tree = self.fairshare == "fair-tree"
             got, types, backfilled = kernels.slurm_pass(
                 float(state.now),
                 queued,
@@ -303,21 +312,22 @@ class Slurm(Policy):
                 rate,
                 free,
                 self._user,
-                self.fairshare_factor(),
+                self._fs if fair_tree else self.fairshare_factor(),
                 self._qos,
                 self._limit,
-                np.array(
-                    [self.weight_age, self.weight_fairshare, self.weight_size, self.weight_qos],
-                    dtype=np.float64,
-                ),
+                self._weights,
                 float(self.max_age_s),
                 max(int(state.capacity.sum()), 1),
                 bool(self.favor_small),
                 bool(self.backfill),
-                np.asarray(state.capacity, dtype=np.int64),
-                np.asarray(state.alloc_type[held], dtype=np.int64),
+                state.capacity.astype(np.int64, copy=False),
+                state.alloc_type[held].astype(np.int64, copy=False),
                 state.last_start[held] + self._limit[held],
-                np.asarray(state.alloc_n[held], dtype=np.int64),
+                state.alloc_n[held].astype(np.int64, copy=False),
+                self._usage,
+                self._shares,
+                float(self._usage.sum()),
+                fair_tree,
             )
             self._backfilled += int(backfilled)
             self._tracked = np.concatenate([held, got])
