@@ -4387,12 +4387,12 @@ def slurm_pass(
     free: IntArray,
     user: IntArray,
     fs: FloatArray,
-    qos: FloatArray,
+    size_w: FloatArray,
+    qos_w: FloatArray,
     limit: FloatArray,
-    weights: FloatArray,
+    w_age: float,
+    w_fs: float,
     max_age: float,
-    devices: int,
-    favor_small: bool,
     backfill: bool,
     capacity: IntArray,
     held_t: IntArray,
@@ -4413,19 +4413,19 @@ def slurm_pass(
     ----------
     queued : (q,) int64
         Pending jobs in submission order.
-    submit, limit, qos : (n,) float64
-        Every job's submission time, time limit and QOS factor; ``gang`` (n,) its devices;
-        ``user`` (n,) its user; ``rate`` (n, n_types): 0 where it cannot run.
+    submit, limit : (n,) float64
+        Every job's submission time and time limit; ``gang`` (n,) its devices; ``user`` (n,)
+        its user; ``rate`` (n, n_types): 0 where it cannot run.
+    size_w, qos_w : (n,) float64
+        Every job's weighted job-size and QOS terms (weight × factor).
     free : (n_types,) int64
         Free devices per type; updated in place as jobs start. ``capacity``: devices.
     fs : (users,) float64
         Each user's fair-share factor now; with ``fair_tree``, overwritten with Fair Tree's
         factor of ``shares`` and decayed ``usage`` (:func:`scheduling.slurm.fair_tree_factor`;
         ``total``: the sum of ``usage``, as numpy sums it).
-    weights : (4,) float64
-        Weights of age, fair share, job size and QOS.
-    max_age, devices, favor_small
-        ``PriorityMaxAge``; devices of the cluster (at least 1); ``PriorityFavorSmall``.
+    w_age, w_fs, max_age
+        ``PriorityWeightAge``, ``PriorityWeightFairshare``, ``PriorityMaxAge``.
     backfill
         EASY backfill behind the first job the main scheduler cannot start.
     held_t, held_s, held_n : (h,)
@@ -4438,24 +4438,24 @@ def slurm_pass(
     prio = np.empty(q)
     fits = np.zeros(q, dtype=np.bool_)
     n_fit = 0
+    for i in range(q):  # the multifactor priority, in the policy's order of operations
+        j = queued[i]
+        age = min((now - submit[j]) / max_age, 1.0)
+        prio[i] = w_age * age + w_fs * fs[user[j]] + size_w[j] + qos_w[j]
+    widest = 0
+    for t in range(n_types):
+        widest = max(widest, free[t])
     block = -1  # the best-ranked job that does not fit now (the first of the best)
     for i in range(q):
         j = queued[i]
-        age = (now - submit[j]) / max_age
-        if age > 1.0:
-            age = 1.0
-        size = gang[j] / devices
-        if favor_small:
-            size = 1.0 - size
-        p = weights[0] * age + weights[1] * fs[user[j]] + weights[2] * size + weights[3] * qos[j]
-        prio[i] = p
-        for t in range(n_types):
-            if rate[j, t] > 0 and gang[j] <= free[t]:
-                fits[i] = True
-                break
+        if gang[j] <= widest:
+            for t in range(n_types):
+                if rate[j, t] > 0 and gang[j] <= free[t]:
+                    fits[i] = True
+                    break
         if fits[i]:
             n_fit += 1
-        elif block < 0 or p > prio[block]:
+        elif block < 0 or prio[i] > prio[block]:
             block = i
     # the fitting jobs (positions in `queued`, ascending: submission, then index), taken in
     # priority order by selection (a pass starts few jobs: cheaper than sorting them all);

@@ -237,10 +237,9 @@ class Slurm(Policy):
         top = float(jobs.priority.max(initial=0))
         self._qos = jobs.priority / top if top > 0 else np.zeros(len(jobs))
         self._devices = np.maximum(jobs.num_gpus, 1).astype(np.float64)
-        self._weights = np.array(
-            [self.weight_age, self.weight_fairshare, self.weight_size, self.weight_qos],
-            dtype=np.float64,
-        )
+        self._qos_w = self.weight_qos * self._qos  # the priority's terms fixed per job
+        self._size_w = np.zeros(0)
+        self._size_for = -1  # the cluster's devices `_size_w` is for
         self._fs = np.zeros(len(names))  # the kernel's scratch for Fair Tree's factor
         self._t = state.now
         self._ready = True
@@ -266,6 +265,17 @@ class Slurm(Policy):
             w[gained <= 0] = 0.0
             np.add.at(self._usage, self._user[js], w)
         self._t = now
+
+    def _size_terms(self, state: State) -> FloatArray:
+        """(n,) ``weight_size × size`` of every job (as :meth:`priorities` computes it)."""
+        devices = max(int(state.capacity.sum()), 1)
+        if devices != self._size_for:
+            size = state.jobs.num_gpus / devices
+            if self.favor_small:
+                size = 1.0 - size
+            self._size_w = self.weight_size * size
+            self._size_for = devices
+        return self._size_w
 
     def fairshare_factor(self) -> FloatArray:
         """(users,) the fair-share factor of each user now."""
@@ -313,12 +323,12 @@ class Slurm(Policy):
                 free,
                 self._user,
                 self._fs if fair_tree else self.fairshare_factor(),
-                self._qos,
+                self._size_terms(state),
+                self._qos_w,
                 self._limit,
-                self._weights,
+                float(self.weight_age),
+                float(self.weight_fairshare),
                 float(self.max_age_s),
-                max(int(state.capacity.sum()), 1),
-                bool(self.favor_small),
                 bool(self.backfill),
                 state.capacity.astype(np.int64, copy=False),
                 state.alloc_type[held].astype(np.int64, copy=False),
