@@ -4349,6 +4349,51 @@ def kueue_admit(
 
 
 @_compiled
+def slurm_exponents(
+    tracked: IntArray,
+    seen: FloatArray,
+    attained: FloatArray,
+    devices: FloatArray,
+    dt: float,
+    h: float,
+) -> FloatArray:
+    """The exponents ``−(dt − ran) / h`` of :meth:`scheduling.slurm.Slurm._decay_usage`:
+    ``ran`` = min(service gained / devices, ``dt``), the seconds each ``tracked`` job held
+    its devices since the last decision (``seen``: its service then). numpy raises 2 to
+    them (its power is not the scalar one bit for bit), then :func:`slurm_accrue`."""
+    out = np.empty(len(tracked))
+    for x in range(len(tracked)):
+        j = tracked[x]
+        ran = min((attained[j] - seen[x]) / devices[j], dt)
+        out[x] = -(dt - ran) / h
+    return out
+
+
+@_compiled
+def slurm_accrue(
+    usage: FloatArray,
+    decay: float,
+    powers: FloatArray,
+    tracked: IntArray,
+    seen: FloatArray,
+    attained: FloatArray,
+    devices: FloatArray,
+    user: IntArray,
+    h: float,
+    ln2: float,
+) -> None:
+    """Decay ``usage`` by ``decay`` and add each ``tracked`` job's decayed device-seconds
+    ``n h / ln 2 × (powers − decay)`` to its user's, in order (as ``np.add.at``), for the jobs
+    that gained service (:meth:`scheduling.slurm.Slurm._decay_usage`)."""
+    for u in range(len(usage)):
+        usage[u] *= decay
+    for x in range(len(tracked)):
+        j = tracked[x]
+        if attained[j] - seen[x] > 0:
+            usage[user[j]] += devices[j] * h / ln2 * (powers[x] - decay)
+
+
+@_compiled
 def _fair_tree_into(out: FloatArray, shares: FloatArray, usage: FloatArray, total: float) -> None:
     """Fair Tree's factor of each user into ``out`` (:func:`scheduling.slurm.fair_tree_factor`,
     the same arithmetic): rank by Level Fairshare ``shares / (usage / total)`` (no usage:
@@ -4395,9 +4440,10 @@ def slurm_pass(
     max_age: float,
     backfill: bool,
     capacity: IntArray,
-    held_t: IntArray,
-    held_s: FloatArray,
-    held_n: IntArray,
+    held: IntArray,
+    alloc_type: IntArray,
+    alloc_n: IntArray,
+    last_start: FloatArray,
     usage: FloatArray,
     shares: FloatArray,
     total: float,
@@ -4428,8 +4474,9 @@ def slurm_pass(
         ``PriorityWeightAge``, ``PriorityWeightFairshare``, ``PriorityMaxAge``.
     backfill
         EASY backfill behind the first job the main scheduler cannot start.
-    held_t, held_s, held_n : (h,)
-        Type, expected end (start + limit) and devices of each job holding devices.
+    held : (h,) int64
+        The jobs holding devices; ``alloc_type``, ``alloc_n``, ``last_start`` (n,): every
+        job's type, devices and last start (a held job's expected end: start + limit).
     """
     q = len(queued)
     n_types = len(free)
@@ -4467,13 +4514,15 @@ def slurm_pass(
             cand[c] = i
             c += 1
     done = np.zeros(n_fit, dtype=np.bool_)
-    h = len(held_t)
+    h = len(held)
     end_t = np.empty(h + q, dtype=np.int64)
     end_s = np.empty(h + q)
     end_n = np.empty(h + q, dtype=np.int64)
-    end_t[:h] = held_t
-    end_s[:h] = held_s
-    end_n[:h] = held_n
+    for e in range(h):
+        j = held[e]
+        end_t[e] = alloc_type[j]
+        end_s[e] = last_start[j] + limit[j]
+        end_n[e] = alloc_n[j]
     ne = h
     run = np.empty(q, dtype=np.int64)
     typ = np.empty(q, dtype=np.int64)

@@ -254,6 +254,25 @@ class Slurm(Policy):
         if dt <= 0:
             return
         decay = 2.0 ** (-dt / h)
+        if self.use_kernel:  # the same arithmetic, the power in numpy
+            js = self._tracked
+            powers = 2.0 ** kernels.slurm_exponents(
+                js, self._seen, state.attained, self._devices, float(dt), float(h)
+            )
+            kernels.slurm_accrue(
+                self._usage,
+                float(decay),
+                powers,
+                js,
+                self._seen,
+                state.attained,
+                self._devices,
+                self._user,
+                float(h),
+                LN2,
+            )
+            self._t = now
+            return
         self._usage *= decay
         js = self._tracked
         if len(js):
@@ -330,10 +349,11 @@ class Slurm(Policy):
                 float(self.weight_fairshare),
                 float(self.max_age_s),
                 bool(self.backfill),
-                state.capacity.astype(np.int64, copy=False),
-                state.alloc_type[held].astype(np.int64, copy=False),
-                state.last_start[held] + self._limit[held],
-                state.alloc_n[held].astype(np.int64, copy=False),
+                state.capacity,
+                held,
+                state.alloc_type,
+                state.alloc_n,
+                state.last_start,
                 self._usage,
                 self._shares,
                 float(self._usage.sum()),

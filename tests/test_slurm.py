@@ -180,9 +180,7 @@ def _random_trace(seed: int) -> tuple[Any, Any]:
     ]
     users = rng.choice(["u1", "u2", "u3", "u4", "u5"], n).tolist()
     prio = rng.choice([0, 0, 1, 3], n).tolist()
-    return jobs(rows, user=users, priority=prio), cluster(
-        [("G", 8), ("G", 4), ("H", 4), ("H", 2)]
-    )
+    return jobs(rows, user=users, priority=prio), cluster([("G", 8), ("G", 4), ("H", 4), ("H", 2)])
 
 
 @pytest.mark.parametrize("seed", range(4))
