@@ -4425,7 +4425,8 @@ def _best_pending(cand: IntArray, done: BoolArray, prio: FloatArray) -> int:
 @_compiled
 def slurm_pass(
     now: float,
-    queued: IntArray,
+    active: IntArray,
+    running: BoolArray,
     submit: FloatArray,
     gang: IntArray,
     rate: FloatArray,
@@ -4457,8 +4458,9 @@ def slurm_pass(
 
     Parameters
     ----------
-    queued : (q,) int64
-        Pending jobs in submission order.
+    active : (a,) int64
+        The active jobs, ascending (in submission order); the pending ones are those not
+        ``running`` (n,).
     submit, limit : (n,) float64
         Every job's submission time and time limit; ``gang`` (n,) its devices; ``user`` (n,)
         its user; ``rate`` (n, n_types): 0 where it cannot run.
@@ -4478,7 +4480,12 @@ def slurm_pass(
         The jobs holding devices; ``alloc_type``, ``alloc_n``, ``last_start`` (n,): every
         job's type, devices and last start (a held job's expected end: start + limit).
     """
-    q = len(queued)
+    queued = np.empty(len(active), dtype=np.int64)
+    q = 0
+    for j in active:
+        if not running[j]:
+            queued[q] = j
+            q += 1
     n_types = len(free)
     if fair_tree:
         _fair_tree_into(fs, shares, usage, total)

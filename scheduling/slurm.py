@@ -323,6 +323,8 @@ class Slurm(Policy):
         if not self._ready:
             self._setup(state)
         self._decay_usage(state)
+        if self.use_kernel:
+            return self._schedule_compiled(state)
         queued = state.queued()
         jobs = state.jobs
         gang = jobs.num_gpus
@@ -331,38 +333,6 @@ class Slurm(Policy):
         held = state.running_jobs()
         run: list[int] = []
         typ: list[int] = []
-        if len(queued) and free.max(initial=0) > 0 and self.use_kernel:
-            fair_tree = self.fairshare == "fair-tree"
-            got, types, backfilled = kernels.slurm_pass(
-                float(state.now),
-                queued,
-                jobs.submit_time,
-                gang,
-                rate,
-                free,
-                self._user,
-                self._fs if fair_tree else self.fairshare_factor(),
-                self._size_terms(state),
-                self._qos_w,
-                self._limit,
-                float(self.weight_age),
-                float(self.weight_fairshare),
-                float(self.max_age_s),
-                bool(self.backfill),
-                state.capacity,
-                held,
-                state.alloc_type,
-                state.alloc_n,
-                state.last_start,
-                self._usage,
-                self._shares,
-                float(self._usage.sum()),
-                fair_tree,
-            )
-            self._backfilled += int(backfilled)
-            self._tracked = np.concatenate([held, got])
-            self._seen = state.attained[self._tracked].copy()
-            return Decision(run=got, types=types)
         if len(queued) and free.max(initial=0) > 0:
             prio = self.priorities(state, queued)
             # Only jobs that fit now can start in this pass (free devices only shrink as it
@@ -384,6 +354,51 @@ class Slurm(Policy):
         self._tracked = np.concatenate([held, started])
         self._seen = state.attained[self._tracked].copy()
         return Decision(run=started, types=np.array(typ, dtype=np.int64))
+
+    def _schedule_compiled(self, state: State) -> Decision:
+        """:meth:`schedule` after the usage decay, the pass in :func:`clustersim.kernels.
+        slurm_pass` (which picks the pending jobs out of the active ones itself)."""
+        active = state.active
+        # after `active`, as in the numpy path (whose `queued()` reads it): the state then
+        # lists the running jobs in its order, which the usage decay sums in
+        held = state.running_jobs()
+        free = state.free.astype(np.int64)  # a copy: the kernel takes devices from it
+        if free.max(initial=0) <= 0:
+            self._tracked = held.copy()
+            self._seen = state.attained[held].copy()
+            return Decision(run=EMPTY, types=EMPTY)
+        fair_tree = self.fairshare == "fair-tree"
+        got, types, backfilled = kernels.slurm_pass(
+            float(state.now),
+            active,
+            state.running,
+            state.jobs.submit_time,
+            state.jobs.num_gpus,
+            state.rate,
+            free,
+            self._user,
+            self._fs if fair_tree else self.fairshare_factor(),
+            self._size_terms(state),
+            self._qos_w,
+            self._limit,
+            float(self.weight_age),
+            float(self.weight_fairshare),
+            float(self.max_age_s),
+            bool(self.backfill),
+            state.capacity,
+            held,
+            state.alloc_type,
+            state.alloc_n,
+            state.last_start,
+            self._usage,
+            self._shares,
+            float(self._usage.sum()),
+            fair_tree,
+        )
+        self._backfilled += int(backfilled)
+        self._tracked = np.concatenate([held, got])
+        self._seen = state.attained[self._tracked].copy()
+        return Decision(run=got, types=types)
 
     def _pass(
         self,

@@ -203,16 +203,20 @@ def test_the_pass_kernel_decides_as_the_numpy_path(seed: int, params: Any) -> No
     t, cl = _random_trace(seed)
     speed = fixed_rates(t, cl, speed=[1.0, 2.0])
     speed.rate[np.random.default_rng(seed).random(len(t)) < 0.2, 1] = 0.0
-    ref = simulate(t, cl, _NumpySlurm(**params), rates=speed)
+    slow = _NumpySlurm(**params)
+    ref = simulate(t, cl, slow, rates=speed)
     assert ref.policy_stats["backfilled"] > 0 or params.get("backfill") is False
     for compiled in (False, True):
         was = kernels.compiled_in_use()
         kernels.use_compiled(compiled)
         try:
-            got = simulate(t, cl, make_policy("slurm", **params), rates=speed)
+            fast = make_policy("slurm", **params)
+            got = simulate(t, cl, fast, rates=speed)
         finally:
             kernels.use_compiled(was)
         assert np.array_equal(got.finish, ref.finish, equal_nan=True)
         assert got.stints.job.tolist() == ref.stints.job.tolist()
         assert got.stints.node.tolist() == ref.stints.node.tolist()
         assert got.policy_stats == ref.policy_stats
+        # the decayed usages too, bit for bit
+        assert fast._usage.tobytes() == slow._usage.tobytes()  # type: ignore[attr-defined]
