@@ -4427,14 +4427,11 @@ def slurm_pass(
     now: float,
     active: IntArray,
     running: BoolArray,
-    submit: FloatArray,
+    per_job: FloatArray,
     gang: IntArray,
     rate: FloatArray,
     free: IntArray,
-    user: IntArray,
     fs: FloatArray,
-    size_w: FloatArray,
-    qos_w: FloatArray,
     limit: FloatArray,
     w_age: float,
     w_fs: float,
@@ -4461,11 +4458,12 @@ def slurm_pass(
     active : (a,) int64
         The active jobs, ascending (in submission order); the pending ones are those not
         ``running`` (n,).
-    submit, limit : (n,) float64
-        Every job's submission time and time limit; ``gang`` (n,) its devices; ``user`` (n,)
-        its user; ``rate`` (n, n_types): 0 where it cannot run.
-    size_w, qos_w : (n,) float64
-        Every job's weighted job-size and QOS terms (weight × factor).
+    per_job : (n, 5) float64
+        Every job's submission time, weighted job-size and QOS terms (weight × factor),
+        devices and user, in one row (what the priority loop reads, in one cache line).
+    limit : (n,) float64
+        Every job's time limit; ``gang`` (n,) its devices; ``rate`` (n, n_types): 0 where
+        it cannot run.
     free : (n_types,) int64
         Free devices per type; updated in place as jobs start. ``capacity``: devices.
     fs : (users,) float64
@@ -4480,37 +4478,37 @@ def slurm_pass(
         The jobs holding devices; ``alloc_type``, ``alloc_n``, ``last_start`` (n,): every
         job's type, devices and last start (a held job's expected end: start + limit).
     """
-    queued = np.empty(len(active), dtype=np.int64)
-    q = 0
-    for j in active:
-        if not running[j]:
-            queued[q] = j
-            q += 1
     n_types = len(free)
     if fair_tree:
         _fair_tree_into(fs, shares, usage, total)
-    prio = np.empty(q)
-    fits = np.zeros(q, dtype=np.bool_)
-    n_fit = 0
-    for i in range(q):  # the multifactor priority, in the policy's order of operations
-        j = queued[i]
-        age = min((now - submit[j]) / max_age, 1.0)
-        prio[i] = w_age * age + w_fs * fs[user[j]] + size_w[j] + qos_w[j]
     widest = 0
     for t in range(n_types):
         widest = max(widest, free[t])
+    queued = np.empty(len(active), dtype=np.int64)
+    prio = np.empty(len(active))
+    fits = np.zeros(len(active), dtype=np.bool_)
+    q = 0
+    n_fit = 0
     block = -1  # the best-ranked job that does not fit now (the first of the best)
-    for i in range(q):
-        j = queued[i]
-        if gang[j] <= widest:
+    for j in active:
+        if running[j]:
+            continue
+        # the multifactor priority, in the policy's order of operations
+        age = min((now - per_job[j, 0]) / max_age, 1.0)
+        p = w_age * age + w_fs * fs[int(per_job[j, 4])] + per_job[j, 1] + per_job[j, 2]
+        queued[q] = j
+        prio[q] = p
+        g = per_job[j, 3]
+        if g <= widest:
             for t in range(n_types):
-                if rate[j, t] > 0 and gang[j] <= free[t]:
-                    fits[i] = True
+                if rate[j, t] > 0 and g <= free[t]:
+                    fits[q] = True
                     break
-        if fits[i]:
+        if fits[q]:
             n_fit += 1
-        elif block < 0 or prio[i] > prio[block]:
-            block = i
+        elif block < 0 or p > prio[block]:
+            block = q
+        q += 1
     # the fitting jobs (positions in `queued`, ascending: submission, then index), taken in
     # priority order by selection (a pass starts few jobs: cheaper than sorting them all);
     # ties go to the earlier position
@@ -4549,8 +4547,8 @@ def slurm_pass(
             pi = -prio[i]
             if pb != pi:
                 first = pb < pi
-            elif submit[jb] != submit[j]:
-                first = submit[jb] < submit[j]
+            elif per_job[jb, 0] != per_job[j, 0]:
+                first = per_job[jb, 0] < per_job[j, 0]
             else:
                 first = jb < j
             if first:  # the job that does not fit ranks first

@@ -237,9 +237,20 @@ class Slurm(Policy):
         top = float(jobs.priority.max(initial=0))
         self._qos = jobs.priority / top if top > 0 else np.zeros(len(jobs))
         self._devices = np.maximum(jobs.num_gpus, 1).astype(np.float64)
-        self._qos_w = self.weight_qos * self._qos  # the priority's terms fixed per job
-        self._size_w = np.zeros(0)
-        self._size_for = -1  # the cluster's devices `_size_w` is for
+        # what the kernel's priority loop reads of each job, in one row: submission,
+        # weight_size × size (set for the cluster's devices by `_per_job_row`),
+        # weight_qos × qos, devices, user
+        self._per_job = np.stack(
+            [
+                jobs.submit_time,
+                np.zeros(len(jobs)),
+                self.weight_qos * self._qos,
+                jobs.num_gpus.astype(np.float64),
+                self._user.astype(np.float64),
+            ],
+            axis=1,
+        )
+        self._size_for = -1  # the cluster's devices the size terms are for
         self._fs = np.zeros(len(names))  # the kernel's scratch for Fair Tree's factor
         self._t = state.now
         self._ready = True
@@ -285,16 +296,17 @@ class Slurm(Policy):
             np.add.at(self._usage, self._user[js], w)
         self._t = now
 
-    def _size_terms(self, state: State) -> FloatArray:
-        """(n,) ``weight_size × size`` of every job (as :meth:`priorities` computes it)."""
+    def _per_job_row(self, state: State) -> FloatArray:
+        """(n, 5) the kernel's per-job row, the size term ``weight_size × size`` (as
+        :meth:`priorities` computes it) for the cluster's devices now."""
         devices = max(int(state.capacity.sum()), 1)
         if devices != self._size_for:
             size = state.jobs.num_gpus / devices
             if self.favor_small:
                 size = 1.0 - size
-            self._size_w = self.weight_size * size
+            self._per_job[:, 1] = self.weight_size * size
             self._size_for = devices
-        return self._size_w
+        return self._per_job
 
     def fairshare_factor(self) -> FloatArray:
         """(users,) the fair-share factor of each user now."""
@@ -372,14 +384,11 @@ class Slurm(Policy):
             float(state.now),
             active,
             state.running,
-            state.jobs.submit_time,
+            self._per_job_row(state),
             state.jobs.num_gpus,
             state.rate,
             free,
-            self._user,
             self._fs if fair_tree else self.fairshare_factor(),
-            self._size_terms(state),
-            self._qos_w,
             self._limit,
             float(self.weight_age),
             float(self.weight_fairshare),
