@@ -4663,3 +4663,53 @@ def slurm_pass(
         if not any_free:
             break
     return run[:m], typ[:m], backfilled
+
+
+@_compiled
+def fifo_groups(
+    queued: IntArray, leaf_of: IntArray, prio: IntArray, n_leaves: int
+) -> tuple[IntArray, IntArray]:
+    """The pending jobs of each leaf queue of :class:`scheduling.yarn_capacity.YarnCapacity`
+    in FIFO order (priority descending, then job index), grouped by leaf: leaf ``q``'s are
+    ``out[bounds[q]:bounds[q + 1]]``.
+
+    Parameters
+    ----------
+    queued : (k,) int64
+        Pending jobs, ascending.
+    leaf_of : (n,) int64
+        Every job's leaf (a negative one counts from the end, as a Python list index).
+    prio : (n,) int64
+        Every job's priority.
+    """
+    bounds = np.zeros(n_leaves + 1, dtype=np.int64)
+    for j in queued:
+        q = leaf_of[j]
+        if q < 0:
+            q += n_leaves
+        bounds[q + 1] += 1
+    for q in range(n_leaves):
+        bounds[q + 1] += bounds[q]
+    out = np.empty(len(queued), dtype=np.int64)
+    pos = bounds[:n_leaves].copy()
+    for j in queued:
+        q = leaf_of[j]
+        if q < 0:
+            q += n_leaves
+        out[pos[q]] = j
+        pos[q] += 1
+    for q in range(n_leaves):
+        a = bounds[q]
+        b = bounds[q + 1]
+        mixed = False
+        for x in range(a + 1, b):
+            if prio[out[x]] != prio[out[a]]:
+                mixed = True
+                break
+        if mixed:  # a stable sort by priority descending keeps the job order among equals
+            seg = out[a:b].copy()
+            keys = np.empty(b - a)
+            for x in range(b - a):
+                keys[x] = -prio[seg[x]]
+            out[a:b] = seg[np.argsort(keys, kind="mergesort")]
+    return out, bounds

@@ -54,11 +54,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from clustersim import kernels
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE
 
@@ -87,6 +88,7 @@ class Queue:
     children: list[Queue] = field(default_factory=list)
     parent: Queue | None = None
     leaf: int = -1  # index among the leaves, -1 for a parent
+    under: list[Queue] | None = field(default=None, repr=False, compare=False)  # its leaves
 
 
 def parse_queues(spec: str, vcs: list[str] | None = None) -> tuple[Queue, list[Queue]]:
@@ -172,6 +174,10 @@ class YarnCapacity(Policy):
         "(Hadoop documentation); Vavilapalli et al., Apache Hadoop YARN, SoCC'13"
     )
     preemptive = True
+    #: Group the pending jobs by leaf in the compiled kernel
+    #: (:func:`clustersim.kernels.fifo_groups`); ``False``: in numpy and Python (the
+    #: reference the kernel is tested against).
+    use_kernel: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -230,13 +236,19 @@ class YarnCapacity(Policy):
             np.float64
         )
         free = state.free.astype(np.int64).copy()
+        # each leaf's pending jobs, FIFO: priority descending, then submission (the job
+        # index: the job table is sorted by submission)
         queued = state.queued()
-        # each leaf's pending jobs, FIFO: priority descending, then submission
-        queued = queued[np.lexsort((queued, -jobs.priority[queued]))]
-        leaf_q = self._leaf_of[queued]
-        pending: list[list[int]] = [[] for _ in range(n_leaves)]
-        for j, q in zip(queued.tolist(), leaf_q.tolist(), strict=True):
-            pending[q].append(j)
+        pending: list[IntArray] | list[list[int]]
+        if self.use_kernel:
+            order, bounds = kernels.fifo_groups(queued, self._leaf_of, jobs.priority, n_leaves)
+            at = bounds.tolist()
+            pending = [order[at[q] : at[q + 1]] for q in range(n_leaves)]
+        else:  # the reference the kernel is tested against
+            queued = queued[np.lexsort((queued, -jobs.priority[queued]))]
+            pending = [[] for _ in range(n_leaves)]
+            for j, q in zip(queued.tolist(), self._leaf_of[queued].tolist(), strict=True):
+                pending[q].append(j)
         heads = [0] * n_leaves
         keep = np.ones(len(running), dtype=bool)
         wake = math.inf
@@ -277,7 +289,7 @@ class YarnCapacity(Policy):
         guarantee: npt.NDArray[np.float64],
         maximum: npt.NDArray[np.float64],
         free: IntArray,
-        pending: list[list[int]],
+        pending: list[IntArray] | list[list[int]],
         heads: list[int],
         rate: npt.NDArray[np.float64],
         gang: IntArray,
@@ -287,7 +299,7 @@ class YarnCapacity(Policy):
             q = node.leaf
             if heads[q] >= len(pending[q]):
                 return None
-            j = pending[q][heads[q]]
+            j = int(pending[q][heads[q]])
             g = int(gang[j])
             if used[q] + g > maximum[q] + 1e-9 or not self._under_parents(node, used, g, free):
                 return None
@@ -337,7 +349,7 @@ class YarnCapacity(Policy):
         used: npt.NDArray[np.float64],
         guarantee: npt.NDArray[np.float64],
         free: IntArray,
-        pending: list[list[int]],
+        pending: list[IntArray] | list[list[int]],
         keep: BoolArray,
     ) -> float:
         """Suspend jobs (``keep[i] = False``) for starved leaves that have waited ``wait_s``;
@@ -351,9 +363,9 @@ class YarnCapacity(Policy):
             range(len(pending)), key=lambda q: (float(used[q]) / max(float(guarantee[q]), 1e-12), q)
         )
         for q in order:
-            if not pending[q] or used[q] >= guarantee[q]:
+            if not len(pending[q]) or used[q] >= guarantee[q]:
                 continue
-            j = pending[q][0]
+            j = int(pending[q][0])
             g = int(gang[j])
             if used[q] + g > guarantee[q] + 1e-9 or self._fit(j, g, free, rate) >= 0:
                 continue  # preemption restores guarantees only; or it fits already
@@ -426,9 +438,11 @@ class YarnCapacity(Policy):
 
 
 def _leaves_of(q: Queue) -> list[Queue]:
-    if q.leaf >= 0:
-        return [q]
-    out: list[Queue] = []
-    for c in q.children:
-        out.extend(_leaves_of(c))
-    return out
+    """The leaves under ``q``, depth first (computed once per queue: the tree is fixed
+    once parsed)."""
+    if q.under is None:
+        if q.leaf >= 0:
+            q.under = [q]
+        else:
+            q.under = [x for c in q.children for x in _leaves_of(c)]
+    return q.under
