@@ -4713,3 +4713,138 @@ def fifo_groups(
                 keys[x] = -prio[seg[x]]
             out[a:b] = seg[np.argsort(keys, kind="mergesort")]
     return out, bounds
+
+
+@_compiled
+def yarn_allocate(
+    order: IntArray,
+    bounds: IntArray,
+    node_leaf: IntArray,
+    node_parent: IntArray,
+    node_max: FloatArray,
+    child_ptr: IntArray,
+    child_idx: IntArray,
+    leaf_ptr: IntArray,
+    leaf_idx: IntArray,
+    used: FloatArray,
+    guarantee: FloatArray,
+    maximum: FloatArray,
+    free: IntArray,
+    rate: FloatArray,
+    gang: IntArray,
+) -> tuple[IntArray, IntArray]:
+    """The allocation of :class:`scheduling.yarn_capacity.YarnCapacity` (its ``_descend``
+    loop, the same rules and arithmetic): while devices are free, walk down from the root,
+    at each level to the child with the lowest used capacity relative to its guarantee (ties:
+    the order of the children) among those under which a leaf's first pending job fits, and
+    start that job. Returns the jobs started, in order, and their types; ``used`` and
+    ``free`` are updated in place.
+
+    Parameters
+    ----------
+    order, bounds : int64
+        The pending jobs grouped by leaf in FIFO order (:func:`fifo_groups`).
+    node_leaf, node_parent, node_max : (m,)
+        Each queue of the tree (node 0: the root): its leaf index (-1 for a parent), its
+        parent (-1 for the root) and its absolute maximum capacity (fraction of the cluster).
+    child_ptr, child_idx : int64
+        Each node's children in order: ``child_idx[child_ptr[v]:child_ptr[v + 1]]``.
+    leaf_ptr, leaf_idx : int64
+        The leaves under each node, depth first, likewise.
+    used, guarantee, maximum : (leaves,) float64
+        Devices each leaf uses, is guaranteed and may use at most.
+    free : (n_types,) int64
+        Free devices per type.
+    """
+    n_nodes = len(node_leaf)
+    n_leaves = len(bounds) - 1
+    n_types = len(free)
+    heads = bounds[:n_leaves].copy()
+    starts = np.empty(len(order), dtype=np.int64)
+    types = np.empty(len(order), dtype=np.int64)
+    ratio = np.empty(n_nodes)
+    stack = np.empty(n_nodes, dtype=np.int64)
+    m = 0
+    while True:
+        any_free = False
+        for t in range(n_types):
+            if free[t] > 0:
+                any_free = True
+        if not any_free:
+            break
+        for v in range(1, n_nodes):  # used over guaranteed capacity of each queue
+            u = 0.0
+            g = 0.0
+            for x in range(leaf_ptr[v], leaf_ptr[v + 1]):
+                u += used[leaf_idx[x]]
+                g += guarantee[leaf_idx[x]]
+            if g <= 0:
+                ratio[v] = np.inf if u > 0 else 0.0
+            else:
+                ratio[v] = u / g
+        total = 0.0  # devices of the cluster: free + used
+        for t in range(n_types):
+            total += free[t]
+        for x in range(n_leaves):
+            total += used[x]
+        # the leaves depth first, each node's children by ratio (ties: their order); the
+        # first whose head job fits is the descent's
+        found_q = -1
+        found_j = -1
+        found_t = -1
+        top = 0
+        stack[top] = 0
+        top += 1
+        while top > 0 and found_q < 0:
+            top -= 1
+            v = stack[top]
+            q = node_leaf[v]
+            if q < 0:
+                a = child_ptr[v]
+                b = child_ptr[v + 1]
+                keys = np.empty(b - a)
+                for x in range(b - a):
+                    keys[x] = ratio[child_idx[a + x]]
+                srt = np.argsort(keys, kind="mergesort")
+                for x in range(b - a - 1, -1, -1):  # pushed last first: popped in order
+                    stack[top] = child_idx[a + srt[x]]
+                    top += 1
+                continue
+            if heads[q] >= bounds[q + 1]:
+                continue
+            j = order[heads[q]]
+            g_j = gang[j]
+            if used[q] + g_j > maximum[q] + 1e-9:
+                continue
+            ok = True
+            p = node_parent[v]
+            while p > 0:  # every parent (not the root) stays within its maximum
+                u = 0.0
+                for x in range(leaf_ptr[p], leaf_ptr[p + 1]):
+                    u += used[leaf_idx[x]]
+                if u + g_j > node_max[p] * total + 1e-9:
+                    ok = False
+                    break
+                p = node_parent[p]
+            if not ok:
+                continue
+            best_t = -1
+            best_r = -1.0
+            for t in range(n_types):
+                if rate[j, t] > 0 and free[t] >= g_j and rate[j, t] > best_r:
+                    best_t = t
+                    best_r = rate[j, t]
+            if best_t >= 0:
+                found_q = q
+                found_j = j
+                found_t = best_t
+        if found_q < 0:
+            break
+        g_j = gang[found_j]
+        free[found_t] -= g_j
+        used[found_q] += g_j
+        heads[found_q] += 1
+        starts[m] = found_j
+        types[m] = found_t
+        m += 1
+    return starts[:m], types[:m]

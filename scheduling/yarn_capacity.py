@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -210,6 +210,7 @@ class YarnCapacity(Policy):
         if not self.queues.strip():  # the default leaves are named as the VCs, dots and all
             index = {q.path: q.leaf for q in self._leaves}
         self._leaf_of = np.array([index.get(v, -1) for v in vcs], dtype=np.int64)
+        self._tree = _tree_arrays(self._root)
         self._ready = True
 
     def admit(self, state: State, arriving: IntArray) -> BoolArray:
@@ -258,6 +259,15 @@ class YarnCapacity(Policy):
         typ: list[int] = state.alloc_type[running[keep]].tolist()
         # allocation: down the tree to the least-served child with a job that fits
         rate = state.rate
+        if self.use_kernel:
+            got, got_t = kernels.yarn_allocate(
+                order, bounds, *self._tree, used, guarantee, maximum, free, rate, gang
+            )
+            return Decision(
+                run=np.concatenate([running[keep], got]),
+                types=np.concatenate([state.alloc_type[running[keep]], got_t]).astype(np.int64),
+                wake_at=None if wake == math.inf else wake,
+            )
         while free.max(initial=0) > 0:
             got = self._descend(
                 self._root, used, guarantee, maximum, free, pending, heads, rate, gang
@@ -435,6 +445,29 @@ class YarnCapacity(Policy):
                 self._preempted += len(chosen)
                 return True
         return False
+
+
+def _tree_arrays(root: Queue) -> tuple[npt.NDArray[Any], ...]:
+    """The queue tree as :func:`clustersim.kernels.yarn_allocate` takes it: per node (the
+    root first, then depth first) its leaf index, parent, absolute maximum, children and
+    leaves (CSR)."""
+    nodes: list[Queue] = []
+    stack = [root]
+    while stack:
+        q = stack.pop()
+        nodes.append(q)
+        stack.extend(reversed(q.children))
+    at = {id(q): k for k, q in enumerate(nodes)}
+    leaf = np.array([q.leaf for q in nodes], dtype=np.int64)
+    parent = np.array([at[id(q.parent)] if q.parent else -1 for q in nodes], dtype=np.int64)
+    top = np.array([q.abs_maximum for q in nodes], dtype=np.float64)
+    kids = [[at[id(c)] for c in q.children] for q in nodes]
+    under = [[x.leaf for x in _leaves_of(q)] for q in nodes]
+    c_ptr = np.cumsum([0] + [len(k) for k in kids]).astype(np.int64)
+    l_ptr = np.cumsum([0] + [len(u) for u in under]).astype(np.int64)
+    c_idx = np.array([c for k in kids for c in k], dtype=np.int64)
+    l_idx = np.array([x for u in under for x in u], dtype=np.int64)
+    return leaf, parent, top, c_ptr, c_idx, l_ptr, l_idx
 
 
 def _leaves_of(q: Queue) -> list[Queue]:
