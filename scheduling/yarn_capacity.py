@@ -197,6 +197,9 @@ class YarnCapacity(Policy):
         self._leaves: list[Queue] = []
         self._root: Queue | None = None
         self._starved_since: dict[int, float] = {}
+        self._bounds_for = -1.0  # the cluster's devices `_guarantee`, `_maximum` are for
+        self._guarantee: npt.NDArray[np.float64] = np.zeros(0)
+        self._maximum: npt.NDArray[np.float64] = np.zeros(0)
         self._preempted = 0
 
     def stats(self) -> dict[str, float]:
@@ -228,8 +231,11 @@ class YarnCapacity(Policy):
         total = float(state.capacity.sum())
         leaves = self._leaves
         n_leaves = len(leaves)
-        guarantee = np.array([q.abs_capacity * total for q in leaves])
-        maximum = np.array([q.abs_maximum * total for q in leaves])
+        if total != self._bounds_for:  # the leaves' guarantees and maxima, in devices
+            self._guarantee = np.array([q.abs_capacity * total for q in leaves])
+            self._maximum = np.array([q.abs_maximum * total for q in leaves])
+            self._bounds_for = total
+        guarantee, maximum = self._guarantee, self._maximum
         running = state.running_jobs()
         running = running[state.alloc_n[running] > 0]
         leaf_r = self._leaf_of[running]
@@ -240,21 +246,28 @@ class YarnCapacity(Policy):
         # each leaf's pending jobs, FIFO: priority descending, then submission (the job
         # index: the job table is sorted by submission)
         queued = state.queued()
-        pending: list[IntArray] | list[list[int]]
+        pending: list[list[int]] = []
         if self.use_kernel:
             order, bounds = kernels.fifo_groups(queued, self._leaf_of, jobs.priority, n_leaves)
-            at = bounds.tolist()
-            pending = [order[at[q] : at[q + 1]] for q in range(n_leaves)]
+            # each leaf's first pending job, -1 for none
+            firsts = (
+                np.where(
+                    bounds[1:] > bounds[:-1], order[np.minimum(bounds[:-1], len(order) - 1)], -1
+                ).tolist()
+                if len(order)
+                else [-1] * n_leaves
+            )
         else:  # the reference the kernel is tested against
             queued = queued[np.lexsort((queued, -jobs.priority[queued]))]
             pending = [[] for _ in range(n_leaves)]
             for j, q in zip(queued.tolist(), self._leaf_of[queued].tolist(), strict=True):
                 pending[q].append(j)
+            firsts = [p[0] if p else -1 for p in pending]
         heads = [0] * n_leaves
         keep = np.ones(len(running), dtype=bool)
         wake = math.inf
         if self.preemption:
-            wake = self._preempt(state, running, leaf_r, used, guarantee, free, pending, keep)
+            wake = self._preempt(state, running, leaf_r, used, guarantee, free, firsts, keep)
         run: list[int] = running[keep].tolist()
         typ: list[int] = state.alloc_type[running[keep]].tolist()
         # allocation: down the tree to the least-served child with a job that fits
@@ -299,7 +312,7 @@ class YarnCapacity(Policy):
         guarantee: npt.NDArray[np.float64],
         maximum: npt.NDArray[np.float64],
         free: IntArray,
-        pending: list[IntArray] | list[list[int]],
+        pending: list[list[int]],
         heads: list[int],
         rate: npt.NDArray[np.float64],
         gang: IntArray,
@@ -359,23 +372,27 @@ class YarnCapacity(Policy):
         used: npt.NDArray[np.float64],
         guarantee: npt.NDArray[np.float64],
         free: IntArray,
-        pending: list[IntArray] | list[list[int]],
+        firsts: list[int],
         keep: BoolArray,
     ) -> float:
-        """Suspend jobs (``keep[i] = False``) for starved leaves that have waited ``wait_s``;
-        updates ``used`` and ``free``. Returns when the next starved leaf's wait ends."""
+        """Suspend jobs (``keep[i] = False``) for starved leaves that have waited ``wait_s``
+        (``firsts``: each leaf's first pending job, -1 for none); updates ``used`` and
+        ``free``. Returns when the next starved leaf's wait ends."""
         now = state.now
         gang = state.jobs.num_gpus
         rate = state.rate
         wake = math.inf
         starved_now: set[int] = set()
+        # the leaves with a pending job by used / guarantee now (a leaf without one is
+        # never starved: leaving it out keeps the others' order)
         order = sorted(
-            range(len(pending)), key=lambda q: (float(used[q]) / max(float(guarantee[q]), 1e-12), q)
+            (q for q, j in enumerate(firsts) if j >= 0),
+            key=lambda q: (float(used[q]) / max(float(guarantee[q]), 1e-12), q),
         )
         for q in order:
-            if not len(pending[q]) or used[q] >= guarantee[q]:
+            if used[q] >= guarantee[q]:
                 continue
-            j = int(pending[q][0])
+            j = firsts[q]
             g = int(gang[j])
             if used[q] + g > guarantee[q] + 1e-9 or self._fit(j, g, free, rate) >= 0:
                 continue  # preemption restores guarantees only; or it fits already
