@@ -4667,21 +4667,28 @@ def slurm_pass(
 
 @_compiled
 def fifo_groups(
-    queued: IntArray, leaf_of: IntArray, prio: IntArray, n_leaves: int
-) -> tuple[IntArray, IntArray]:
+    active: IntArray, running: BoolArray, leaf_of: IntArray, prio: IntArray, n_leaves: int
+) -> tuple[IntArray, IntArray, IntArray]:
     """The pending jobs of each leaf queue of :class:`scheduling.yarn_capacity.YarnCapacity`
     in FIFO order (priority descending, then job index), grouped by leaf: leaf ``q``'s are
-    ``out[bounds[q]:bounds[q + 1]]``.
+    ``out[bounds[q]:bounds[q + 1]]``; and each leaf's first (-1: none).
 
     Parameters
     ----------
-    queued : (k,) int64
-        Pending jobs, ascending.
+    active : (a,) int64
+        The active jobs, ascending; the pending ones are those not ``running`` (n,).
     leaf_of : (n,) int64
         Every job's leaf (a negative one counts from the end, as a Python list index).
     prio : (n,) int64
         Every job's priority.
     """
+    queued = np.empty(len(active), dtype=np.int64)
+    k = 0
+    for j in active:
+        if not running[j]:
+            queued[k] = j
+            k += 1
+    queued = queued[:k]
     bounds = np.zeros(n_leaves + 1, dtype=np.int64)
     for j in queued:
         q = leaf_of[j]
@@ -4712,7 +4719,11 @@ def fifo_groups(
             for x in range(b - a):
                 keys[x] = -prio[seg[x]]
             out[a:b] = seg[np.argsort(keys, kind="mergesort")]
-    return out, bounds
+    firsts = np.full(n_leaves, -1, dtype=np.int64)
+    for q in range(n_leaves):
+        if bounds[q + 1] > bounds[q]:
+            firsts[q] = out[bounds[q]]
+    return out, bounds, firsts
 
 
 @_compiled

@@ -245,19 +245,14 @@ class YarnCapacity(Policy):
         free = state.free.astype(np.int64).copy()
         # each leaf's pending jobs, FIFO: priority descending, then submission (the job
         # index: the job table is sorted by submission)
-        queued = state.queued()
         pending: list[list[int]] = []
-        if self.use_kernel:
-            order, bounds = kernels.fifo_groups(queued, self._leaf_of, jobs.priority, n_leaves)
-            # each leaf's first pending job, -1 for none
-            firsts = (
-                np.where(
-                    bounds[1:] > bounds[:-1], order[np.minimum(bounds[:-1], len(order) - 1)], -1
-                ).tolist()
-                if len(order)
-                else [-1] * n_leaves
+        if self.use_kernel:  # (after `running_jobs`, as the numpy path: the same order)
+            order, bounds, first = kernels.fifo_groups(
+                state.active, state.running, self._leaf_of, jobs.priority, n_leaves
             )
+            firsts = first.tolist()
         else:  # the reference the kernel is tested against
+            queued = state.queued()
             queued = queued[np.lexsort((queued, -jobs.priority[queued]))]
             pending = [[] for _ in range(n_leaves)]
             for j, q in zip(queued.tolist(), self._leaf_of[queued].tolist(), strict=True):
@@ -268,19 +263,20 @@ class YarnCapacity(Policy):
         wake = math.inf
         if self.preemption:
             wake = self._preempt(state, running, leaf_r, used, guarantee, free, firsts, keep)
-        run: list[int] = running[keep].tolist()
-        typ: list[int] = state.alloc_type[running[keep]].tolist()
         # allocation: down the tree to the least-served child with a job that fits
         rate = state.rate
         if self.use_kernel:
             got, got_t = kernels.yarn_allocate(
                 order, bounds, *self._tree, used, guarantee, maximum, free, rate, gang
             )
+            kept = running[keep] if not keep.all() else running
             return Decision(
-                run=np.concatenate([running[keep], got]),
-                types=np.concatenate([state.alloc_type[running[keep]], got_t]).astype(np.int64),
+                run=np.concatenate([kept, got]),
+                types=np.concatenate([state.alloc_type[kept], got_t]).astype(np.int64),
                 wake_at=None if wake == math.inf else wake,
             )
+        run: list[int] = running[keep].tolist()
+        typ: list[int] = state.alloc_type[running[keep]].tolist()
         while free.max(initial=0) > 0:
             got = self._descend(
                 self._root, used, guarantee, maximum, free, pending, heads, rate, gang
