@@ -4667,11 +4667,19 @@ def slurm_pass(
 
 @_compiled
 def fifo_groups(
-    active: IntArray, running: BoolArray, leaf_of: IntArray, prio: IntArray, n_leaves: int
-) -> tuple[IntArray, IntArray, IntArray]:
+    active: IntArray,
+    running: BoolArray,
+    held: IntArray,
+    alloc_n: IntArray,
+    leaf_of: IntArray,
+    prio: IntArray,
+    n_leaves: int,
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray, FloatArray]:
     """The pending jobs of each leaf queue of :class:`scheduling.yarn_capacity.YarnCapacity`
     in FIFO order (priority descending, then job index), grouped by leaf: leaf ``q``'s are
-    ``out[bounds[q]:bounds[q + 1]]``; and each leaf's first (-1: none).
+    ``out[bounds[q]:bounds[q + 1]]``; and each leaf's first (-1: none). Also the jobs of
+    ``held`` that hold devices (``alloc_n`` > 0), in order, their leaves, and the devices
+    each leaf uses.
 
     Parameters
     ----------
@@ -4682,7 +4690,21 @@ def fifo_groups(
     prio : (n,) int64
         Every job's priority.
     """
+    mine = np.empty(len(held), dtype=np.int64)
+    leaf_r = np.empty(len(held), dtype=np.int64)
+    used = np.zeros(n_leaves)
+    k = 0
+    for j in held:
+        if alloc_n[j] > 0:
+            q = leaf_of[j]
+            if q < 0:
+                q += n_leaves
+            mine[k] = j
+            leaf_r[k] = leaf_of[j]
+            used[q] += alloc_n[j]
+            k += 1
     queued = np.empty(len(active), dtype=np.int64)
+    k2 = k
     k = 0
     for j in active:
         if not running[j]:
@@ -4723,7 +4745,7 @@ def fifo_groups(
     for q in range(n_leaves):
         if bounds[q + 1] > bounds[q]:
             firsts[q] = out[bounds[q]]
-    return out, bounds, firsts
+    return out, bounds, firsts, mine[:k2], leaf_r[:k2], used
 
 
 @_compiled

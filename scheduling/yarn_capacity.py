@@ -237,21 +237,27 @@ class YarnCapacity(Policy):
             self._bounds_for = total
         guarantee, maximum = self._guarantee, self._maximum
         running = state.running_jobs()
-        running = running[state.alloc_n[running] > 0]
-        leaf_r = self._leaf_of[running]
-        used = np.bincount(leaf_r, weights=state.alloc_n[running], minlength=n_leaves).astype(
-            np.float64
-        )
-        free = state.free.astype(np.int64).copy()
+        free = state.free.astype(np.int64)  # a copy
         # each leaf's pending jobs, FIFO: priority descending, then submission (the job
         # index: the job table is sorted by submission)
         pending: list[list[int]] = []
         if self.use_kernel:  # (after `running_jobs`, as the numpy path: the same order)
-            order, bounds, first = kernels.fifo_groups(
-                state.active, state.running, self._leaf_of, jobs.priority, n_leaves
+            order, bounds, first, running, leaf_r, used = kernels.fifo_groups(
+                state.active,
+                state.running,
+                running,
+                state.alloc_n,
+                self._leaf_of,
+                jobs.priority,
+                n_leaves,
             )
             firsts = first.tolist()
         else:  # the reference the kernel is tested against
+            running = running[state.alloc_n[running] > 0]
+            leaf_r = self._leaf_of[running]
+            used = np.bincount(leaf_r, weights=state.alloc_n[running], minlength=n_leaves).astype(
+                np.float64
+            )
             queued = state.queued()
             queued = queued[np.lexsort((queued, -jobs.priority[queued]))]
             pending = [[] for _ in range(n_leaves)]
