@@ -385,6 +385,11 @@ class YarnCapacity(Policy):
         rate = state.rate
         wake = math.inf
         starved_now: set[int] = set()
+        if not any(j >= 0 and u < c for j, u, c in zip(firsts, used.tolist(), guarantee.tolist())):
+            # no leaf below its guarantee has a pending job: none is starved (and `used`
+            # only changes below when one is)
+            self._starved_since.clear()
+            return wake
         # the leaves with a pending job by used / guarantee now (a leaf without one is
         # never starved: leaving it out keeps the others' order)
         order = sorted(
