@@ -272,13 +272,28 @@ class YarnCapacity(Policy):
         # allocation: down the tree to the least-served child with a job that fits
         rate = state.rate
         if self.use_kernel:
-            got, got_t = kernels.yarn_allocate(
-                order, bounds, *self._tree, used, guarantee, maximum, free, rate, gang
+            leaf, parent, top, c_ptr, c_idx, l_ptr, l_idx = self._tree
+            started, started_t = kernels.yarn_allocate(
+                order,
+                bounds,
+                leaf,
+                parent,
+                top,
+                c_ptr,
+                c_idx,
+                l_ptr,
+                l_idx,
+                used,
+                guarantee,
+                maximum,
+                free,
+                rate,
+                gang,
             )
             kept = running[keep] if not keep.all() else running
             return Decision(
-                run=np.concatenate([kept, got]),
-                types=np.concatenate([state.alloc_type[kept], got_t]).astype(np.int64),
+                run=np.concatenate([kept, started]),
+                types=np.concatenate([state.alloc_type[kept], started_t]).astype(np.int64),
                 wake_at=None if wake == math.inf else wake,
             )
         run: list[int] = running[keep].tolist()
@@ -385,7 +400,8 @@ class YarnCapacity(Policy):
         rate = state.rate
         wake = math.inf
         starved_now: set[int] = set()
-        if not any(j >= 0 and u < c for j, u, c in zip(firsts, used.tolist(), guarantee.tolist())):
+        below = zip(firsts, used.tolist(), guarantee.tolist(), strict=True)
+        if not any(j >= 0 and u < c for j, u, c in below):
             # no leaf below its guarantee has a pending job: none is starved (and `used`
             # only changes below when one is)
             self._starved_since.clear()
