@@ -49,6 +49,15 @@ What is modelled, rule by rule:
 
   A job that can run on no type waits for ever (reported unfinished by the engine).
 
+Implementation: the pass (priorities, main scheduler, reservation, backfill), Fair Tree's
+factor and the usage decay run in compiled kernels (:func:`clustersim.kernels.slurm_pass`,
+``slurm_exponents``, ``slurm_accrue``); ``Slurm.use_kernel = False`` runs the same rules in
+numpy and Python, the reference they are tested against bit for bit (``tests/test_slurm.py``).
+The kernel takes the starts by selection in priority order rather than sorting every job
+that fits (free devices and the reservation's extra devices only shrink during a pass, so
+a job passed over cannot start later in it: the same starts in the same order), and leaves
+numpy's power function to numpy (its vectorised power is not the scalar one bit for bit).
+
 Departures from Slurm, and why:
 
 * One reservation (EASY), where Slurm's backfill reserves for every higher-priority pending

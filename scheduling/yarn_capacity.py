@@ -38,6 +38,12 @@ The rules:
   starts in the same decision. Suspended jobs resume later (the engine's
   checkpoint/restore delay).
 
+Implementation: the grouping of pending jobs by leaf and the allocation descent run in
+compiled kernels (:func:`clustersim.kernels.fifo_groups`, ``yarn_allocate``), the preemption
+in Python; ``YarnCapacity.use_kernel = False`` groups and descends in numpy and Python, the
+reference they are tested against (``tests/test_yarn_capacity.py``: same finish times, bit
+for bit, on random traces).
+
 Departures, and why:
 
 * Whole jobs are the unit (a gang of GPU containers), not single containers: preempting one
