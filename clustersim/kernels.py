@@ -5262,3 +5262,538 @@ def gandiva_round(
             out_t[n] = t
             n += 1
     return n
+
+
+@_compiled
+def slurm_exponents(
+    tracked: IntArray,
+    seen: FloatArray,
+    attained: FloatArray,
+    devices: FloatArray,
+    dt: float,
+    h: float,
+) -> FloatArray:
+    """The exponents ``−(dt − ran) / h`` of :meth:`scheduling.slurm.Slurm._decay_usage`:
+    ``ran`` = min(service gained / devices, ``dt``), the seconds each ``tracked`` job held
+    its devices since the last decision (``seen``: its service then). numpy raises 2 to
+    them (its power is not the scalar one bit for bit), then :func:`slurm_accrue`."""
+    out = np.empty(len(tracked))
+    for x in range(len(tracked)):
+        j = tracked[x]
+        ran = min((attained[j] - seen[x]) / devices[j], dt)
+        out[x] = -(dt - ran) / h
+    return out
+
+
+@_compiled
+def slurm_accrue(
+    usage: FloatArray,
+    decay: float,
+    powers: FloatArray,
+    tracked: IntArray,
+    seen: FloatArray,
+    attained: FloatArray,
+    devices: FloatArray,
+    user: IntArray,
+    h: float,
+    ln2: float,
+) -> None:
+    """Decay ``usage`` by ``decay`` and add each ``tracked`` job's decayed device-seconds
+    ``n h / ln 2 × (powers − decay)`` to its user's, in order (as ``np.add.at``), for the jobs
+    that gained service (:meth:`scheduling.slurm.Slurm._decay_usage`)."""
+    for u in range(len(usage)):
+        usage[u] *= decay
+    for x in range(len(tracked)):
+        j = tracked[x]
+        if attained[j] - seen[x] > 0:
+            usage[user[j]] += devices[j] * h / ln2 * (powers[x] - decay)
+
+
+@_compiled
+def _fair_tree_into(out: FloatArray, shares: FloatArray, usage: FloatArray, total: float) -> None:
+    """Fair Tree's factor of each user into ``out`` (:func:`scheduling.slurm.fair_tree_factor`,
+    the same arithmetic): rank by Level Fairshare ``shares / (usage / total)`` (no usage:
+    first), ``(users - users ranked strictly higher) / users``."""
+    u = len(shares)
+    neg = np.empty(u)
+    for x in range(u):
+        if usage[x] > 0:
+            neg[x] = -(shares[x] / (usage[x] / total if total > 0 else 1.0))
+        else:
+            neg[x] = -np.inf
+    srt = np.sort(neg)
+    higher = np.searchsorted(srt, neg)
+    for x in range(u):
+        out[x] = (u - higher[x]) / u
+
+
+@_compiled
+def _best_pending(cand: IntArray, done: BoolArray, prio: FloatArray) -> int:
+    """The position in ``cand`` of the best-ranked entry not ``done`` (highest ``prio`` of
+    ``cand``'s entries, ties to the earlier), or -1."""
+    c = -1
+    for x in range(len(cand)):
+        if not done[x] and (c < 0 or prio[cand[x]] > prio[cand[c]]):
+            c = x
+    return c
+
+
+@_compiled
+def slurm_pass(
+    now: float,
+    active: IntArray,
+    running: BoolArray,
+    per_job: FloatArray,
+    gang: IntArray,
+    rate: FloatArray,
+    free: IntArray,
+    fs: FloatArray,
+    limit: FloatArray,
+    w_age: float,
+    w_fs: float,
+    max_age: float,
+    backfill: bool,
+    capacity: IntArray,
+    held: IntArray,
+    alloc_type: IntArray,
+    alloc_n: IntArray,
+    last_start: FloatArray,
+    usage: FloatArray,
+    shares: FloatArray,
+    total: float,
+    fair_tree: bool,
+) -> tuple[IntArray, IntArray, int]:
+    """One scheduling pass of :class:`scheduling.slurm.Slurm`: the multifactor priorities of
+    the pending jobs, the main scheduler in priority order, then EASY backfill behind the
+    first job it cannot start (the rules of :mod:`scheduling.slurm`, which runs the same
+    pass in numpy and Python with ``use_kernel = False``). Returns the jobs started, in
+    order, their types, and how many of them were backfilled.
+
+    Parameters
+    ----------
+    active : (a,) int64
+        The active jobs, ascending (in submission order); the pending ones are those not
+        ``running`` (n,).
+    per_job : (n, 5) float64
+        Every job's submission time, weighted job-size and QOS terms (weight × factor),
+        devices and user, in one row (what the priority loop reads, in one cache line).
+    limit : (n,) float64
+        Every job's time limit; ``gang`` (n,) its devices; ``rate`` (n, n_types): 0 where
+        it cannot run.
+    free : (n_types,) int64
+        Free devices per type; updated in place as jobs start. ``capacity``: devices.
+    fs : (users,) float64
+        Each user's fair-share factor now; with ``fair_tree``, overwritten with Fair Tree's
+        factor of ``shares`` and decayed ``usage`` (:func:`scheduling.slurm.fair_tree_factor`;
+        ``total``: the sum of ``usage``, as numpy sums it).
+    w_age, w_fs, max_age
+        ``PriorityWeightAge``, ``PriorityWeightFairshare``, ``PriorityMaxAge``.
+    backfill
+        EASY backfill behind the first job the main scheduler cannot start.
+    held : (h,) int64
+        The jobs holding devices; ``alloc_type``, ``alloc_n``, ``last_start`` (n,): every
+        job's type, devices and last start (a held job's expected end: start + limit).
+    """
+    n_types = len(free)
+    if fair_tree:
+        _fair_tree_into(fs, shares, usage, total)
+    widest = 0
+    for t in range(n_types):
+        widest = max(widest, free[t])
+    queued = np.empty(len(active), dtype=np.int64)
+    prio = np.empty(len(active))
+    fits = np.zeros(len(active), dtype=np.bool_)
+    q = 0
+    n_fit = 0
+    block = -1  # the best-ranked job that does not fit now (the first of the best)
+    for j in active:
+        if running[j]:
+            continue
+        # the multifactor priority, in the policy's order of operations
+        age = min((now - per_job[j, 0]) / max_age, 1.0)
+        p = w_age * age + w_fs * fs[int(per_job[j, 4])] + per_job[j, 1] + per_job[j, 2]
+        queued[q] = j
+        prio[q] = p
+        g = per_job[j, 3]
+        if g <= widest:
+            for t in range(n_types):
+                if rate[j, t] > 0 and g <= free[t]:
+                    fits[q] = True
+                    break
+        if fits[q]:
+            n_fit += 1
+        elif block < 0 or p > prio[block]:
+            block = q
+        q += 1
+    # the fitting jobs (positions in `queued`, ascending: submission, then index), taken in
+    # priority order by selection (a pass starts few jobs: cheaper than sorting them all);
+    # ties go to the earlier position
+    cand = np.empty(n_fit, dtype=np.int64)
+    c = 0
+    for i in range(q):
+        if fits[i]:
+            cand[c] = i
+            c += 1
+    done = np.zeros(n_fit, dtype=np.bool_)
+    h = len(held)
+    end_t = np.empty(h + q, dtype=np.int64)
+    end_s = np.empty(h + q)
+    end_n = np.empty(h + q, dtype=np.int64)
+    for e in range(h):
+        j = held[e]
+        end_t[e] = alloc_type[j]
+        end_s[e] = last_start[j] + limit[j]
+        end_n[e] = alloc_n[j]
+    ne = h
+    run = np.empty(q, dtype=np.int64)
+    typ = np.empty(q, dtype=np.int64)
+    m = 0
+    backfilled = 0
+    # the main scheduler: in priority order while jobs fit
+    head = -1
+    while True:
+        c = _best_pending(cand, done, prio)
+        if c < 0:
+            break
+        i = cand[c]
+        j = queued[i]
+        if block >= 0:
+            jb = queued[block]
+            pb = -prio[block]
+            pi = -prio[i]
+            if pb != pi:
+                first = pb < pi
+            elif per_job[jb, 0] != per_job[j, 0]:
+                first = per_job[jb, 0] < per_job[j, 0]
+            else:
+                first = jb < j
+            if first:  # the job that does not fit ranks first
+                head = jb
+                break
+        g = gang[j]
+        best_t = -1
+        best_r = -1.0
+        for t in range(n_types):
+            if rate[j, t] > 0 and free[t] >= g and rate[j, t] > best_r:
+                best_t = t
+                best_r = rate[j, t]
+        if best_t < 0:  # it fitted at the start of the pass, not any more
+            head = j
+            done[c] = True
+            break
+        done[c] = True
+        free[best_t] -= g
+        run[m] = j
+        typ[m] = best_t
+        m += 1
+        end_t[ne] = best_t
+        end_s[ne] = now + limit[j]
+        end_n[ne] = g
+        ne += 1
+    if head < 0:
+        if block < 0:
+            return run[:m], typ[:m], backfilled
+        head = queued[block]
+    any_free = False
+    for t in range(n_types):
+        if free[t] != 0:
+            any_free = True
+    if not backfill or not any_free:
+        return run[:m], typ[:m], backfilled
+    # the head's reservation: the type where it can start first (EASY's shadow time)
+    g = gang[head]
+    reserved = -1
+    shadow = np.inf
+    extra = 0
+    for t in range(n_types):
+        if not rate[head, t] > 0 or capacity[t] < g:
+            continue
+        avail = free[t]
+        s = np.inf
+        x = 0
+        if avail >= g:
+            s = now
+            x = avail - g
+        else:
+            cnt = 0
+            for e in range(ne):
+                if end_t[e] == t:
+                    cnt += 1
+            es = np.empty(cnt)
+            ns = np.empty(cnt, dtype=np.int64)
+            cnt = 0
+            for e in range(ne):
+                if end_t[e] == t:
+                    es[cnt] = end_s[e]
+                    ns[cnt] = end_n[e]
+                    cnt += 1
+            for e in np.argsort(es, kind="mergesort"):
+                avail += ns[e]
+                if avail >= g:
+                    s = es[e] if es[e] > now else now
+                    x = avail - g
+                    break
+        if s < shadow:
+            reserved = t
+            shadow = s
+            extra = x
+    # EASY backfill over the fitting jobs ranked after the head, in priority order: each
+    # start is the best-ranked of them that can start now (free devices and the reserve's
+    # extra devices only shrink, so a job passed over earlier in the walk cannot start now)
+    while True:
+        c = -1
+        best_t = -1
+        by_time = False
+        for x in range(n_fit):
+            if done[x] or (c >= 0 and prio[cand[x]] <= prio[cand[c]]):
+                continue
+            j = queued[cand[x]]
+            g = gang[j]
+            bt = now + limit[j] <= shadow
+            tx = -1
+            best_r = -1.0
+            for t in range(n_types):
+                if rate[j, t] > 0 and g <= free[t] and rate[j, t] > best_r:
+                    if t == reserved and not (bt or g <= extra):
+                        continue
+                    tx = t
+                    best_r = rate[j, t]
+            if tx >= 0:
+                c, best_t, by_time = x, tx, bt
+        if c < 0:
+            break
+        done[c] = True
+        j = queued[cand[c]]
+        g = gang[j]
+        if best_t == reserved and not by_time:
+            extra -= g
+        backfilled += 1
+        free[best_t] -= g
+        run[m] = j
+        typ[m] = best_t
+        m += 1
+        any_free = False
+        for t in range(n_types):
+            if free[t] != 0:
+                any_free = True
+        if not any_free:
+            break
+    return run[:m], typ[:m], backfilled
+
+
+@_compiled
+def fifo_groups(
+    active: IntArray,
+    running: BoolArray,
+    held: IntArray,
+    alloc_n: IntArray,
+    leaf_of: IntArray,
+    prio: IntArray,
+    n_leaves: int,
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray, FloatArray]:
+    """The pending jobs of each leaf queue of :class:`scheduling.yarn_capacity.YarnCapacity`
+    in FIFO order (priority descending, then job index), grouped by leaf: leaf ``q``'s are
+    ``out[bounds[q]:bounds[q + 1]]``; and each leaf's first (-1: none). Also the jobs of
+    ``held`` that hold devices (``alloc_n`` > 0), in order, their leaves, and the devices
+    each leaf uses.
+
+    Parameters
+    ----------
+    active : (a,) int64
+        The active jobs, ascending; the pending ones are those not ``running`` (n,).
+    leaf_of : (n,) int64
+        Every job's leaf (a negative one counts from the end, as a Python list index).
+    prio : (n,) int64
+        Every job's priority.
+    """
+    mine = np.empty(len(held), dtype=np.int64)
+    leaf_r = np.empty(len(held), dtype=np.int64)
+    used = np.zeros(n_leaves)
+    k = 0
+    for j in held:
+        if alloc_n[j] > 0:
+            q = leaf_of[j]
+            if q < 0:
+                q += n_leaves
+            mine[k] = j
+            leaf_r[k] = leaf_of[j]
+            used[q] += alloc_n[j]
+            k += 1
+    queued = np.empty(len(active), dtype=np.int64)
+    k2 = k
+    k = 0
+    for j in active:
+        if not running[j]:
+            queued[k] = j
+            k += 1
+    queued = queued[:k]
+    bounds = np.zeros(n_leaves + 1, dtype=np.int64)
+    for j in queued:
+        q = leaf_of[j]
+        if q < 0:
+            q += n_leaves
+        bounds[q + 1] += 1
+    for q in range(n_leaves):
+        bounds[q + 1] += bounds[q]
+    out = np.empty(len(queued), dtype=np.int64)
+    pos = bounds[:n_leaves].copy()
+    for j in queued:
+        q = leaf_of[j]
+        if q < 0:
+            q += n_leaves
+        out[pos[q]] = j
+        pos[q] += 1
+    for q in range(n_leaves):
+        a = bounds[q]
+        b = bounds[q + 1]
+        mixed = False
+        for x in range(a + 1, b):
+            if prio[out[x]] != prio[out[a]]:
+                mixed = True
+                break
+        if mixed:  # a stable sort by priority descending keeps the job order among equals
+            seg = out[a:b].copy()
+            keys = np.empty(b - a)
+            for x in range(b - a):
+                keys[x] = -prio[seg[x]]
+            out[a:b] = seg[np.argsort(keys, kind="mergesort")]
+    firsts = np.full(n_leaves, -1, dtype=np.int64)
+    for q in range(n_leaves):
+        if bounds[q + 1] > bounds[q]:
+            firsts[q] = out[bounds[q]]
+    return out, bounds, firsts, mine[:k2], leaf_r[:k2], used
+
+
+@_compiled
+def yarn_allocate(
+    order: IntArray,
+    bounds: IntArray,
+    node_leaf: IntArray,
+    node_parent: IntArray,
+    node_max: FloatArray,
+    child_ptr: IntArray,
+    child_idx: IntArray,
+    leaf_ptr: IntArray,
+    leaf_idx: IntArray,
+    used: FloatArray,
+    guarantee: FloatArray,
+    maximum: FloatArray,
+    free: IntArray,
+    rate: FloatArray,
+    gang: IntArray,
+) -> tuple[IntArray, IntArray]:
+    """The allocation of :class:`scheduling.yarn_capacity.YarnCapacity` (its ``_descend``
+    loop, the same rules and arithmetic): while devices are free, walk down from the root,
+    at each level to the child with the lowest used capacity relative to its guarantee (ties:
+    the order of the children) among those under which a leaf's first pending job fits, and
+    start that job. Returns the jobs started, in order, and their types; ``used`` and
+    ``free`` are updated in place.
+
+    Parameters
+    ----------
+    order, bounds : int64
+        The pending jobs grouped by leaf in FIFO order (:func:`fifo_groups`).
+    node_leaf, node_parent, node_max : (m,)
+        Each queue of the tree (node 0: the root): its leaf index (-1 for a parent), its
+        parent (-1 for the root) and its absolute maximum capacity (fraction of the cluster).
+    child_ptr, child_idx : int64
+        Each node's children in order: ``child_idx[child_ptr[v]:child_ptr[v + 1]]``.
+    leaf_ptr, leaf_idx : int64
+        The leaves under each node, depth first, likewise.
+    used, guarantee, maximum : (leaves,) float64
+        Devices each leaf uses, is guaranteed and may use at most.
+    free : (n_types,) int64
+        Free devices per type.
+    """
+    n_nodes = len(node_leaf)
+    n_leaves = len(bounds) - 1
+    n_types = len(free)
+    heads = bounds[:n_leaves].copy()
+    starts = np.empty(len(order), dtype=np.int64)
+    types = np.empty(len(order), dtype=np.int64)
+    ratio = np.empty(n_nodes)
+    stack = np.empty(n_nodes, dtype=np.int64)
+    m = 0
+    while True:
+        any_free = False
+        for t in range(n_types):
+            if free[t] > 0:
+                any_free = True
+        if not any_free:
+            break
+        for v in range(1, n_nodes):  # used over guaranteed capacity of each queue
+            u = 0.0
+            g = 0.0
+            for x in range(leaf_ptr[v], leaf_ptr[v + 1]):
+                u += used[leaf_idx[x]]
+                g += guarantee[leaf_idx[x]]
+            if g <= 0:
+                ratio[v] = np.inf if u > 0 else 0.0
+            else:
+                ratio[v] = u / g
+        total = 0.0  # devices of the cluster: free + used
+        for t in range(n_types):
+            total += free[t]
+        for x in range(n_leaves):
+            total += used[x]
+        # the leaves depth first, each node's children by ratio (ties: their order); the
+        # first whose head job fits is the descent's
+        found_q = -1
+        found_j = -1
+        found_t = -1
+        top = 0
+        stack[top] = 0
+        top += 1
+        while top > 0 and found_q < 0:
+            top -= 1
+            v = stack[top]
+            q = node_leaf[v]
+            if q < 0:
+                a = child_ptr[v]
+                b = child_ptr[v + 1]
+                keys = np.empty(b - a)
+                for x in range(b - a):
+                    keys[x] = ratio[child_idx[a + x]]
+                srt = np.argsort(keys, kind="mergesort")
+                for x in range(b - a - 1, -1, -1):  # pushed last first: popped in order
+                    stack[top] = child_idx[a + srt[x]]
+                    top += 1
+                continue
+            if heads[q] >= bounds[q + 1]:
+                continue
+            j = order[heads[q]]
+            g_j = gang[j]
+            if used[q] + g_j > maximum[q] + 1e-9:
+                continue
+            ok = True
+            p = node_parent[v]
+            while p > 0:  # every parent (not the root) stays within its maximum
+                u = 0.0
+                for x in range(leaf_ptr[p], leaf_ptr[p + 1]):
+                    u += used[leaf_idx[x]]
+                if u + g_j > node_max[p] * total + 1e-9:
+                    ok = False
+                    break
+                p = node_parent[p]
+            if not ok:
+                continue
+            best_t = -1
+            best_r = -1.0
+            for t in range(n_types):
+                if rate[j, t] > 0 and free[t] >= g_j and rate[j, t] > best_r:
+                    best_t = t
+                    best_r = rate[j, t]
+            if best_t >= 0:
+                found_q = q
+                found_j = j
+                found_t = best_t
+        if found_q < 0:
+            break
+        g_j = gang[found_j]
+        free[found_t] -= g_j
+        used[found_q] += g_j
+        heads[found_q] += 1
+        starts[m] = found_j
+        types[m] = found_t
+        m += 1
+    return starts[:m], types[:m]

@@ -49,6 +49,15 @@ What is modelled, rule by rule:
 
   A job that can run on no type waits for ever (reported unfinished by the engine).
 
+Implementation: the pass (priorities, main scheduler, reservation, backfill), Fair Tree's
+factor and the usage decay run in compiled kernels (:func:`clustersim.kernels.slurm_pass`,
+``slurm_exponents``, ``slurm_accrue``); ``Slurm.use_kernel = False`` runs the same rules in
+numpy and Python, the reference they are tested against bit for bit (``tests/test_slurm.py``).
+The kernel takes the starts by selection in priority order rather than sorting every job
+that fits (free devices and the reservation's extra devices only shrink during a pass, so
+a job passed over cannot start later in it: the same starts in the same order), and leaves
+numpy's power function to numpy (its vectorised power is not the scalar one bit for bit).
+
 Departures from Slurm, and why:
 
 * One reservation (EASY), where Slurm's backfill reserves for every higher-priority pending
@@ -69,11 +78,12 @@ Departures from Slurm, and why:
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from clustersim import kernels
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE, Range
 
@@ -178,6 +188,10 @@ class Slurm(Policy):
         "Lifka, JSSPP'95; Mu'alem & Feitelson, IEEE TPDS 2001 (EASY backfill)"
     )
     preemptive = False
+    #: Run the scheduling pass in the compiled kernel (:func:`clustersim.kernels.slurm_pass`);
+    #: ``False``: the same rules in numpy and Python (the reference the kernel is tested
+    #: against, bit for bit).
+    use_kernel: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -231,6 +245,22 @@ class Slurm(Policy):
             self._limit = np.where(best > 0, jobs.work / best, np.inf) * self.overestimate
         top = float(jobs.priority.max(initial=0))
         self._qos = jobs.priority / top if top > 0 else np.zeros(len(jobs))
+        self._devices = np.maximum(jobs.num_gpus, 1).astype(np.float64)
+        # what the kernel's priority loop reads of each job, in one row: submission,
+        # weight_size × size (set for the cluster's devices by `_per_job_row`),
+        # weight_qos × qos, devices, user
+        self._per_job = np.stack(
+            [
+                jobs.submit_time,
+                np.zeros(len(jobs)),
+                self.weight_qos * self._qos,
+                jobs.num_gpus.astype(np.float64),
+                self._user.astype(np.float64),
+            ],
+            axis=1,
+        )
+        self._size_for = -1  # the cluster's devices the size terms are for
+        self._fs = np.zeros(len(names))  # the kernel's scratch for Fair Tree's factor
         self._t = state.now
         self._ready = True
 
@@ -243,16 +273,49 @@ class Slurm(Policy):
         dt = now - self._t
         if dt <= 0:
             return
-        self._usage *= 2.0 ** (-dt / h)
+        decay = 2.0 ** (-dt / h)
+        if self.use_kernel:  # the same arithmetic, the power in numpy
+            js = self._tracked
+            powers = 2.0 ** kernels.slurm_exponents(
+                js, self._seen, state.attained, self._devices, float(dt), float(h)
+            )
+            kernels.slurm_accrue(
+                self._usage,
+                float(decay),
+                powers,
+                js,
+                self._seen,
+                state.attained,
+                self._devices,
+                self._user,
+                float(h),
+                LN2,
+            )
+            self._t = now
+            return
+        self._usage *= decay
         js = self._tracked
         if len(js):
             gained = state.attained[js] - self._seen
-            n = np.maximum(state.jobs.num_gpus[js], 1).astype(np.float64)
+            n = self._devices[js]
             ran = np.minimum(gained / n, dt)  # seconds held since the last decision
             # ∫ n 2^(−(now − τ)/h) dτ over [t, t + ran]
-            w = n * h / LN2 * (2.0 ** (-(dt - ran) / h) - 2.0 ** (-dt / h))
-            np.add.at(self._usage, self._user[js], np.where(gained > 0, w, 0.0))
+            w = n * h / LN2 * (2.0 ** (-(dt - ran) / h) - decay)
+            w[gained <= 0] = 0.0
+            np.add.at(self._usage, self._user[js], w)
         self._t = now
+
+    def _per_job_row(self, state: State) -> FloatArray:
+        """(n, 5) the kernel's per-job row, the size term ``weight_size × size`` (as
+        :meth:`priorities` computes it) for the cluster's devices now."""
+        devices = max(int(state.capacity.sum()), 1)
+        if devices != self._size_for:
+            size = state.jobs.num_gpus / devices
+            if self.favor_small:
+                size = 1.0 - size
+            self._per_job[:, 1] = self.weight_size * size
+            self._size_for = devices
+        return self._per_job
 
     def fairshare_factor(self) -> FloatArray:
         """(users,) the fair-share factor of each user now."""
@@ -281,6 +344,8 @@ class Slurm(Policy):
         if not self._ready:
             self._setup(state)
         self._decay_usage(state)
+        if self.use_kernel:
+            return self._schedule_compiled(state)
         queued = state.queued()
         jobs = state.jobs
         gang = jobs.num_gpus
@@ -310,6 +375,48 @@ class Slurm(Policy):
         self._tracked = np.concatenate([held, started])
         self._seen = state.attained[self._tracked].copy()
         return Decision(run=started, types=np.array(typ, dtype=np.int64))
+
+    def _schedule_compiled(self, state: State) -> Decision:
+        """:meth:`schedule` after the usage decay, the pass in :func:`clustersim.kernels.
+        slurm_pass` (which picks the pending jobs out of the active ones itself)."""
+        active = state.active
+        # after `active`, as in the numpy path (whose `queued()` reads it): the state then
+        # lists the running jobs in its order, which the usage decay sums in
+        held = state.running_jobs()
+        free = state.free.astype(np.int64)  # a copy: the kernel takes devices from it
+        if free.max(initial=0) <= 0:
+            self._tracked = held.copy()
+            self._seen = state.attained[held].copy()
+            return Decision(run=EMPTY, types=EMPTY)
+        fair_tree = self.fairshare == "fair-tree"
+        got, types, backfilled = kernels.slurm_pass(
+            float(state.now),
+            active,
+            state.running,
+            self._per_job_row(state),
+            state.jobs.num_gpus,
+            state.rate,
+            free,
+            self._fs if fair_tree else self.fairshare_factor(),
+            self._limit,
+            float(self.weight_age),
+            float(self.weight_fairshare),
+            float(self.max_age_s),
+            bool(self.backfill),
+            state.capacity,
+            held,
+            state.alloc_type,
+            state.alloc_n,
+            state.last_start,
+            self._usage,
+            self._shares,
+            float(self._usage.sum()),
+            fair_tree,
+        )
+        self._backfilled += int(backfilled)
+        self._tracked = np.concatenate([held, got])
+        self._seen = state.attained[self._tracked].copy()
+        return Decision(run=got, types=types)
 
     def _pass(
         self,

@@ -38,6 +38,12 @@ The rules:
   starts in the same decision. Suspended jobs resume later (the engine's
   checkpoint/restore delay).
 
+Implementation: the grouping of pending jobs by leaf and the allocation descent run in
+compiled kernels (:func:`clustersim.kernels.fifo_groups`, ``yarn_allocate``), the preemption
+in Python; ``YarnCapacity.use_kernel = False`` groups and descends in numpy and Python, the
+reference they are tested against (``tests/test_yarn_capacity.py``: same finish times, bit
+for bit, on random traces).
+
 Departures, and why:
 
 * Whole jobs are the unit (a gang of GPU containers), not single containers: preempting one
@@ -54,11 +60,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from clustersim import kernels
 from scheduling.base import EMPTY, Decision, Policy, State
 from scheduling.params import NON_NEGATIVE
 
@@ -87,6 +94,7 @@ class Queue:
     children: list[Queue] = field(default_factory=list)
     parent: Queue | None = None
     leaf: int = -1  # index among the leaves, -1 for a parent
+    under: list[Queue] | None = field(default=None, repr=False, compare=False)  # its leaves
 
 
 def parse_queues(spec: str, vcs: list[str] | None = None) -> tuple[Queue, list[Queue]]:
@@ -172,6 +180,10 @@ class YarnCapacity(Policy):
         "(Hadoop documentation); Vavilapalli et al., Apache Hadoop YARN, SoCC'13"
     )
     preemptive = True
+    #: Group the pending jobs by leaf in the compiled kernel
+    #: (:func:`clustersim.kernels.fifo_groups`); ``False``: in numpy and Python (the
+    #: reference the kernel is tested against).
+    use_kernel: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -191,6 +203,9 @@ class YarnCapacity(Policy):
         self._leaves: list[Queue] = []
         self._root: Queue | None = None
         self._starved_since: dict[int, float] = {}
+        self._bounds_for = -1.0  # the cluster's devices `_guarantee`, `_maximum` are for
+        self._guarantee: npt.NDArray[np.float64] = np.zeros(0)
+        self._maximum: npt.NDArray[np.float64] = np.zeros(0)
         self._preempted = 0
 
     def stats(self) -> dict[str, float]:
@@ -204,6 +219,7 @@ class YarnCapacity(Policy):
         if not self.queues.strip():  # the default leaves are named as the VCs, dots and all
             index = {q.path: q.leaf for q in self._leaves}
         self._leaf_of = np.array([index.get(v, -1) for v in vcs], dtype=np.int64)
+        self._tree = _tree_arrays(self._root)
         self._ready = True
 
     def admit(self, state: State, arriving: IntArray) -> BoolArray:
@@ -221,31 +237,73 @@ class YarnCapacity(Policy):
         total = float(state.capacity.sum())
         leaves = self._leaves
         n_leaves = len(leaves)
-        guarantee = np.array([q.abs_capacity * total for q in leaves])
-        maximum = np.array([q.abs_maximum * total for q in leaves])
+        if total != self._bounds_for:  # the leaves' guarantees and maxima, in devices
+            self._guarantee = np.array([q.abs_capacity * total for q in leaves])
+            self._maximum = np.array([q.abs_maximum * total for q in leaves])
+            self._bounds_for = total
+        guarantee, maximum = self._guarantee, self._maximum
         running = state.running_jobs()
-        running = running[state.alloc_n[running] > 0]
-        leaf_r = self._leaf_of[running]
-        used = np.bincount(leaf_r, weights=state.alloc_n[running], minlength=n_leaves).astype(
-            np.float64
-        )
-        free = state.free.astype(np.int64).copy()
-        queued = state.queued()
-        # each leaf's pending jobs, FIFO: priority descending, then submission
-        queued = queued[np.lexsort((queued, -jobs.priority[queued]))]
-        leaf_q = self._leaf_of[queued]
-        pending: list[list[int]] = [[] for _ in range(n_leaves)]
-        for j, q in zip(queued.tolist(), leaf_q.tolist(), strict=True):
-            pending[q].append(j)
+        free = state.free.astype(np.int64)  # a copy
+        # each leaf's pending jobs, FIFO: priority descending, then submission (the job
+        # index: the job table is sorted by submission)
+        pending: list[list[int]] = []
+        if self.use_kernel:  # (after `running_jobs`, as the numpy path: the same order)
+            order, bounds, first, running, leaf_r, used = kernels.fifo_groups(
+                state.active,
+                state.running,
+                running,
+                state.alloc_n,
+                self._leaf_of,
+                jobs.priority,
+                n_leaves,
+            )
+            firsts = first.tolist()
+        else:  # the reference the kernel is tested against
+            running = running[state.alloc_n[running] > 0]
+            leaf_r = self._leaf_of[running]
+            used = np.bincount(leaf_r, weights=state.alloc_n[running], minlength=n_leaves).astype(
+                np.float64
+            )
+            queued = state.queued()
+            queued = queued[np.lexsort((queued, -jobs.priority[queued]))]
+            pending = [[] for _ in range(n_leaves)]
+            for j, q in zip(queued.tolist(), self._leaf_of[queued].tolist(), strict=True):
+                pending[q].append(j)
+            firsts = [p[0] if p else -1 for p in pending]
         heads = [0] * n_leaves
         keep = np.ones(len(running), dtype=bool)
         wake = math.inf
         if self.preemption:
-            wake = self._preempt(state, running, leaf_r, used, guarantee, free, pending, keep)
-        run: list[int] = running[keep].tolist()
-        typ: list[int] = state.alloc_type[running[keep]].tolist()
+            wake = self._preempt(state, running, leaf_r, used, guarantee, free, firsts, keep)
         # allocation: down the tree to the least-served child with a job that fits
         rate = state.rate
+        if self.use_kernel:
+            leaf, parent, top, c_ptr, c_idx, l_ptr, l_idx = self._tree
+            started, started_t = kernels.yarn_allocate(
+                order,
+                bounds,
+                leaf,
+                parent,
+                top,
+                c_ptr,
+                c_idx,
+                l_ptr,
+                l_idx,
+                used,
+                guarantee,
+                maximum,
+                free,
+                rate,
+                gang,
+            )
+            kept = running[keep] if not keep.all() else running
+            return Decision(
+                run=np.concatenate([kept, started]),
+                types=np.concatenate([state.alloc_type[kept], started_t]).astype(np.int64),
+                wake_at=None if wake == math.inf else wake,
+            )
+        run: list[int] = running[keep].tolist()
+        typ: list[int] = state.alloc_type[running[keep]].tolist()
         while free.max(initial=0) > 0:
             got = self._descend(
                 self._root, used, guarantee, maximum, free, pending, heads, rate, gang
@@ -287,7 +345,7 @@ class YarnCapacity(Policy):
             q = node.leaf
             if heads[q] >= len(pending[q]):
                 return None
-            j = pending[q][heads[q]]
+            j = int(pending[q][heads[q]])
             g = int(gang[j])
             if used[q] + g > maximum[q] + 1e-9 or not self._under_parents(node, used, g, free):
                 return None
@@ -337,23 +395,33 @@ class YarnCapacity(Policy):
         used: npt.NDArray[np.float64],
         guarantee: npt.NDArray[np.float64],
         free: IntArray,
-        pending: list[list[int]],
+        firsts: list[int],
         keep: BoolArray,
     ) -> float:
-        """Suspend jobs (``keep[i] = False``) for starved leaves that have waited ``wait_s``;
-        updates ``used`` and ``free``. Returns when the next starved leaf's wait ends."""
+        """Suspend jobs (``keep[i] = False``) for starved leaves that have waited ``wait_s``
+        (``firsts``: each leaf's first pending job, -1 for none); updates ``used`` and
+        ``free``. Returns when the next starved leaf's wait ends."""
         now = state.now
         gang = state.jobs.num_gpus
         rate = state.rate
         wake = math.inf
         starved_now: set[int] = set()
+        below = zip(firsts, used.tolist(), guarantee.tolist(), strict=True)
+        if not any(j >= 0 and u < c for j, u, c in below):
+            # no leaf below its guarantee has a pending job: none is starved (and `used`
+            # only changes below when one is)
+            self._starved_since.clear()
+            return wake
+        # the leaves with a pending job by used / guarantee now (a leaf without one is
+        # never starved: leaving it out keeps the others' order)
         order = sorted(
-            range(len(pending)), key=lambda q: (float(used[q]) / max(float(guarantee[q]), 1e-12), q)
+            (q for q, j in enumerate(firsts) if j >= 0),
+            key=lambda q: (float(used[q]) / max(float(guarantee[q]), 1e-12), q),
         )
         for q in order:
-            if not pending[q] or used[q] >= guarantee[q]:
+            if used[q] >= guarantee[q]:
                 continue
-            j = pending[q][0]
+            j = firsts[q]
             g = int(gang[j])
             if used[q] + g > guarantee[q] + 1e-9 or self._fit(j, g, free, rate) >= 0:
                 continue  # preemption restores guarantees only; or it fits already
@@ -425,10 +493,35 @@ class YarnCapacity(Policy):
         return False
 
 
+def _tree_arrays(root: Queue) -> tuple[npt.NDArray[Any], ...]:
+    """The queue tree as :func:`clustersim.kernels.yarn_allocate` takes it: per node (the
+    root first, then depth first) its leaf index, parent, absolute maximum, children and
+    leaves (CSR)."""
+    nodes: list[Queue] = []
+    stack = [root]
+    while stack:
+        q = stack.pop()
+        nodes.append(q)
+        stack.extend(reversed(q.children))
+    at = {id(q): k for k, q in enumerate(nodes)}
+    leaf = np.array([q.leaf for q in nodes], dtype=np.int64)
+    parent = np.array([at[id(q.parent)] if q.parent else -1 for q in nodes], dtype=np.int64)
+    top = np.array([q.abs_maximum for q in nodes], dtype=np.float64)
+    kids = [[at[id(c)] for c in q.children] for q in nodes]
+    under = [[x.leaf for x in _leaves_of(q)] for q in nodes]
+    c_ptr = np.cumsum([0] + [len(k) for k in kids]).astype(np.int64)
+    l_ptr = np.cumsum([0] + [len(u) for u in under]).astype(np.int64)
+    c_idx = np.array([c for k in kids for c in k], dtype=np.int64)
+    l_idx = np.array([x for u in under for x in u], dtype=np.int64)
+    return leaf, parent, top, c_ptr, c_idx, l_ptr, l_idx
+
+
 def _leaves_of(q: Queue) -> list[Queue]:
-    if q.leaf >= 0:
-        return [q]
-    out: list[Queue] = []
-    for c in q.children:
-        out.extend(_leaves_of(c))
-    return out
+    """The leaves under ``q``, depth first (computed once per queue: the tree is fixed
+    once parsed)."""
+    if q.under is None:
+        if q.leaf >= 0:
+            q.under = [q]
+        else:
+            q.under = [x for c in q.children for x in _leaves_of(c)]
+    return q.under

@@ -12,7 +12,7 @@ import pytest
 from clustersim.engine import simulate
 from scheduling.params import policy_errors
 from scheduling.registry import make_policy
-from scheduling.slurm import classic_factor, easy_reservation, fair_tree_factor
+from scheduling.slurm import Slurm, classic_factor, easy_reservation, fair_tree_factor
 from tests.simple import cluster, fixed_rates, jobs
 
 
@@ -155,3 +155,68 @@ def test_bad_parameters_are_refused_naming_them() -> None:
     assert "policies[0].params.decay_half_life_s" in errors({"decay_half_life_s": 0})
     assert "policies[0].params.weight_age" in errors({"weight_age": -1.0})
     assert errors({"weight_age": 10.0, "fairshare": "classic"}) == ""
+
+
+# ---------------------------------------------------------------- the compiled pass
+
+
+class _NumpySlurm(Slurm):
+    """The scheduling pass in numpy and Python (the reference of the kernel)."""
+
+    use_kernel = False
+
+
+def _random_trace(seed: int) -> tuple[Any, Any]:
+    rng = np.random.default_rng(seed)
+    n = 150
+    rows = [
+        (float(t), int(g), float(w))
+        for t, g, w in zip(
+            np.sort(rng.uniform(0, 3000, n)),
+            rng.choice([1, 1, 2, 3, 4, 8, 12], n),
+            rng.uniform(10, 900, n),
+            strict=True,
+        )
+    ]
+    users = rng.choice(["u1", "u2", "u3", "u4", "u5"], n).tolist()
+    prio = rng.choice([0, 0, 1, 3], n).tolist()
+    return jobs(rows, user=users, priority=prio), cluster([("G", 8), ("G", 4), ("H", 4), ("H", 2)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"backfill": False},
+        {"overestimate": 3.0, "fairshare": "classic"},
+        {"favor_small": True, "weight_qos": 2000.0, "decay_half_life_s": 600.0},
+        {"max_age_s": 300.0, "weight_age": 20000.0, "overestimate": 1.5},
+    ],
+)
+def test_the_pass_kernel_decides_as_the_numpy_path(seed: int, params: Any) -> None:
+    """Same finish times (bit for bit), stints and statistics with the kernel (compiled and
+    plain) as with the numpy path, on random traces over two types of different speeds
+    (some jobs wider than the slower type, some that cannot run on it)."""
+    from clustersim import kernels
+
+    t, cl = _random_trace(seed)
+    speed = fixed_rates(t, cl, speed=[1.0, 2.0])
+    speed.rate[np.random.default_rng(seed).random(len(t)) < 0.2, 1] = 0.0
+    slow = _NumpySlurm(**params)
+    ref = simulate(t, cl, slow, rates=speed)
+    assert ref.policy_stats["backfilled"] > 0 or params.get("backfill") is False
+    for compiled in (False, True):
+        was = kernels.compiled_in_use()
+        kernels.use_compiled(compiled)
+        try:
+            fast = make_policy("slurm", **params)
+            got = simulate(t, cl, fast, rates=speed)
+        finally:
+            kernels.use_compiled(was)
+        assert np.array_equal(got.finish, ref.finish, equal_nan=True)
+        assert got.stints.job.tolist() == ref.stints.job.tolist()
+        assert got.stints.node.tolist() == ref.stints.node.tolist()
+        assert got.policy_stats == ref.policy_stats
+        # the decayed usages too, bit for bit
+        assert fast._usage.tobytes() == slow._usage.tobytes()  # type: ignore[attr-defined]

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from clustersim.engine import simulate
 from clustersim.result import DROP_REJECTED
 from scheduling.params import policy_errors
 from scheduling.registry import make_policy
-from scheduling.yarn_capacity import parse_queues
+from scheduling.yarn_capacity import YarnCapacity, parse_queues
 from tests.simple import cluster, fixed_rates, jobs
 
 
@@ -107,3 +108,61 @@ def test_nested_queues_multiply_along_their_path() -> None:
 def test_a_bad_queue_spec_is_refused_naming_queues(spec: str, says: str) -> None:
     errors = " ".join(policy_errors("yarn-capacity", {"queues": spec}, "policies[0]"))
     assert "queues" in errors and says in errors
+
+
+# ---------------------------------------------------------------- the compiled grouping
+
+
+class _NumpyYarn(YarnCapacity):
+    """The pending jobs grouped in numpy and Python (the reference of the kernel)."""
+
+    use_kernel = False
+
+
+def _random_trace(seed: int) -> tuple[Any, Any]:
+    rng = np.random.default_rng(seed)
+    n = 150
+    rows = [
+        (float(t), int(g), float(w))
+        for t, g, w in zip(
+            np.sort(rng.uniform(0, 2000, n)),
+            rng.choice([1, 1, 2, 4, 8], n),
+            rng.uniform(10, 900, n),
+            strict=True,
+        )
+    ]
+    vcs = rng.choice(["a", "b", "c", "d"], n).tolist()
+    prio = rng.choice([0, 0, 0, 1, 5], n).tolist()
+    return jobs(rows, vc=vcs, priority=prio), cluster([("G", 8), ("G", 4), ("H", 4)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"wait_s": 0.0},
+        {"preemption": False},
+        {"queues": "x=60/100,x.a=50/100,x.b=50/80,y=40/100,y.c=70/100,y.d=30/50"},
+    ],
+)
+def test_the_grouping_kernel_decides_as_the_numpy_path(seed: int, params: Any) -> None:
+    """Same finish times (bit for bit), stints and statistics with the kernel (compiled and
+    plain) as with the numpy path, on random traces with priorities, over two types of
+    different speeds."""
+    from clustersim import kernels
+
+    t, cl = _random_trace(seed)
+    speed = fixed_rates(t, cl, speed=[1.0, 2.0])
+    ref = simulate(t, cl, _NumpyYarn(**params), rates=speed)
+    for compiled in (False, True):
+        was = kernels.compiled_in_use()
+        kernels.use_compiled(compiled)
+        try:
+            got = simulate(t, cl, make_policy("yarn-capacity", **params), rates=speed)
+        finally:
+            kernels.use_compiled(was)
+        assert np.array_equal(got.finish, ref.finish, equal_nan=True)
+        assert got.stints.job.tolist() == ref.stints.job.tolist()
+        assert got.stints.node.tolist() == ref.stints.node.tolist()
+        assert got.policy_stats == ref.policy_stats
