@@ -1403,6 +1403,129 @@ def _reserve_one(
     return 1
 
 
+AUX_EPS = 1e-9
+"""Relative slack of the CPU/memory room (``clustersim.resources._EPS``)."""
+
+
+@_compiled
+def aux_refresh(
+    running: IntArray,
+    slots: IntArray,
+    slot: IntArray,
+    placed: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    ns: int,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+    cpu_cap: FloatArray,
+    mem_cap: FloatArray,
+    cpu_free: FloatArray,
+    mem_free: FloatArray,
+) -> None:
+    """Free cores and memory of every node (``cpu_free``/``mem_free``, written): capacity
+    less the shares of the running jobs' placements and of the decision's first ``ns``
+    reserved starts (:meth:`clustersim.resources.AuxModel.refresh`, whose sums it adds in the
+    same order, so the floats are the same bit for bit)."""
+    m = len(cpu_cap)
+    used_c = np.zeros(m)
+    used_m = np.zeros(m)
+    for r in running:
+        o = slot[r]
+        for q in range(o, o + placed[r]):
+            node = slots[0, q]
+            d = float(slots[1, q])
+            used_c[node] += d * cpu_dev[r]
+            used_m[node] += d * mem_dev[r]
+    for s in range(ns):
+        j = s_i[0, s]
+        o = s_i[3, s]
+        for q in range(o, o + s_i[4, s]):
+            node = s_nc[0, q]
+            d = float(s_nc[1, q])
+            used_c[node] += d * cpu_dev[j]
+            used_m[node] += d * mem_dev[j]
+    for i in range(m):
+        cpu_free[i] = cpu_cap[i] - used_c[i]
+        mem_free[i] = mem_cap[i] - used_m[i]
+
+
+@_compiled
+def aux_place_consolidate(
+    j: int,
+    t: int,
+    nd: int,
+    nodes_t: IntArray,
+    node_free: IntArray,
+    cpu_free: FloatArray,
+    mem_free: FloatArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+    room: IntArray,
+    busy: FloatArray,
+    node_group: IntArray,
+    types_i: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    ctr: IntArray,
+) -> bool:
+    """Place job ``j`` (``nd`` devices of type ``t``, on ``nodes_t``) as the ``consolidate``
+    strategy does on the devices whose share of cores and memory fits each node, and reserve
+    it: what the engine does in Python for one start with the CPU/memory model on
+    (:meth:`clustersim.resources.AuxModel.room`, ``Consolidate.place``, ``take_nodes``,
+    :func:`record_start`, :meth:`~clustersim.resources.AuxModel.took`), with the same
+    arithmetic. ``room`` (n_nodes,) int64 is scratch. Returns ``False`` (nothing changed) when the
+    nodes cannot hold the gang."""
+    c_j = cpu_dev[j]
+    m_j = mem_dev[j]
+    big = float(np.iinfo(np.int32).max)
+    cand = np.empty(len(nodes_t), dtype=np.int64)
+    f_c = np.empty(len(nodes_t), dtype=np.int64)
+    k = 0
+    total = 0
+    for node in nodes_t:
+        cap = np.inf
+        if c_j > 0.0:
+            cap = np.floor(cpu_free[node] / c_j + AUX_EPS)
+        if m_j > 0.0:
+            cm = np.floor(mem_free[node] / m_j + AUX_EPS)
+            if cm < cap:
+                cap = cm
+        if cap < 0.0:
+            cap = 0.0
+        elif cap > big:
+            cap = big
+        f = node_free[node]
+        if cap < f:
+            f = int(cap)
+        room[node] = f
+        if f > 0:
+            cand[k] = node
+            f_c[k] = f
+            k += 1
+            total += f
+    if total < nd:
+        return False
+    i = best_fit_node(f_c[:k], cand[:0], nd)
+    if i >= 0:
+        nodes = cand[i : i + 1]
+        counts = np.empty(1, dtype=np.int64)
+        counts[0] = nd
+    else:
+        nodes, counts = take_largest_first(room, cand[:k], nd)
+    for q in range(len(nodes)):
+        node = nodes[q]
+        node_free[node] -= counts[q]
+        busy[node_group[node]] += counts[q]
+    types_i[TYPE_FREE, t] -= nd
+    record_start(j, t, nd, nodes, counts, s_i, s_nc, ctr)
+    for q in range(len(nodes)):
+        node = nodes[q]
+        cpu_free[node] -= counts[q] * c_j
+        mem_free[node] -= counts[q] * m_j
+    return True
+
+
 @_compiled
 def start_rates(
     ji: IntArray,
