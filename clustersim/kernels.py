@@ -1527,6 +1527,120 @@ def aux_place_consolidate(
 
 
 @_compiled
+def _drf_less(hs: FloatArray, hu: IntArray, a: int, b: int) -> bool:
+    """Heap order of :func:`drf_fill`: smaller share, then smaller user."""
+    return hs[a] < hs[b] or (hs[a] == hs[b] and hu[a] < hu[b])
+
+
+@_compiled
+def drf_fill(
+    order: IntArray,
+    users: IntArray,
+    starts: IntArray,
+    ends: IntArray,
+    held: FloatArray,
+    inv: FloatArray,
+    slack: FloatArray,
+    free: IntArray,
+    left_c: float,
+    left_m: float,
+    gang: IntArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+    rate: FloatArray,
+    alloc_type: IntArray,
+    running: BoolArray,
+    preemptive: bool,
+    out: IntArray,
+) -> int:
+    """DRF's progressive filling of one decision (:class:`scheduling.drf.DRF`, whose
+    docstring states the rule): ``order`` holds the candidates grouped by user (user ``users[k]``
+    of group ``k`` holds ``order[starts[k]:ends[k]]``, in its order of service), ``held``
+    (n_users, 3) the GPUs, cores and GB each user holds (updated), ``free`` (n_types,) the
+    free devices (updated). The user with the smallest dominant share (ties: lowest user
+    number) has its next job started if it fits; a user whose next job does not fit gets
+    nothing more. Writes the started jobs to ``out`` in order and returns how many."""
+    k_users = len(starts)
+    hs = np.empty(k_users)  # heap: share, user, next position, end
+    hu = np.empty(k_users, dtype=np.int64)
+    hi = np.empty(k_users, dtype=np.int64)
+    he = np.empty(k_users, dtype=np.int64)
+    size = 0
+    for g in range(k_users):
+        u = users[g]
+        hs[size] = max(held[u, 0] * inv[0], held[u, 1] * inv[1], held[u, 2] * inv[2])
+        hu[size] = u
+        hi[size] = starts[g]
+        he[size] = ends[g]
+        size += 1
+        c = size - 1  # sift up
+        while c > 0:
+            p = (c - 1) // 2
+            if not _drf_less(hs, hu, c, p):
+                break
+            hs[c], hs[p] = hs[p], hs[c]
+            hu[c], hu[p] = hu[p], hu[c]
+            hi[c], hi[p] = hi[p], hi[c]
+            he[c], he[p] = he[p], he[c]
+            c = p
+    n_types = len(free)
+    n_out = 0
+    while size > 0:
+        u = hu[0]
+        i = hi[0]
+        e = he[0]
+        j = order[i]
+        nd = gang[j]
+        need_c = nd * cpu_dev[j]
+        need_m = nd * mem_dev[j]
+        t = -1
+        if not (need_c > left_c + slack[1] or need_m > left_m + slack[2]):
+            cur = alloc_type[j]
+            if preemptive and running[j] and cur >= 0 and free[cur] >= nd:
+                t = cur  # keep a running job where it is when it may stay
+            else:
+                best = 0.0
+                for k in range(n_types):
+                    r = rate[j, k]
+                    if r > best and free[k] >= nd:
+                        t = k
+                        best = r
+        if t >= 0:
+            out[n_out] = j
+            n_out += 1
+            free[t] -= nd
+            left_c -= need_c
+            left_m -= need_m
+            held[u, 0] += nd
+            held[u, 1] += need_c
+            held[u, 2] += need_m
+        if t >= 0 and i + 1 < e:  # the user's next job, at its new share: replace the top
+            hs[0] = max(held[u, 0] * inv[0], held[u, 1] * inv[1], held[u, 2] * inv[2])
+            hi[0] = i + 1
+        else:  # pop the top
+            size -= 1
+            hs[0] = hs[size]
+            hu[0] = hu[size]
+            hi[0] = hi[size]
+            he[0] = he[size]
+        c = 0  # sift down
+        while True:
+            a = 2 * c + 1
+            if a >= size:
+                break
+            if a + 1 < size and _drf_less(hs, hu, a + 1, a):
+                a += 1
+            if not _drf_less(hs, hu, a, c):
+                break
+            hs[c], hs[a] = hs[a], hs[c]
+            hu[c], hu[a] = hu[a], hu[c]
+            hi[c], hi[a] = hi[a], hi[c]
+            he[c], he[a] = he[a], he[c]
+            c = a
+    return n_out
+
+
+@_compiled
 def start_rates(
     ji: IntArray,
     rate: FloatArray,
