@@ -1527,6 +1527,63 @@ def aux_place_consolidate(
 
 
 @_compiled
+def synergy_place(
+    t: int,
+    nd: int,
+    c: float,
+    m: float,
+    nfree: IntArray,
+    cfree: FloatArray,
+    mfree: FloatArray,
+    node_type: IntArray,
+    one_type: bool,
+    room: IntArray,
+) -> tuple[IntArray, IntArray]:
+    """Where Synergy's TUNE places a gang of ``nd`` devices of type ``t`` at ``c`` cores and
+    ``m`` GB per device (:class:`scheduling.synergy.Synergy`, the engine's rule: on each
+    node the free devices ``nfree`` capped by free cores ``cfree`` and memory ``mfree`` over
+    the share, each cap ``floor(free / share + 1e-9)`` clipped to ``[0, 2**30]``; best fit on
+    one node, else the freest nodes first, :func:`take_largest_first`). Returns the nodes
+    and devices taken on each, both empty when the nodes cannot hold the gang. ``room``
+    (n_nodes,) int64 is scratch."""
+    n = len(nfree)
+    cand = np.empty(n, dtype=np.int64)
+    f_c = np.empty(n, dtype=np.int64)
+    big = float(1 << 30)
+    k = 0
+    total = 0
+    for x in range(n):
+        r = nfree[x]
+        if r <= 0 or (not one_type and node_type[x] != t):
+            continue
+        if c > 0.0:
+            q = cfree[x] / c + AUX_EPS
+            d = (1 << 30) if q >= big else max(0, int(np.floor(q)))
+            if d < r:
+                r = d
+        if m > 0.0:
+            q = mfree[x] / m + AUX_EPS
+            d = (1 << 30) if q >= big else max(0, int(np.floor(q)))
+            if d < r:
+                r = d
+        room[x] = r
+        cand[k] = x
+        f_c[k] = r
+        k += 1
+        total += r
+    if total < nd:
+        return cand[:0], f_c[:0]
+    i = best_fit_node(f_c[:k], cand[:0], nd)
+    if i >= 0:
+        nodes = cand[i : i + 1].copy()
+        counts = np.empty(1, dtype=np.int64)
+        counts[0] = nd
+        return nodes, counts
+    # the freest first; nodes with no room are never reached (the gang fits before them)
+    return take_largest_first(room, cand[:k], nd)
+
+
+@_compiled
 def _drf_less(hs: FloatArray, hu: IntArray, a: int, b: int) -> bool:
     """Heap order of :func:`drf_fill`: smaller share, then smaller user."""
     return hs[a] < hs[b] or (hs[a] == hs[b] and hu[a] < hu[b])

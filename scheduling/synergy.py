@@ -7,9 +7,9 @@ import math
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from clustersim.aux_speed import Sensitivity
+from clustersim.kernels import synergy_place
 from scheduling.base import EMPTY, CompatSpec, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
 
@@ -141,7 +141,6 @@ class Synergy(Policy):
         self._ideal_m: FloatArray = np.zeros(0)
         self._fair = (0.0, 0.0)
         self._type_nodes: list[IntArray] = []
-        self._on_type: list[npt.NDArray[np.bool_]] = []
         self._mark = np.zeros(0, dtype=bool)  # scratch: jobs kept this round
         self._below = False  # a job of the last planned round runs below its ideal
         self._cutbacks = 0
@@ -190,7 +189,7 @@ class Synergy(Policy):
         )
         self._speedup = np.where(self._speedup > 0, self._speedup, 1.0)
         self._type_nodes = [np.flatnonzero(cl.node_type == t) for t in range(cl.n_types)]
-        self._on_type = [cl.node_type == t for t in range(cl.n_types)]
+        self._room = np.zeros(len(cl.node_type), dtype=np.int64)  # scratch of synergy_place
         self._jobs = jobs
 
     # ------------------------------------------------------------------ the round
@@ -267,7 +266,6 @@ class Synergy(Policy):
         placed = np.ones(len(out), dtype=bool)
         tfree = np.bincount(cl.node_type, weights=nfree, minlength=cl.n_types).astype(np.int64)
         one_type = cl.n_types == 1
-        on_type = self._on_type
         rate = state.rate
         ideal_c, ideal_m = self._ideal_c, self._ideal_m
         tune = self.allocation == "tune"
@@ -276,47 +274,17 @@ class Synergy(Policy):
         starts_n: list[IntArray] = []
         starts_d: list[IntArray] = []
 
+        node_type, room = cl.node_type, self._room
+
         def place(t: int, nd: int, c: float, m: float) -> tuple[IntArray, IntArray] | None:
             # the engine's rule (clustersim.resources.AuxModel.room, then `consolidate`): on
             # each node the free devices capped by free cores and memory over the share; best
-            # fit on one node (fewest such devices, lowest index), else the most first
-            on = np.flatnonzero(nfree > 0) if one_type else np.flatnonzero((nfree > 0) & on_type[t])
-            if not len(on):
-                return None
-            nodes_l = on.tolist()
-            room_l = nfree[on].tolist()
-            if c > 0:
-                room_l = [
-                    min(r, _devices(x / c + _EPS))
-                    for r, x in zip(room_l, cfree[on].tolist(), strict=True)
-                ]
-            if m > 0:
-                room_l = [
-                    min(r, _devices(x / m + _EPS))
-                    for r, x in zip(room_l, mfree[on].tolist(), strict=True)
-                ]
-            if sum(room_l) < nd:
-                return None
-            best, best_r = -1, 0
-            for x, r in zip(nodes_l, room_l, strict=True):
-                if r >= nd and (best < 0 or r < best_r):
-                    best, best_r = x, r
-                    if r == nd:
-                        break
-            if best >= 0:
-                return np.array([best], dtype=np.int64), np.array([nd], dtype=np.int64)
-            order = sorted((-r, x) for x, r in zip(nodes_l, room_l, strict=True) if r > 0)
-            out_n: list[int] = []
-            out_c: list[int] = []
-            left = nd
-            for neg, x in order:
-                take = min(-neg, left)
-                out_n.append(x)
-                out_c.append(take)
-                left -= take
-                if left <= 0:
-                    break
-            return np.array(out_n, dtype=np.int64), np.array(out_c, dtype=np.int64)
+            # fit on one node (fewest such devices, lowest index), else the most first; one
+            # compiled call (tests/test_aux_fast.py keeps the Python it replaced)
+            nodes, counts = synergy_place(
+                t, nd, c, m, nfree, cfree, mfree, node_type, one_type, room
+            )
+            return (nodes, counts) if len(nodes) else None
 
         for pos in np.flatnonzero(~running).tolist():  # the starts (kept jobs stay)
             j = out[pos]
