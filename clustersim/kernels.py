@@ -1578,9 +1578,14 @@ def synergy_place(
         nodes = cand[i : i + 1].copy()
         counts = np.empty(1, dtype=np.int64)
         counts[0] = nd
-        return nodes, counts
-    # the freest first; nodes with no room are never reached (the gang fits before them)
-    return take_largest_first(room, cand[:k], nd)
+    else:  # the freest first; nodes with no room are never reached (the gang fits first)
+        nodes, counts = take_largest_first(room, cand[:k], nd)
+    for q in range(len(nodes)):
+        x = nodes[q]
+        nfree[x] -= counts[q]
+        cfree[x] -= counts[q] * c
+        mfree[x] -= counts[q] * m
+    return nodes, counts
 
 
 @_compiled

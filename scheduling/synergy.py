@@ -279,8 +279,9 @@ class Synergy(Policy):
         def place(t: int, nd: int, c: float, m: float) -> tuple[IntArray, IntArray] | None:
             # the engine's rule (clustersim.resources.AuxModel.room, then `consolidate`): on
             # each node the free devices capped by free cores and memory over the share; best
-            # fit on one node (fewest such devices, lowest index), else the most first; one
-            # compiled call (tests/test_aux_fast.py keeps the Python it replaced)
+            # fit on one node (fewest such devices, lowest index), else the most first; the
+            # devices, cores and memory taken come off nfree, cfree and mfree; one compiled
+            # call (tests/reference_aux.py keeps the Python it replaced)
             nodes, counts = synergy_place(
                 t, nd, c, m, nfree, cfree, mfree, node_type, one_type, room
             )
@@ -323,10 +324,7 @@ class Synergy(Policy):
             if got is None:
                 placed[pos] = False
                 continue
-            nodes, counts = got
-            nfree[nodes] -= counts
-            cfree[nodes] -= counts * c
-            mfree[nodes] -= counts * m
+            nodes, counts = got  # place() took them from nfree, cfree and mfree
             tfree[t] -= nd
             alloc[j] = (c, m)
             aux[pos] = (c, m)
