@@ -5,6 +5,8 @@
   before :func:`clustersim.kernels.drf_fill`;
 * :func:`reference_synergy_place`: Synergy's placement of one start in Python, before
   :func:`clustersim.kernels.synergy_place` (same signature);
+* :class:`ReferenceSynergy`, :class:`ReferenceSynergyFair`: ``synergy`` and ``synergy-fair``
+  with the whole allocation of a round in Python, as before;
 * the engine's general Python loop for CPU/memory-limited starts stays in
   :mod:`clustersim.engine` (``AUX_REFERENCE = True`` takes it for every strategy).
 """
@@ -18,6 +20,7 @@ import numpy as np
 
 from scheduling.base import Decision, FloatArray, IntArray, State
 from scheduling.drf import DRF
+from scheduling.synergy import Synergy, SynergyFair
 
 _EPS = 1e-9
 
@@ -167,3 +170,180 @@ def reference_synergy_place(
         if left <= 0:
             break
     return _took(np.array(out_n, dtype=np.int64), np.array(out_c, dtype=np.int64))
+
+
+class ReferenceSynergy(Synergy):
+    """:class:`scheduling.synergy.Synergy` with the Python allocation of a round it had
+    before :func:`clustersim.kernels.synergy_place` and
+    :func:`clustersim.kernels.synergy_starts`."""
+
+    def _allocate(self, state: State, run: IntArray) -> Decision:
+        """``Synergy._allocate`` as it was before the compiled starts (the reference)."""
+        model = state.aux_model
+        assert model is not None
+        cl = state.cluster
+        gang = state.jobs.num_gpus
+        running = state.running[run] & (state.alloc_n[run] > 0)
+        kept = run[running]
+        rj, rn, rd = state.aux_rows()
+        mark = self._mark
+        if len(mark) != len(gang):
+            mark = self._mark = np.zeros(len(gang), dtype=bool)
+        mark[kept] = True
+        sel = mark[rj]
+        mark[kept] = False
+        rj, rn, rd = rj[sel], rn[sel], rd[sel]
+        n_nodes = len(cl.node_devices)
+        nfree = cl.node_devices - np.bincount(rn, weights=rd, minlength=n_nodes).astype(np.int64)
+        cfree = model.cpu_cap - np.bincount(rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes)
+        mfree = model.mem_cap - np.bincount(rn, weights=rd * model.mem_dev[rj], minlength=n_nodes)
+        fc, fm = self._fair
+        # allocations this round that differ from the model's (starts and cut-backs)
+        alloc: dict[int, tuple[float, float]] = {}
+        where: dict[int, list[tuple[int, int]]] | None = None  # job -> [(node, devices)]
+        out = run.tolist()
+        aux = np.full((len(out), 2), np.nan)
+        placed = np.ones(len(out), dtype=bool)
+        tfree = np.bincount(cl.node_type, weights=nfree, minlength=cl.n_types).astype(np.int64)
+        one_type = cl.n_types == 1
+        on_type = [cl.node_type == t for t in range(cl.n_types)]
+        rate = state.rate
+        ideal_c, ideal_m = self._ideal_c, self._ideal_m
+        tune = self.allocation == "tune"
+        prop = self.allocation == "proportional"
+        starts_j: list[int] = []
+        starts_n: list[IntArray] = []
+        starts_d: list[IntArray] = []
+
+        def place(t: int, nd: int, c: float, m: float) -> tuple[IntArray, IntArray] | None:
+            # the engine's rule (clustersim.resources.AuxModel.room, then `consolidate`): on
+            # each node the free devices capped by free cores and memory over the share; best
+            # fit on one node (fewest such devices, lowest index), else the most first
+            on = np.flatnonzero(nfree > 0) if one_type else np.flatnonzero((nfree > 0) & on_type[t])
+            if not len(on):
+                return None
+            nodes_l = on.tolist()
+            room_l = nfree[on].tolist()
+            if c > 0:
+                room_l = [
+                    min(r, _devices(x / c + _EPS))
+                    for r, x in zip(room_l, cfree[on].tolist(), strict=True)
+                ]
+            if m > 0:
+                room_l = [
+                    min(r, _devices(x / m + _EPS))
+                    for r, x in zip(room_l, mfree[on].tolist(), strict=True)
+                ]
+            if sum(room_l) < nd:
+                return None
+            best, best_r = -1, 0
+            for x, r in zip(nodes_l, room_l, strict=True):
+                if r >= nd and (best < 0 or r < best_r):
+                    best, best_r = x, r
+                    if r == nd:
+                        break
+            if best >= 0:
+                return np.array([best], dtype=np.int64), np.array([nd], dtype=np.int64)
+            order = sorted((-r, x) for x, r in zip(nodes_l, room_l, strict=True) if r > 0)
+            out_n: list[int] = []
+            out_c: list[int] = []
+            left = nd
+            for neg, x in order:
+                take = min(-neg, left)
+                out_n.append(x)
+                out_c.append(take)
+                left -= take
+                if left <= 0:
+                    break
+            return np.array(out_n, dtype=np.int64), np.array(out_c, dtype=np.int64)
+
+        for pos in np.flatnonzero(~running).tolist():  # the starts (kept jobs stay)
+            j = out[pos]
+            nd = int(gang[j])
+            if one_type:
+                t = 0 if tfree[0] >= nd and rate[j, 0] > 0 else -1
+            else:
+                t, best = -1, 0.0
+                for k, r in enumerate(rate[j].tolist()):
+                    if r > best and tfree[k] >= nd:
+                        t, best = k, r
+            if t < 0:
+                placed[pos] = False
+                continue
+            c, m = float(ideal_c[j]), float(ideal_m[j])
+            if prop:
+                c, m = (fc if fc < np.inf else c), (fm if fm < np.inf else m)
+            got = place(t, nd, c, m)
+            if got is None and tune:
+                if c > fc or m > fm:  # step 2: the proportional share
+                    c, m = min(c, fc), min(m, fm)
+                    got = place(t, nd, c, m)
+                if got is None:  # step 3: cut back jobs above their share
+                    if where is None:
+                        where = {}
+                        for a, b, d in zip(rj.tolist(), rn.tolist(), rd.tolist(), strict=True):
+                            where.setdefault(a, []).append((b, d))
+                        for a, nn, dd in zip(starts_j, starts_n, starts_d, strict=True):
+                            where[a] = list(zip(nn.tolist(), dd.tolist(), strict=True))
+                    for a, ac_am in self._cut_back(
+                        nd, t, c, m, nfree, cfree, mfree, alloc, model, where
+                    ):
+                        alloc[a] = ac_am
+                        aux[out.index(a)] = ac_am
+                    got = place(t, nd, c, m)
+            if got is None:
+                placed[pos] = False
+                continue
+            nodes, counts = got
+            nfree[nodes] -= counts
+            cfree[nodes] -= counts * c
+            mfree[nodes] -= counts * m
+            tfree[t] -= nd
+            alloc[j] = (c, m)
+            aux[pos] = (c, m)
+            if where is not None:
+                where[j] = list(zip(nodes.tolist(), counts.tolist(), strict=True))
+            else:
+                starts_j.append(j)
+                starts_n.append(nodes)
+                starts_d.append(counts)
+        if tune:  # running jobs below their ideal get it back from what the starts left
+            low = running & (
+                (model.cpu_dev[run] < ideal_c[run] * (1 - _EPS))
+                | (model.mem_dev[run] < ideal_m[run] * (1 - _EPS))
+            )
+            if low.any():
+                # rows of those jobs whose node lacks the cores or memory to regrow now
+                lm = self._mark
+                lm[run[low]] = True
+                rows = np.flatnonzero(lm[rj])
+                lm[run[low]] = False
+                jr, nr, dr = rj[rows], rn[rows], rd[rows]
+                short = (dr * (ideal_c[jr] - model.cpu_dev[jr]) > cfree[nr] + _EPS) | (
+                    dr * (ideal_m[jr] - model.mem_dev[jr]) > mfree[nr] + _EPS
+                )
+                lm[jr[short]] = True
+                low &= ~lm[run]
+                lm[jr[short]] = False
+                for pos in np.flatnonzero(low).tolist():
+                    j = out[pos]
+                    if j not in alloc:  # not cut back in this round
+                        self._regrow(j, pos, model, rj, rn, rd, cfree, mfree, alloc, aux)
+        if tune:  # is any job of the round left below its ideal (to re-tune next round)?
+            ok = run[placed]
+            cur = np.where(
+                np.isnan(aux[placed]),
+                np.stack([model.cpu_dev[ok], model.mem_dev[ok]], 1),
+                aux[placed],
+            )
+            self._below = bool(
+                np.any(cur[:, 0] < ideal_c[ok] * (1 - _EPS))
+                or np.any(cur[:, 1] < ideal_m[ok] * (1 - _EPS))
+            )
+        if not placed.all():
+            return Decision(run=run[placed], aux=aux[placed])
+        return Decision(run=run, aux=aux)
+
+
+class ReferenceSynergyFair(ReferenceSynergy, SynergyFair):
+    """:class:`scheduling.synergy.SynergyFair` on :class:`ReferenceSynergy`."""

@@ -8,8 +8,11 @@ limits:
   :meth:`clustersim.resources.AuxModel.room`, the strategy, ``took``);
 * ``drf``'s compiled filling (:func:`clustersim.kernels.drf_fill`) against
   :class:`tests.reference_aux.ReferenceDRF`, the Python heap before it;
-* ``synergy``'s compiled placement (:func:`clustersim.kernels.synergy_place`) against
-  :func:`tests.reference_aux.reference_synergy_place`.
+* ``synergy``'s compiled starts of a round (:func:`clustersim.kernels.synergy_starts`,
+  :func:`clustersim.kernels.synergy_place`) against
+  :class:`tests.reference_aux.ReferenceSynergy` (and ``ReferenceSynergyFair``), the Python
+  allocation before them (with :func:`tests.reference_aux.reference_synergy_place` patched in
+  for the cut-back step's placements too).
 
 Each comparison runs the whole old path against the whole new one and compares finish and
 start times, attained service, preemptions, the timelines, every stint row, the CPU/memory
@@ -34,7 +37,12 @@ from clustersim.engine import simulate
 from clustersim.jobs import JobTable
 from clustersim.result import RunResult
 from scheduling.registry import make_placement, make_policy
-from tests.reference_aux import ReferenceDRF, reference_synergy_place
+from tests.reference_aux import (
+    ReferenceDRF,
+    ReferenceSynergy,
+    ReferenceSynergyFair,
+    reference_synergy_place,
+)
 from tests.simple import cluster, fixed_rates, jobs
 
 SEEDS = range(10)
@@ -81,8 +89,14 @@ def _trace(seed: int) -> tuple[JobTable, Any]:
 
 def _run(t: JobTable, cl: Any, policy: str, params: dict[str, Any], reference: bool) -> RunResult:
     pol = make_policy(policy, **params)
-    if reference and policy == "drf":
-        pol = ReferenceDRF(**params)
+    if reference:
+        old = {
+            "drf": ReferenceDRF,
+            "synergy": ReferenceSynergy,
+            "synergy-fair": ReferenceSynergyFair,
+        }
+        if policy in old:
+            pol = old[policy](**params)
     return simulate(t, cl, pol, make_placement("consolidate"), rates=fixed_rates(t, cl))
 
 
