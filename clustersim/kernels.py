@@ -1589,6 +1589,102 @@ def synergy_place(
 
 
 @_compiled
+def synergy_starts(
+    i0: int,
+    positions: IntArray,
+    run: IntArray,
+    gang: IntArray,
+    rate: FloatArray,
+    tfree: IntArray,
+    ideal_c: FloatArray,
+    ideal_m: FloatArray,
+    fc: float,
+    fm: float,
+    prop: bool,
+    tune: bool,
+    nfree: IntArray,
+    cfree: FloatArray,
+    mfree: FloatArray,
+    node_type: IntArray,
+    one_type: bool,
+    room: IntArray,
+    aux: FloatArray,
+    placed: BoolArray,
+    rec: IntArray,
+    rec_nc: IntArray,
+    rec_ctr: IntArray,
+    share: FloatArray,
+) -> int:
+    """Synergy's starts of a round (:class:`scheduling.synergy.Synergy`), from
+    ``positions[i0]`` on, as its Python loop did them: each start ``run[positions[i]]`` on
+    the fastest type with its gang free (``tfree``), at its ideal share (the proportional
+    one with ``prop``), placed by :func:`synergy_place`; with ``tune``, at the proportional
+    share when the ideal does not fit. Placed starts get ``aux[pos] = (c, m)`` and a record:
+    ``rec[:, r]`` = position, offset into ``rec_nc`` (rows node, devices), node count
+    (``rec_ctr`` = records, nodes so far); the others ``placed[pos] = False``.
+
+    Returns the index ``i`` of the first start that needs TUNE's step 3 (cutting other jobs
+    back), with its type in ``rec_ctr[2]`` and its share in ``share`` (the caller does it and
+    calls again from ``i + 1``), or ``len(positions)`` when all are done."""
+    n_types = len(tfree)
+    for i in range(i0, len(positions)):
+        pos = positions[i]
+        j = run[pos]
+        nd = gang[j]
+        t = -1
+        if one_type:
+            if tfree[0] >= nd and rate[j, 0] > 0:
+                t = 0
+        else:
+            best = 0.0
+            for k in range(n_types):
+                r = rate[j, k]
+                if r > best and tfree[k] >= nd:
+                    t = k
+                    best = r
+        if t < 0:
+            placed[pos] = False
+            continue
+        c = ideal_c[j]
+        m = ideal_m[j]
+        if prop:
+            if fc < np.inf:
+                c = fc
+            if fm < np.inf:
+                m = fm
+        nodes, counts = synergy_place(t, nd, c, m, nfree, cfree, mfree, node_type, one_type, room)
+        if len(nodes) == 0 and tune:
+            if c > fc or m > fm:  # step 2: the proportional share
+                c = min(c, fc)
+                m = min(m, fm)
+                nodes, counts = synergy_place(
+                    t, nd, c, m, nfree, cfree, mfree, node_type, one_type, room
+                )
+            if len(nodes) == 0:  # step 3: the caller's
+                rec_ctr[2] = t
+                share[0] = c
+                share[1] = m
+                return i
+        if len(nodes) == 0:
+            placed[pos] = False
+            continue
+        tfree[t] -= nd
+        aux[pos, 0] = c
+        aux[pos, 1] = m
+        r_i = rec_ctr[0]
+        o = rec_ctr[1]
+        rec[0, r_i] = pos
+        rec[1, r_i] = o
+        rec[2, r_i] = len(nodes)
+        for q in range(len(nodes)):
+            rec_nc[0, o + q] = nodes[q]
+            rec_nc[1, o + q] = counts[q]
+        rec_ctr[0] = r_i + 1
+        rec_ctr[1] = o + len(nodes)
+    return len(positions)
+
+
+@_compiled
 def _drf_less(hs: FloatArray, hu: IntArray, a: int, b: int) -> bool:
     """Heap order of :func:`drf_fill`: smaller share, then smaller user."""
     return hs[a] < hs[b] or (hs[a] == hs[b] and hu[a] < hu[b])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 import numpy as np
 
 from clustersim.aux_speed import Sensitivity
-from clustersim.kernels import synergy_place
+from clustersim.kernels import synergy_place, synergy_starts
 from scheduling.base import EMPTY, CompatSpec, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
 
@@ -270,9 +270,6 @@ class Synergy(Policy):
         ideal_c, ideal_m = self._ideal_c, self._ideal_m
         tune = self.allocation == "tune"
         prop = self.allocation == "proportional"
-        starts_j: list[int] = []
-        starts_n: list[IntArray] = []
-        starts_d: list[IntArray] = []
 
         node_type, room = cl.node_type, self._room
 
@@ -287,53 +284,74 @@ class Synergy(Policy):
             )
             return (nodes, counts) if len(nodes) else None
 
-        for pos in np.flatnonzero(~running).tolist():  # the starts (kept jobs stay)
+        # the starts (kept jobs stay), in order, in one compiled call up to each start that
+        # needs TUNE's step 3 (cutting others back), which is done here
+        positions = np.flatnonzero(~running)
+        n_pos = len(positions)
+        rec = np.empty((3, n_pos), dtype=np.int64)  # position, offset, nodes of each start
+        rec_nc = np.empty((2, int(gang[run[positions]].sum())), dtype=np.int64)
+        rec_ctr = np.zeros(3, dtype=np.int64)
+        share = np.zeros(2)
+        synced = 0  # records already in `where` and `alloc` (needed only by step 3)
+        i = 0
+        while True:
+            i = synergy_starts(
+                i,
+                positions,
+                run,
+                gang,
+                rate,
+                tfree,
+                ideal_c,
+                ideal_m,
+                fc,
+                fm,
+                prop,
+                tune,
+                nfree,
+                cfree,
+                mfree,
+                node_type,
+                one_type,
+                room,
+                aux,
+                placed,
+                rec,
+                rec_nc,
+                rec_ctr,
+                share,
+            )
+            if i >= n_pos:
+                break
+            pos = int(positions[i])
             j = out[pos]
             nd = int(gang[j])
-            if one_type:
-                t = 0 if tfree[0] >= nd and rate[j, 0] > 0 else -1
-            else:
-                t, best = -1, 0.0
-                for k, r in enumerate(rate[j].tolist()):
-                    if r > best and tfree[k] >= nd:
-                        t, best = k, r
-            if t < 0:
-                placed[pos] = False
-                continue
-            c, m = float(ideal_c[j]), float(ideal_m[j])
-            if prop:
-                c, m = (fc if fc < np.inf else c), (fm if fm < np.inf else m)
+            t = int(rec_ctr[2])
+            c, m = float(share[0]), float(share[1])
+            if where is None:
+                where = {}
+                for a, b, d in zip(rj.tolist(), rn.tolist(), rd.tolist(), strict=True):
+                    where.setdefault(a, []).append((b, d))
+            for r in range(synced, int(rec_ctr[0])):  # the starts placed since
+                p, o, k = rec[:, r].tolist()
+                a = out[p]
+                nn, dd = rec_nc[0, o : o + k].tolist(), rec_nc[1, o : o + k].tolist()
+                where[a] = list(zip(nn, dd, strict=True))
+                alloc[a] = (float(aux[p, 0]), float(aux[p, 1]))
+            synced = int(rec_ctr[0])
+            for a, ac_am in self._cut_back(nd, t, c, m, nfree, cfree, mfree, alloc, model, where):
+                alloc[a] = ac_am
+                aux[out.index(a)] = ac_am
             got = place(t, nd, c, m)
-            if got is None and tune:
-                if c > fc or m > fm:  # step 2: the proportional share
-                    c, m = min(c, fc), min(m, fm)
-                    got = place(t, nd, c, m)
-                if got is None:  # step 3: cut back jobs above their share
-                    if where is None:
-                        where = {}
-                        for a, b, d in zip(rj.tolist(), rn.tolist(), rd.tolist(), strict=True):
-                            where.setdefault(a, []).append((b, d))
-                        for a, nn, dd in zip(starts_j, starts_n, starts_d, strict=True):
-                            where[a] = list(zip(nn.tolist(), dd.tolist(), strict=True))
-                    for a, ac_am in self._cut_back(
-                        nd, t, c, m, nfree, cfree, mfree, alloc, model, where
-                    ):
-                        alloc[a] = ac_am
-                        aux[out.index(a)] = ac_am
-                    got = place(t, nd, c, m)
             if got is None:
                 placed[pos] = False
-                continue
-            nodes, counts = got  # place() took them from nfree, cfree and mfree
-            tfree[t] -= nd
-            alloc[j] = (c, m)
-            aux[pos] = (c, m)
-            if where is not None:
-                where[j] = list(zip(nodes.tolist(), counts.tolist(), strict=True))
             else:
-                starts_j.append(j)
-                starts_n.append(nodes)
-                starts_d.append(counts)
+                nodes, counts = got  # place() took them from nfree, cfree and mfree
+                tfree[t] -= nd
+                alloc[j] = (c, m)
+                aux[pos] = (c, m)
+                where[j] = list(zip(nodes.tolist(), counts.tolist(), strict=True))
+            i += 1
         if tune:  # running jobs below their ideal get it back from what the starts left
             low = running & (
                 (model.cpu_dev[run] < ideal_c[run] * (1 - _EPS))

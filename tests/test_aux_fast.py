@@ -190,7 +190,8 @@ def test_the_plain_python_kernels_give_the_old_paths_results(
 
 def test_the_traces_exercise_cpu_memory_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison is not vacuous: in some traces jobs start later than without the
-    limits (cores or memory hold them back), and the engine's fast path is the one taken."""
+    limits (cores or memory hold them back), the engine's fast path is the one taken, and
+    Synergy cuts jobs back (TUNE's step 3) in some."""
     calls = []
     fast = engine.aux_place_consolidate
 
@@ -200,6 +201,7 @@ def test_the_traces_exercise_cpu_memory_limits(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(engine, "aux_place_consolidate", counted)
     waited = 0
+    cutbacks = 0.0
     for seed in SEEDS:
         t, cl = _trace(seed)
         r = _run(t, cl, "fifo", {}, reference=False)
@@ -210,5 +212,7 @@ def test_the_traces_exercise_cpu_memory_limits(monkeypatch: pytest.MonkeyPatch) 
         )
         r0 = _run(t, plain, "fifo", {}, reference=False)
         waited += int(np.nansum(r.first_start) > np.nansum(r0.first_start))
+        cutbacks += _run(t, cl, "synergy", {}, reference=False).policy_stats["synergy_cutbacks"]
     assert waited >= 3
     assert len(calls) > 0
+    assert cutbacks > 0  # Synergy's step 3, done in Python between compiled calls, is reached
