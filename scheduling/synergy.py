@@ -293,6 +293,7 @@ class Synergy(Policy):
         rec_ctr = np.zeros(3, dtype=np.int64)
         share = np.zeros(2)
         synced = 0  # records already in `where` and `alloc` (needed only by step 3)
+        on_node: dict[int, set[int]] = {}  # node -> the jobs of `where` on it
         i = 0
         while True:
             i = synergy_starts(
@@ -332,14 +333,19 @@ class Synergy(Policy):
                 where = {}
                 for a, b, d in zip(rj.tolist(), rn.tolist(), rd.tolist(), strict=True):
                     where.setdefault(a, []).append((b, d))
+                    on_node.setdefault(b, set()).add(a)
             for r in range(synced, int(rec_ctr[0])):  # the starts placed since
                 p, o, k = rec[:, r].tolist()
                 a = out[p]
                 nn, dd = rec_nc[0, o : o + k].tolist(), rec_nc[1, o : o + k].tolist()
                 where[a] = list(zip(nn, dd, strict=True))
+                for b in nn:
+                    on_node.setdefault(b, set()).add(a)
                 alloc[a] = (float(aux[p, 0]), float(aux[p, 1]))
             synced = int(rec_ctr[0])
-            for a, ac_am in self._cut_back(nd, t, c, m, nfree, cfree, mfree, alloc, model, where):
+            for a, ac_am in self._cut_back(
+                nd, t, c, m, nfree, cfree, mfree, alloc, model, where, on_node
+            ):
                 alloc[a] = ac_am
                 aux[out.index(a)] = ac_am
             got = place(t, nd, c, m)
@@ -350,7 +356,10 @@ class Synergy(Policy):
                 tfree[t] -= nd
                 alloc[j] = (c, m)
                 aux[pos] = (c, m)
-                where[j] = list(zip(nodes.tolist(), counts.tolist(), strict=True))
+                nn = nodes.tolist()
+                where[j] = list(zip(nn, counts.tolist(), strict=True))
+                for b in nn:
+                    on_node.setdefault(b, set()).add(j)
             i += 1
         if tune:  # running jobs below their ideal get it back from what the starts left
             low = running & (
@@ -433,11 +442,14 @@ class Synergy(Policy):
         alloc: dict[int, tuple[float, float]],
         model: AuxModel,
         where: dict[int, list[tuple[int, int]]],
+        on_node: dict[int, set[int]] | None = None,
     ) -> list[tuple[int, tuple[float, float]]]:
         """Step 3 of TUNE (class doc): on the nodes with the fewest free GPUs that together
         hold a gang of ``nd``, cut jobs above their proportional share back to it, in
         Synergy's order, until ``c`` cores and ``m`` GB per device are free there (``cfree``
-        and ``mfree`` updated). Returns the jobs cut back with their new allocation."""
+        and ``mfree`` updated). Returns the jobs cut back with their new allocation.
+        ``on_node`` (node -> the jobs of ``where`` on it), when the caller keeps it, saves
+        scanning ``where`` for each node."""
         fc, fm = self._fair
         nodes_t = self._type_nodes[t]
         pick: list[tuple[int, int]] = []
@@ -464,7 +476,10 @@ class Synergy(Policy):
             need_m = max(0.0, k * m - float(mfree[x]))
             if need_c <= 0 and need_m <= 0:
                 continue
-            on_x = [a for a, rows in where.items() if any(b == x for b, _ in rows)]
+            if on_node is not None:  # the jobs of `where` with devices on x, kept by the caller
+                on_x = list(on_node.get(x, ()))
+            else:
+                on_x = [a for a, rows in where.items() if any(b == x for b, _ in rows)]
             peers = sorted(on_x, key=lambda a: (len(where[a]), -now(a)[0], -now(a)[1], a))
             for a in peers:
                 ac, am = now(a)
