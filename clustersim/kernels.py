@@ -1685,6 +1685,34 @@ def synergy_starts(
 
 
 @_compiled
+def greedy_fit(gang: IntArray, cap: int) -> IntArray:
+    """Positions of ``gang`` (in order) a greedy pass takes: the longest prefix whose devices
+    sum to at most ``cap``, then every later job whose devices still fit in what is left
+    (smaller jobs go past a larger one that does not), until nothing is left. Synergy's GPU
+    pass: the Python it replaced is ``tests/reference_aux.py``'s ``reference_greedy_fit``."""
+    n = len(gang)
+    out = np.empty(n, dtype=np.int64)
+    total = 0
+    k = 0
+    while k < n and total + gang[k] <= cap:
+        total += gang[k]
+        out[k] = k
+        k += 1
+    m = k
+    free = cap - total
+    if free > 0:
+        for i in range(k + 1, n):
+            g = gang[i]
+            if g <= free:
+                out[m] = i
+                m += 1
+                free -= g
+                if free == 0:
+                    break
+    return out[:m]
+
+
+@_compiled
 def _drf_less(hs: FloatArray, hu: IntArray, a: int, b: int) -> bool:
     """Heap order of :func:`drf_fill`: smaller share, then smaller user."""
     return hs[a] < hs[b] or (hs[a] == hs[b] and hu[a] < hu[b])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 import numpy as np
 
 from clustersim.aux_speed import Sensitivity
-from clustersim.kernels import synergy_place, synergy_starts
+from clustersim.kernels import greedy_fit, synergy_place, synergy_starts
 from scheduling.base import EMPTY, CompatSpec, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
 
@@ -28,22 +28,9 @@ def _devices(q: float) -> int:
 
 def _greedy_fit(gang: IntArray, cap: int) -> IntArray:
     """Positions of ``gang`` (in order) taken by a greedy pass that takes every job whose
-    devices still fit in ``cap`` (later smaller jobs go past a larger one that does not)."""
-    cs = np.cumsum(gang)
-    k = int(np.searchsorted(cs, cap, side="right"))
-    if k == len(gang):
-        return np.arange(k, dtype=np.int64)
-    free = cap - (int(cs[k - 1]) if k else 0)
-    take = list(range(k))
-    if free > 0:
-        for i in (k + np.flatnonzero(gang[k:] <= free)).tolist():
-            g = int(gang[i])
-            if g <= free:
-                take.append(i)
-                free -= g
-                if free == 0:
-                    break
-    return np.asarray(take, dtype=np.int64)
+    devices still fit in ``cap`` (later smaller jobs go past a larger one that does not);
+    compiled (:func:`clustersim.kernels.greedy_fit`)."""
+    return greedy_fit(np.ascontiguousarray(gang, dtype=np.int64), int(cap))
 
 
 class Synergy(Policy):

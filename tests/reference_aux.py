@@ -7,6 +7,8 @@
   :func:`clustersim.kernels.synergy_place` (same signature);
 * :class:`ReferenceSynergy`, :class:`ReferenceSynergyFair`: ``synergy`` and ``synergy-fair``
   with the whole allocation of a round in Python, as before;
+* :func:`reference_greedy_fit`: Synergy's GPU pass of a round in Python, before
+  :func:`clustersim.kernels.greedy_fit`;
 * the engine's general Python loop for CPU/memory-limited starts stays in
   :mod:`clustersim.engine` (``AUX_REFERENCE = True`` takes it for every strategy).
 """
@@ -347,3 +349,23 @@ class ReferenceSynergy(Synergy):
 
 class ReferenceSynergyFair(ReferenceSynergy, SynergyFair):
     """:class:`scheduling.synergy.SynergyFair` on :class:`ReferenceSynergy`."""
+
+
+def reference_greedy_fit(gang: IntArray, cap: int) -> IntArray:
+    """``scheduling.synergy._greedy_fit`` as it was in Python, before
+    :func:`clustersim.kernels.greedy_fit`."""
+    cs = np.cumsum(gang)
+    k = int(np.searchsorted(cs, cap, side="right"))
+    if k == len(gang):
+        return np.arange(k, dtype=np.int64)
+    free = cap - (int(cs[k - 1]) if k else 0)
+    take = list(range(k))
+    if free > 0:
+        for i in (k + np.flatnonzero(gang[k:] <= free)).tolist():
+            g = int(gang[i])
+            if g <= free:
+                take.append(i)
+                free -= g
+                if free == 0:
+                    break
+    return np.asarray(take, dtype=np.int64)

@@ -41,6 +41,7 @@ from tests.reference_aux import (
     ReferenceDRF,
     ReferenceSynergy,
     ReferenceSynergyFair,
+    reference_greedy_fit,
     reference_synergy_place,
 )
 from tests.simple import cluster, fixed_rates, jobs
@@ -149,6 +150,7 @@ def _compare(seed: int, policy: str, params: dict[str, Any], mp: pytest.MonkeyPa
     fast = _run(t, cl, policy, params, reference=False)
     mp.setattr(engine, "AUX_REFERENCE", True)
     mp.setattr(scheduling.synergy, "synergy_place", reference_synergy_place)
+    mp.setattr(scheduling.synergy, "_greedy_fit", reference_greedy_fit)
     slow = _run(t, cl, policy, params, reference=True)
     _same(fast, slow)
     assert np.isfinite(fast.finish).sum() > 0  # the trace ran
@@ -216,3 +218,24 @@ def test_the_traces_exercise_cpu_memory_limits(monkeypatch: pytest.MonkeyPatch) 
     assert waited >= 3
     assert len(calls) > 0
     assert cutbacks > 0  # Synergy's step 3, done in Python between compiled calls, is reached
+
+
+@pytest.mark.parametrize("mode", ["compiled", "plain"])
+def test_the_greedy_gpu_pass_is_the_python_one(mode: str) -> None:
+    """Synergy's GPU pass (:func:`clustersim.kernels.greedy_fit`) against the Python it
+    replaced, on random gangs (zeros included) and capacities, and by hand: gangs 4, 8, 2, 1
+    into 7 take 4 (3 left), pass 8, take 2 (1 left), take 1: positions 0, 2, 3."""
+    was = kernels.compiled_in_use()
+    kernels.use_compiled(mode == "compiled")
+    try:
+        got = kernels.greedy_fit(np.array([4, 8, 2, 1], dtype=np.int64), 7)
+        assert got.tolist() == [0, 2, 3]
+        rng = np.random.default_rng(5)
+        for _ in range(300):
+            gang = rng.choice([0, 1, 1, 2, 4, 8, 16], int(rng.integers(0, 30))).astype(np.int64)
+            cap = int(rng.integers(0, 40))
+            want = reference_greedy_fit(gang, cap)
+            have = kernels.greedy_fit(gang, cap)
+            assert have.tolist() == want.tolist(), (gang.tolist(), cap)
+    finally:
+        kernels.use_compiled(was)
