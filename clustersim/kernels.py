@@ -1713,6 +1713,70 @@ def greedy_fit(gang: IntArray, cap: int) -> IntArray:
 
 
 @_compiled
+def synergy_free(
+    rj: IntArray,
+    rn: IntArray,
+    rd: IntArray,
+    kept: IntArray,
+    mark: BoolArray,
+    node_devices: IntArray,
+    node_type: IntArray,
+    n_types: int,
+    cpu_cap: FloatArray,
+    mem_cap: FloatArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+) -> tuple[IntArray, IntArray, IntArray, IntArray, FloatArray, FloatArray, IntArray]:
+    """What Synergy's round starts from (:class:`scheduling.synergy.Synergy`): the rows
+    ``(rj, rn, rd)`` (job, node, devices) of the jobs ``kept``, and each node's free devices,
+    cores and memory with only those (capacity less their sums, added in row order as
+    ``np.bincount`` adds them, so the same floats), and each type's free devices. ``mark``
+    (n,) is scratch, all ``False`` on entry and on return."""
+    for j in kept:
+        mark[j] = True
+    n = len(rj)
+    sel = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if mark[rj[i]]:
+            sel[k] = i
+            k += 1
+    for j in kept:
+        mark[j] = False
+    m = len(node_devices)
+    used_d = np.zeros(m)
+    used_c = np.zeros(m)
+    used_m = np.zeros(m)
+    oj = np.empty(k, dtype=np.int64)
+    on = np.empty(k, dtype=np.int64)
+    od = np.empty(k, dtype=np.int64)
+    for q in range(k):
+        i = sel[q]
+        j = rj[i]
+        x = rn[i]
+        d = rd[i]
+        oj[q] = j
+        on[q] = x
+        od[q] = d
+        used_d[x] += float(d)
+        used_c[x] += d * cpu_dev[j]
+        used_m[x] += d * mem_dev[j]
+    nfree = np.empty(m, dtype=np.int64)
+    cfree = np.empty(m)
+    mfree = np.empty(m)
+    used_t = np.zeros(n_types)
+    for x in range(m):
+        nfree[x] = node_devices[x] - np.int64(used_d[x])
+        cfree[x] = cpu_cap[x] - used_c[x]
+        mfree[x] = mem_cap[x] - used_m[x]
+        used_t[node_type[x]] += float(nfree[x])
+    tfree = np.empty(n_types, dtype=np.int64)
+    for t in range(n_types):
+        tfree[t] = np.int64(used_t[t])
+    return oj, on, od, nfree, cfree, mfree, tfree
+
+
+@_compiled
 def _drf_less(hs: FloatArray, hu: IntArray, a: int, b: int) -> bool:
     """Heap order of :func:`drf_fill`: smaller share, then smaller user."""
     return hs[a] < hs[b] or (hs[a] == hs[b] and hu[a] < hu[b])

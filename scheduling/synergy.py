@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 import numpy as np
 
 from clustersim.aux_speed import Sensitivity
-from clustersim.kernels import greedy_fit, synergy_place, synergy_starts
+from clustersim.kernels import greedy_fit, synergy_free, synergy_place, synergy_starts
 from scheduling.base import EMPTY, CompatSpec, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
 
@@ -236,14 +236,21 @@ class Synergy(Policy):
         mark = self._mark
         if len(mark) != len(gang):
             mark = self._mark = np.zeros(len(gang), dtype=bool)
-        mark[kept] = True
-        sel = mark[rj]
-        mark[kept] = False
-        rj, rn, rd = rj[sel], rn[sel], rd[sel]
-        n_nodes = len(cl.node_devices)
-        nfree = cl.node_devices - np.bincount(rn, weights=rd, minlength=n_nodes).astype(np.int64)
-        cfree = model.cpu_cap - np.bincount(rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes)
-        mfree = model.mem_cap - np.bincount(rn, weights=rd * model.mem_dev[rj], minlength=n_nodes)
+        # the kept jobs' rows, and the free devices, cores and memory with only them
+        rj, rn, rd, nfree, cfree, mfree, tfree = synergy_free(
+            rj,
+            rn,
+            rd,
+            kept,
+            mark,
+            cl.node_devices,
+            cl.node_type,
+            cl.n_types,
+            model.cpu_cap,
+            model.mem_cap,
+            model.cpu_dev,
+            model.mem_dev,
+        )
         fc, fm = self._fair
         # allocations this round that differ from the model's (starts and cut-backs)
         alloc: dict[int, tuple[float, float]] = {}
@@ -251,7 +258,6 @@ class Synergy(Policy):
         out = run.tolist()
         aux = np.full((len(out), 2), np.nan)
         placed = np.ones(len(out), dtype=bool)
-        tfree = np.bincount(cl.node_type, weights=nfree, minlength=cl.n_types).astype(np.int64)
         one_type = cl.n_types == 1
         rate = state.rate
         ideal_c, ideal_m = self._ideal_c, self._ideal_m
