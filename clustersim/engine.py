@@ -1658,6 +1658,20 @@ def warm_up() -> None:
     # gandiva's fill and migration check, and co-located pairs (detach and attach), which
     # need an oversubscribed cluster
     simulate(head, small, make_policy("gandiva"), rates=PerformanceModel().prepare(head, small))
+    # CPU/memory limits (clustersim.resources): the engine's compiled consolidate starts and
+    # free cores, drf's filling and synergy's round (its free arrays, GPU pass, placements)
+    from clustersim.aux_speed import assign_synergy_models
+    from clustersim.resources import apply_demand
+
+    limited = dataclasses.replace(
+        small,
+        node_cpu_cores=np.full(len(small.node_type), 9.0),
+        node_host_mem_gb=np.full(len(small.node_type), 150.0),
+    )
+    aux_jobs = apply_demand(assign_synergy_models(head), "synergy")
+    aux_rates = PerformanceModel().prepare(aux_jobs, limited)
+    for name in ("drf", "synergy"):
+        simulate(aux_jobs, limited, make_policy(name), rates=aux_rates)
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)
