@@ -112,6 +112,7 @@ from clustersim.kernels import (
     TYPE_FREE,
     aux_place_consolidate,
     aux_refresh,
+    aux_set_quick,
     choose,
     compiled_in_use,
     complete_due,
@@ -168,8 +169,9 @@ PREFILL_LINKS = 8
 #: The growable arrays (heaps, stints) are checked once per this many decisions at most:
 #: each decision adds at most one entry of each per device of the cluster.
 ROOM_DECISIONS = 16
-#: Place CPU/memory-limited starts through the general Python loop only (the reference the
-#: compiled ``consolidate`` path is tested against, tests/test_aux_fast.py).
+#: Place CPU/memory-limited starts through the general Python loop only, and write
+#: ``Decision.aux`` through its Python checks only (the reference the compiled paths are
+#: tested against, tests/test_aux_fast.py).
 AUX_REFERENCE = False
 Status = tuple[int, int, int]  # what the decision kernels return (kernels.STATUS_*)
 SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
@@ -561,6 +563,7 @@ class _Run:
             and not AUX_REFERENCE
         )
         self._aux_room = np.zeros(len(cluster.node_type), dtype=np.int64)
+        self._aux_ref = AUX_REFERENCE  # Decision.aux written by the Python checks only
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -997,6 +1000,13 @@ class _Run:
         given = ~np.isnan(a).any(axis=1)
         js, c, m = run[given], a[given, 0], a[given, 1]
         if not len(js):
+            return
+        if not self._aux_ref and aux_set_quick(
+            js, c, m, self.running, self.alloc_n, model.cpu_dev, model.mem_dev
+        ):
+            model.log_alloc(self.now, js, c, m)  # written by the kernel: nothing to check
+            if self.aux_speed is None:
+                self.aux_speed = AuxSpeed(self.jobs)
             return
         if (c < 0).any() or (m < 0).any() or not (np.isfinite(c).all() and np.isfinite(m).all()):
             raise SimulationError(f"policy {self.policy.name!r}: negative or infinite Decision.aux")

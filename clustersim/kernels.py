@@ -1777,6 +1777,37 @@ def synergy_free(
 
 
 @_compiled
+def aux_set_quick(
+    js: IntArray,
+    c: FloatArray,
+    m: FloatArray,
+    running: BoolArray,
+    alloc_n: IntArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+) -> bool:
+    """Write a decision's CPU/memory allocations (cores ``c``, GB ``m`` per device of jobs
+    ``js``) into ``cpu_dev``/``mem_dev`` when none needs a check: every value finite and not
+    negative, and no running job's allocation grows (by more than a relative 1e-9). Returns
+    ``False``, changing nothing, otherwise (the engine's Python then checks and raises, or
+    fits the growth into the nodes' free cores and memory)."""
+    k = len(js)
+    for i in range(k):
+        ci = c[i]
+        mi = m[i]
+        if ci < 0 or mi < 0 or not (np.isfinite(ci) and np.isfinite(mi)):
+            return False
+        j = js[i]
+        grows = ci > cpu_dev[j] * (1 + 1e-9) or mi > mem_dev[j] * (1 + 1e-9)
+        if running[j] and alloc_n[j] > 0 and grows:
+            return False
+    for i in range(k):
+        cpu_dev[js[i]] = c[i]
+        mem_dev[js[i]] = m[i]
+    return True
+
+
+@_compiled
 def _drf_less(hs: FloatArray, hu: IntArray, a: int, b: int) -> bool:
     """Heap order of :func:`drf_fill`: smaller share, then smaller user."""
     return hs[a] < hs[b] or (hs[a] == hs[b] and hu[a] < hu[b])

@@ -6,6 +6,9 @@ limits:
   (:func:`clustersim.kernels.aux_place_consolidate`, :func:`clustersim.kernels.aux_refresh`)
   against its general Python loop (``clustersim.engine.AUX_REFERENCE = True``:
   :meth:`clustersim.resources.AuxModel.room`, the strategy, ``took``);
+* the engine's compiled write of a decision's allocations when nothing needs checking
+  (:func:`clustersim.kernels.aux_set_quick`) against its Python checks (also behind
+  ``AUX_REFERENCE``);
 * ``drf``'s compiled filling (:func:`clustersim.kernels.drf_fill`) against
   :class:`tests.reference_aux.ReferenceDRF`, the Python heap before it;
 * ``synergy``'s compiled starts of a round (:func:`clustersim.kernels.synergy_starts`,
