@@ -110,6 +110,9 @@ from clustersim.kernels import (
     SYNC_REMAINING,
     TYPE_CAPACITY,
     TYPE_FREE,
+    aux_place_consolidate,
+    aux_refresh,
+    aux_set_quick,
     choose,
     compiled_in_use,
     complete_due,
@@ -166,6 +169,10 @@ PREFILL_LINKS = 8
 #: The growable arrays (heaps, stints) are checked once per this many decisions at most:
 #: each decision adds at most one entry of each per device of the cluster.
 ROOM_DECISIONS = 16
+#: Place CPU/memory-limited starts through the general Python loop only, and write
+#: ``Decision.aux`` through its Python checks only (the reference the compiled paths are
+#: tested against, tests/test_aux_fast.py).
+AUX_REFERENCE = False
 Status = tuple[int, int, int]  # what the decision kernels return (kernels.STATUS_*)
 SYNC_ALL = SYNC_REMAINING | SYNC_ATTAINED | SYNC_EXECUTED
 _SYNC_FIELDS = {
@@ -545,6 +552,18 @@ class _Run:
             self.aux = None
             self.placing = PLACE_STRATEGY
         placement.bind_share(self.gpushare)
+        # CPU/memory starts under the default strategy go through one compiled call each
+        # (_aux_finish); AUX_REFERENCE turns this off (tests compare the two paths)
+        from scheduling.placement import Consolidate
+
+        self._aux_fast = (
+            self.aux is not None
+            and type(placement) is Consolidate
+            and self.want_region is None
+            and not AUX_REFERENCE
+        )
+        self._aux_room = np.zeros(len(cluster.node_type), dtype=np.int64)
+        self._aux_ref = AUX_REFERENCE  # Decision.aux written by the Python checks only
         self._bind()
 
     # ------------------------------------------------------------------ views
@@ -806,6 +825,8 @@ class _Run:
         gs = self.gpushare
         if aux is not None and code == STATUS_PLACE:
             self._aux_refresh(aux)
+            if self._aux_fast:  # the consolidate strategy, compiled with the CPU/memory room
+                code, a, b, m = self._aux_finish(cand, m, code, a, b, greedy)
         if gs is not None and code == STATUS_PLACE:
             gs.refresh(self)
         while code == STATUS_PLACE:
@@ -881,9 +902,69 @@ class _Run:
         if a >= 0:
             raise SimulationError(f"job {self.jobs.job_id[a]!r} got a zero rate on its placement")
 
+    def _aux_finish(
+        self, cand: IntArray, m: int, code: int, a: int, b: int, greedy: bool
+    ) -> tuple[int, int, int, int]:
+        """The placements of :meth:`_finish` with the CPU/memory model on and the
+        ``consolidate`` strategy, each in one compiled call (:func:`aux_place_consolidate`:
+        the same room, choice and bookkeeping as the general loop, which stays the
+        reference). Returns the status of the last :func:`reserve_and_start` call and the
+        decision's end ``m``."""
+        aux = self.aux
+        assert aux is not None
+        nodes_i, ctr, mark = self.nodes_i, self.ctr, self._mark
+        node_free, node_group = nodes_i[NODE_FREE], nodes_i[NODE_GROUP]
+        cpu_free, mem_free = aux.cpu_free, aux.mem_free
+        cpu_dev, mem_dev = aux.cpu_dev, aux.mem_dev
+        room, type_nodes = self._aux_room, self.type_nodes
+        busy, types_i, blocking = self.busy, self.types_i, self.blocking
+        while code == STATUS_PLACE:
+            j = int(cand[0, a])
+            if aux_place_consolidate(
+                j,
+                b,
+                int(cand[2, a]),
+                type_nodes[b],
+                node_free,
+                cpu_free,
+                mem_free,
+                cpu_dev,
+                mem_dev,
+                room,
+                busy,
+                node_group,
+                types_i,
+                self.s_i,
+                self.s_nc,
+                ctr,
+            ):
+                if greedy:
+                    mark[j] = 1
+            elif greedy and blocking:
+                m = a  # the decision ends here
+            code, a, b = self._reserve_and_start(cand, m, a + 1, greedy)
+        return code, a, b, m
+
     def _aux_refresh(self, aux: AuxModel) -> None:
         """Bring the free cores and memory of every node up to now: the running jobs' and
         this decision's reserved starts' shares (:meth:`AuxModel.refresh`)."""
+        if self._aux_fast:  # the same sums in the same order, compiled
+            aux_refresh(
+                self.running_jobs(),
+                self.slots,
+                self.ji[JI_SLOT],
+                self.ji[JI_PLACED],
+                self.s_i,
+                self.s_nc,
+                int(self.ctr[CTR_STARTS]),
+                aux.cpu_dev,
+                aux.mem_dev,
+                aux.cpu_cap,
+                aux.mem_cap,
+                aux.cpu_free,
+                aux.mem_free,
+            )
+            return
         ns = int(self.ctr[CTR_STARTS])
         s_i, s_nc = self.s_i, self.s_nc
         k = s_i[4, :ns]
@@ -919,6 +1000,13 @@ class _Run:
         given = ~np.isnan(a).any(axis=1)
         js, c, m = run[given], a[given, 0], a[given, 1]
         if not len(js):
+            return
+        if not self._aux_ref and aux_set_quick(
+            js, c, m, self.running, self.alloc_n, model.cpu_dev, model.mem_dev
+        ):
+            model.log_alloc(self.now, js, c, m)  # written by the kernel: nothing to check
+            if self.aux_speed is None:
+                self.aux_speed = AuxSpeed(self.jobs)
             return
         if (c < 0).any() or (m < 0).any() or not (np.isfinite(c).all() and np.isfinite(m).all()):
             raise SimulationError(f"policy {self.policy.name!r}: negative or infinite Decision.aux")
@@ -1583,6 +1671,20 @@ def warm_up() -> None:
     # gandiva's fill and migration check, and co-located pairs (detach and attach), which
     # need an oversubscribed cluster
     simulate(head, small, make_policy("gandiva"), rates=PerformanceModel().prepare(head, small))
+    # CPU/memory limits (clustersim.resources): the engine's compiled consolidate starts and
+    # free cores, drf's filling and synergy's round (its free arrays, GPU pass, placements)
+    from clustersim.aux_speed import assign_synergy_models
+    from clustersim.resources import apply_demand
+
+    limited = dataclasses.replace(
+        small,
+        node_cpu_cores=np.full(len(small.node_type), 9.0),
+        node_host_mem_gb=np.full(len(small.node_type), 150.0),
+    )
+    aux_jobs = apply_demand(assign_synergy_models(head), "synergy")
+    aux_rates = PerformanceModel().prepare(aux_jobs, limited)
+    for name in ("drf", "synergy"):
+        simulate(aux_jobs, limited, make_policy(name), rates=aux_rates)
     # the yarn strategy's own kernel (the engine places yarn gangs in its compiled path)
     free = cluster.node_devices.astype(np.int64)
     make_placement("yarn").place(cluster, free, np.flatnonzero(free), 1)

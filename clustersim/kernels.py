@@ -1405,6 +1405,524 @@ def _reserve_one(
     return 1
 
 
+AUX_EPS = 1e-9
+"""Relative slack of the CPU/memory room (``clustersim.resources._EPS``)."""
+
+
+@_compiled
+def aux_refresh(
+    running: IntArray,
+    slots: IntArray,
+    slot: IntArray,
+    placed: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    ns: int,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+    cpu_cap: FloatArray,
+    mem_cap: FloatArray,
+    cpu_free: FloatArray,
+    mem_free: FloatArray,
+) -> None:
+    """Free cores and memory of every node (``cpu_free``/``mem_free``, written): capacity
+    less the shares of the running jobs' placements and of the decision's first ``ns``
+    reserved starts (:meth:`clustersim.resources.AuxModel.refresh`, whose sums it adds in the
+    same order, so the floats are the same bit for bit)."""
+    m = len(cpu_cap)
+    used_c = np.zeros(m)
+    used_m = np.zeros(m)
+    for r in running:
+        o = slot[r]
+        for q in range(o, o + placed[r]):
+            node = slots[0, q]
+            d = float(slots[1, q])
+            used_c[node] += d * cpu_dev[r]
+            used_m[node] += d * mem_dev[r]
+    for s in range(ns):
+        j = s_i[0, s]
+        o = s_i[3, s]
+        for q in range(o, o + s_i[4, s]):
+            node = s_nc[0, q]
+            d = float(s_nc[1, q])
+            used_c[node] += d * cpu_dev[j]
+            used_m[node] += d * mem_dev[j]
+    for i in range(m):
+        cpu_free[i] = cpu_cap[i] - used_c[i]
+        mem_free[i] = mem_cap[i] - used_m[i]
+
+
+@_compiled
+def aux_place_consolidate(
+    j: int,
+    t: int,
+    nd: int,
+    nodes_t: IntArray,
+    node_free: IntArray,
+    cpu_free: FloatArray,
+    mem_free: FloatArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+    room: IntArray,
+    busy: FloatArray,
+    node_group: IntArray,
+    types_i: IntArray,
+    s_i: IntArray,
+    s_nc: IntArray,
+    ctr: IntArray,
+) -> bool:
+    """Place job ``j`` (``nd`` devices of type ``t``, on ``nodes_t``) as the ``consolidate``
+    strategy does on the devices whose share of cores and memory fits each node, and reserve
+    it: what the engine does in Python for one start with the CPU/memory model on
+    (:meth:`clustersim.resources.AuxModel.room`, ``Consolidate.place``, ``take_nodes``,
+    :func:`record_start`, :meth:`~clustersim.resources.AuxModel.took`), with the same
+    arithmetic. ``room`` (n_nodes,) int64 is scratch. Returns ``False`` (nothing changed) when the
+    nodes cannot hold the gang."""
+    c_j = cpu_dev[j]
+    m_j = mem_dev[j]
+    big = float(np.iinfo(np.int32).max)
+    cand = np.empty(len(nodes_t), dtype=np.int64)
+    f_c = np.empty(len(nodes_t), dtype=np.int64)
+    k = 0
+    total = 0
+    for node in nodes_t:
+        cap = np.inf
+        if c_j > 0.0:
+            cap = np.floor(cpu_free[node] / c_j + AUX_EPS)
+        if m_j > 0.0:
+            cm = np.floor(mem_free[node] / m_j + AUX_EPS)
+            if cm < cap:
+                cap = cm
+        if cap < 0.0:
+            cap = 0.0
+        elif cap > big:
+            cap = big
+        f = node_free[node]
+        if cap < f:
+            f = int(cap)
+        room[node] = f
+        if f > 0:
+            cand[k] = node
+            f_c[k] = f
+            k += 1
+            total += f
+    if total < nd:
+        return False
+    i = best_fit_node(f_c[:k], cand[:0], nd)
+    if i >= 0:
+        nodes = cand[i : i + 1]
+        counts = np.empty(1, dtype=np.int64)
+        counts[0] = nd
+    else:
+        nodes, counts = take_largest_first(room, cand[:k], nd)
+    for q in range(len(nodes)):
+        node = nodes[q]
+        node_free[node] -= counts[q]
+        busy[node_group[node]] += counts[q]
+    types_i[TYPE_FREE, t] -= nd
+    record_start(j, t, nd, nodes, counts, s_i, s_nc, ctr)
+    for q in range(len(nodes)):
+        node = nodes[q]
+        cpu_free[node] -= counts[q] * c_j
+        mem_free[node] -= counts[q] * m_j
+    return True
+
+
+@_compiled
+def synergy_place(
+    t: int,
+    nd: int,
+    c: float,
+    m: float,
+    nfree: IntArray,
+    cfree: FloatArray,
+    mfree: FloatArray,
+    node_type: IntArray,
+    one_type: bool,
+    room: IntArray,
+) -> tuple[IntArray, IntArray]:
+    """Where Synergy's TUNE places a gang of ``nd`` devices of type ``t`` at ``c`` cores and
+    ``m`` GB per device (:class:`scheduling.synergy.Synergy`, the engine's rule: on each
+    node the free devices ``nfree`` capped by free cores ``cfree`` and memory ``mfree`` over
+    the share, each cap ``floor(free / share + 1e-9)`` clipped to ``[0, 2**30]``; best fit on
+    one node, else the freest nodes first, :func:`take_largest_first`). Returns the nodes
+    and devices taken on each, both empty when the nodes cannot hold the gang. ``room``
+    (n_nodes,) int64 is scratch."""
+    n = len(nfree)
+    cand = np.empty(n, dtype=np.int64)
+    f_c = np.empty(n, dtype=np.int64)
+    big = float(1 << 30)
+    k = 0
+    total = 0
+    for x in range(n):
+        r = nfree[x]
+        if r <= 0 or (not one_type and node_type[x] != t):
+            continue
+        if c > 0.0:
+            q = cfree[x] / c + AUX_EPS
+            d = (1 << 30) if q >= big else max(0, int(np.floor(q)))
+            if d < r:
+                r = d
+        if m > 0.0:
+            q = mfree[x] / m + AUX_EPS
+            d = (1 << 30) if q >= big else max(0, int(np.floor(q)))
+            if d < r:
+                r = d
+        room[x] = r
+        cand[k] = x
+        f_c[k] = r
+        k += 1
+        total += r
+    if total < nd:
+        return cand[:0], f_c[:0]
+    i = best_fit_node(f_c[:k], cand[:0], nd)
+    if i >= 0:
+        nodes = cand[i : i + 1].copy()
+        counts = np.empty(1, dtype=np.int64)
+        counts[0] = nd
+    else:  # the freest first; nodes with no room are never reached (the gang fits first)
+        nodes, counts = take_largest_first(room, cand[:k], nd)
+    for q in range(len(nodes)):
+        x = nodes[q]
+        nfree[x] -= counts[q]
+        cfree[x] -= counts[q] * c
+        mfree[x] -= counts[q] * m
+    return nodes, counts
+
+
+@_compiled
+def synergy_starts(
+    i0: int,
+    positions: IntArray,
+    run: IntArray,
+    gang: IntArray,
+    rate: FloatArray,
+    tfree: IntArray,
+    ideal_c: FloatArray,
+    ideal_m: FloatArray,
+    fc: float,
+    fm: float,
+    prop: bool,
+    tune: bool,
+    nfree: IntArray,
+    cfree: FloatArray,
+    mfree: FloatArray,
+    node_type: IntArray,
+    one_type: bool,
+    room: IntArray,
+    aux: FloatArray,
+    placed: BoolArray,
+    rec: IntArray,
+    rec_nc: IntArray,
+    rec_ctr: IntArray,
+    share: FloatArray,
+) -> int:
+    """Synergy's starts of a round (:class:`scheduling.synergy.Synergy`), from
+    ``positions[i0]`` on, as its Python loop did them: each start ``run[positions[i]]`` on
+    the fastest type with its gang free (``tfree``), at its ideal share (the proportional
+    one with ``prop``), placed by :func:`synergy_place`; with ``tune``, at the proportional
+    share when the ideal does not fit. Placed starts get ``aux[pos] = (c, m)`` and a record:
+    ``rec[:, r]`` = position, offset into ``rec_nc`` (rows node, devices), node count
+    (``rec_ctr`` = records, nodes so far); the others ``placed[pos] = False``.
+
+    Returns the index ``i`` of the first start that needs TUNE's step 3 (cutting other jobs
+    back), with its type in ``rec_ctr[2]`` and its share in ``share`` (the caller does it and
+    calls again from ``i + 1``), or ``len(positions)`` when all are done."""
+    n_types = len(tfree)
+    for i in range(i0, len(positions)):
+        pos = positions[i]
+        j = run[pos]
+        nd = gang[j]
+        t = -1
+        if one_type:
+            if tfree[0] >= nd and rate[j, 0] > 0:
+                t = 0
+        else:
+            best = 0.0
+            for k in range(n_types):
+                r = rate[j, k]
+                if r > best and tfree[k] >= nd:
+                    t = k
+                    best = r
+        if t < 0:
+            placed[pos] = False
+            continue
+        c = ideal_c[j]
+        m = ideal_m[j]
+        if prop:
+            if fc < np.inf:
+                c = fc
+            if fm < np.inf:
+                m = fm
+        nodes, counts = synergy_place(t, nd, c, m, nfree, cfree, mfree, node_type, one_type, room)
+        if len(nodes) == 0 and tune:
+            if c > fc or m > fm:  # step 2: the proportional share
+                c = min(c, fc)
+                m = min(m, fm)
+                nodes, counts = synergy_place(
+                    t, nd, c, m, nfree, cfree, mfree, node_type, one_type, room
+                )
+            if len(nodes) == 0:  # step 3: the caller's
+                rec_ctr[2] = t
+                share[0] = c
+                share[1] = m
+                return i
+        if len(nodes) == 0:
+            placed[pos] = False
+            continue
+        tfree[t] -= nd
+        aux[pos, 0] = c
+        aux[pos, 1] = m
+        r_i = rec_ctr[0]
+        o = rec_ctr[1]
+        rec[0, r_i] = pos
+        rec[1, r_i] = o
+        rec[2, r_i] = len(nodes)
+        for q in range(len(nodes)):
+            rec_nc[0, o + q] = nodes[q]
+            rec_nc[1, o + q] = counts[q]
+        rec_ctr[0] = r_i + 1
+        rec_ctr[1] = o + len(nodes)
+    return len(positions)
+
+
+@_compiled
+def greedy_fit(gang: IntArray, cap: int) -> IntArray:
+    """Positions of ``gang`` (in order) a greedy pass takes: the longest prefix whose devices
+    sum to at most ``cap``, then every later job whose devices still fit in what is left
+    (smaller jobs go past a larger one that does not), until nothing is left. Synergy's GPU
+    pass: the Python it replaced is ``tests/reference_aux.py``'s ``reference_greedy_fit``."""
+    n = len(gang)
+    out = np.empty(n, dtype=np.int64)
+    total = 0
+    k = 0
+    while k < n and total + gang[k] <= cap:
+        total += gang[k]
+        out[k] = k
+        k += 1
+    m = k
+    free = cap - total
+    if free > 0:
+        for i in range(k + 1, n):
+            g = gang[i]
+            if g <= free:
+                out[m] = i
+                m += 1
+                free -= g
+                if free == 0:
+                    break
+    return out[:m]
+
+
+@_compiled
+def synergy_free(
+    rj: IntArray,
+    rn: IntArray,
+    rd: IntArray,
+    kept: IntArray,
+    mark: BoolArray,
+    node_devices: IntArray,
+    node_type: IntArray,
+    n_types: int,
+    cpu_cap: FloatArray,
+    mem_cap: FloatArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+) -> tuple[IntArray, IntArray, IntArray, IntArray, FloatArray, FloatArray, IntArray]:
+    """What Synergy's round starts from (:class:`scheduling.synergy.Synergy`): the rows
+    ``(rj, rn, rd)`` (job, node, devices) of the jobs ``kept``, and each node's free devices,
+    cores and memory with only those (capacity less their sums, added in row order as
+    ``np.bincount`` adds them, so the same floats), and each type's free devices. ``mark``
+    (n,) is scratch, all ``False`` on entry and on return."""
+    for j in kept:
+        mark[j] = True
+    n = len(rj)
+    sel = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if mark[rj[i]]:
+            sel[k] = i
+            k += 1
+    for j in kept:
+        mark[j] = False
+    m = len(node_devices)
+    used_d = np.zeros(m)
+    used_c = np.zeros(m)
+    used_m = np.zeros(m)
+    oj = np.empty(k, dtype=np.int64)
+    on = np.empty(k, dtype=np.int64)
+    od = np.empty(k, dtype=np.int64)
+    for q in range(k):
+        i = sel[q]
+        j = rj[i]
+        x = rn[i]
+        d = rd[i]
+        oj[q] = j
+        on[q] = x
+        od[q] = d
+        used_d[x] += float(d)
+        used_c[x] += d * cpu_dev[j]
+        used_m[x] += d * mem_dev[j]
+    nfree = np.empty(m, dtype=np.int64)
+    cfree = np.empty(m)
+    mfree = np.empty(m)
+    used_t = np.zeros(n_types)
+    for x in range(m):
+        nfree[x] = node_devices[x] - np.int64(used_d[x])
+        cfree[x] = cpu_cap[x] - used_c[x]
+        mfree[x] = mem_cap[x] - used_m[x]
+        used_t[node_type[x]] += float(nfree[x])
+    tfree = np.empty(n_types, dtype=np.int64)
+    for t in range(n_types):
+        tfree[t] = np.int64(used_t[t])
+    return oj, on, od, nfree, cfree, mfree, tfree
+
+
+@_compiled
+def aux_set_quick(
+    js: IntArray,
+    c: FloatArray,
+    m: FloatArray,
+    running: BoolArray,
+    alloc_n: IntArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+) -> bool:
+    """Write a decision's CPU/memory allocations (cores ``c``, GB ``m`` per device of jobs
+    ``js``) into ``cpu_dev``/``mem_dev`` when none needs a check: every value finite and not
+    negative, and no running job's allocation grows (by more than a relative 1e-9). Returns
+    ``False``, changing nothing, otherwise (the engine's Python then checks and raises, or
+    fits the growth into the nodes' free cores and memory)."""
+    k = len(js)
+    for i in range(k):
+        ci = c[i]
+        mi = m[i]
+        if ci < 0 or mi < 0 or not (np.isfinite(ci) and np.isfinite(mi)):
+            return False
+        j = js[i]
+        grows = ci > cpu_dev[j] * (1 + 1e-9) or mi > mem_dev[j] * (1 + 1e-9)
+        if running[j] and alloc_n[j] > 0 and grows:
+            return False
+    for i in range(k):
+        cpu_dev[js[i]] = c[i]
+        mem_dev[js[i]] = m[i]
+    return True
+
+
+@_compiled
+def _drf_less(hs: FloatArray, hu: IntArray, a: int, b: int) -> bool:
+    """Heap order of :func:`drf_fill`: smaller share, then smaller user."""
+    return hs[a] < hs[b] or (hs[a] == hs[b] and hu[a] < hu[b])
+
+
+@_compiled
+def drf_fill(
+    order: IntArray,
+    users: IntArray,
+    starts: IntArray,
+    ends: IntArray,
+    held: FloatArray,
+    inv: FloatArray,
+    slack: FloatArray,
+    free: IntArray,
+    left_c: float,
+    left_m: float,
+    gang: IntArray,
+    cpu_dev: FloatArray,
+    mem_dev: FloatArray,
+    rate: FloatArray,
+    alloc_type: IntArray,
+    running: BoolArray,
+    preemptive: bool,
+    out: IntArray,
+) -> int:
+    """DRF's progressive filling of one decision (:class:`scheduling.drf.DRF`, whose
+    docstring states the rule): ``order`` holds the candidates grouped by user (user ``users[k]``
+    of group ``k`` holds ``order[starts[k]:ends[k]]``, in its order of service), ``held``
+    (n_users, 3) the GPUs, cores and GB each user holds (updated), ``free`` (n_types,) the
+    free devices (updated). The user with the smallest dominant share (ties: lowest user
+    number) has its next job started if it fits; a user whose next job does not fit gets
+    nothing more. Writes the started jobs to ``out`` in order and returns how many."""
+    k_users = len(starts)
+    hs = np.empty(k_users)  # heap: share, user, next position, end
+    hu = np.empty(k_users, dtype=np.int64)
+    hi = np.empty(k_users, dtype=np.int64)
+    he = np.empty(k_users, dtype=np.int64)
+    size = 0
+    for g in range(k_users):
+        u = users[g]
+        hs[size] = max(held[u, 0] * inv[0], held[u, 1] * inv[1], held[u, 2] * inv[2])
+        hu[size] = u
+        hi[size] = starts[g]
+        he[size] = ends[g]
+        size += 1
+        c = size - 1  # sift up
+        while c > 0:
+            p = (c - 1) // 2
+            if not _drf_less(hs, hu, c, p):
+                break
+            hs[c], hs[p] = hs[p], hs[c]
+            hu[c], hu[p] = hu[p], hu[c]
+            hi[c], hi[p] = hi[p], hi[c]
+            he[c], he[p] = he[p], he[c]
+            c = p
+    n_types = len(free)
+    n_out = 0
+    while size > 0:
+        u = hu[0]
+        i = hi[0]
+        e = he[0]
+        j = order[i]
+        nd = gang[j]
+        need_c = nd * cpu_dev[j]
+        need_m = nd * mem_dev[j]
+        t = -1
+        if not (need_c > left_c + slack[1] or need_m > left_m + slack[2]):
+            cur = alloc_type[j]
+            if preemptive and running[j] and cur >= 0 and free[cur] >= nd:
+                t = cur  # keep a running job where it is when it may stay
+            else:
+                best = 0.0
+                for k in range(n_types):
+                    r = rate[j, k]
+                    if r > best and free[k] >= nd:
+                        t = k
+                        best = r
+        if t >= 0:
+            out[n_out] = j
+            n_out += 1
+            free[t] -= nd
+            left_c -= need_c
+            left_m -= need_m
+            held[u, 0] += nd
+            held[u, 1] += need_c
+            held[u, 2] += need_m
+        if t >= 0 and i + 1 < e:  # the user's next job, at its new share: replace the top
+            hs[0] = max(held[u, 0] * inv[0], held[u, 1] * inv[1], held[u, 2] * inv[2])
+            hi[0] = i + 1
+        else:  # pop the top
+            size -= 1
+            hs[0] = hs[size]
+            hu[0] = hu[size]
+            hi[0] = hi[size]
+            he[0] = he[size]
+        c = 0  # sift down
+        while True:
+            a = 2 * c + 1
+            if a >= size:
+                break
+            if a + 1 < size and _drf_less(hs, hu, a + 1, a):
+                a += 1
+            if not _drf_less(hs, hu, a, c):
+                break
+            hs[c], hs[a] = hs[a], hs[c]
+            hu[c], hu[a] = hu[a], hu[c]
+            hi[c], hi[a] = hi[a], hi[c]
+            he[c], he[a] = he[a], he[c]
+            c = a
+    return n_out
+
+
 @_compiled
 def start_rates(
     ji: IntArray,

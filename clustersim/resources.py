@@ -374,6 +374,10 @@ class AuxModel:
         log the change (:attr:`AuxRecord.changes`)."""
         self.cpu_dev[js] = cpu
         self.mem_dev[js] = mem
+        self.log_alloc(now, js, cpu, mem)
+
+    def log_alloc(self, now: float, js: IntArray, cpu: FloatArray, mem: FloatArray) -> None:
+        """Log allocations already written (:attr:`AuxRecord.changes`)."""
         self._changes.append(np.stack([np.full(len(js), now), js.astype(np.float64), cpu, mem]))
 
 

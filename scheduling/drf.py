@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
+from clustersim.kernels import drf_fill
 from clustersim.resources import per_device_demand
 from scheduling.base import Decision, FloatArray, IntArray, Policy, State
 
@@ -121,57 +120,40 @@ class DRF(Policy):
         if not len(cand):
             return Decision(run=np.zeros(0, dtype=np.int64))
         with np.errstate(divide="ignore", invalid="ignore"):
-            inv = np.where(np.isfinite(totals) & (totals > 0), 1.0 / totals, 0.0).tolist()
-        slack = (_EPS * np.maximum(totals, 1.0)).tolist()
-        # each user's candidates in arrival order
+            inv = np.where(np.isfinite(totals) & (totals > 0), 1.0 / totals, 0.0)
+        slack = _EPS * np.maximum(totals, 1.0)
+        # each user's candidates in arrival order; the filling is one compiled call
+        # (clustersim.kernels.drf_fill; tests/test_aux_fast.py keeps the Python loop it
+        # replaced and checks they agree)
         keys = user[cand]
         if n_users < 1 << 15:  # numpy's stable sort of 16-bit keys is a radix sort
             keys = keys.astype(np.int16)
         order = cand[np.argsort(keys, kind="stable")]
         u_of = user[order]
         cut = np.flatnonzero(u_of[1:] != u_of[:-1]) + 1
-        starts = np.concatenate(([0], cut)).tolist()
-        ends = [*starts[1:], len(order)]
-        users = u_of[starts].tolist()
-        held_l = use.tolist()
-        heap = [
-            (max(g * inv[0], c * inv[1], m * inv[2]), u, s, e)
-            for u, s, e in zip(users, starts, ends, strict=True)
-            for g, c, m in (held_l[u],)
-        ]
-        heapq.heapify(heap)
-        rate, alloc_type, running_now = state.rate, state.alloc_type, state.running
-        free_l = free.tolist()
-        left_c, left_m = float(left[1]), float(left[2])
-        preemptive = self.preemptive
-        out: list[int] = []
-        while heap:
-            _, u, i, e = heapq.heappop(heap)
-            j = int(order[i])
-            nd = int(gang[j])
-            need_c, need_m = nd * float(cpu_dev[j]), nd * float(mem_dev[j])
-            if need_c > left_c + slack[1] or need_m > left_m + slack[2]:
-                continue  # this user's next job does not fit: nothing more for it now
-            t = -1
-            cur = int(alloc_type[j])
-            if preemptive and running_now[j] and cur >= 0 and free_l[cur] >= nd:
-                t = cur  # keep a running job where it is when it may stay
-            else:
-                best = 0.0
-                for k, r in enumerate(rate[j].tolist()):
-                    if r > best and free_l[k] >= nd:
-                        t, best = k, r
-            if t < 0:
-                continue
-            out.append(j)
-            free_l[t] -= nd
-            left_c -= need_c
-            left_m -= need_m
-            h = held_l[u]
-            h[0] += nd
-            h[1] += need_c
-            h[2] += need_m
-            if i + 1 < e:
-                share = max(h[0] * inv[0], h[1] * inv[1], h[2] * inv[2])
-                heapq.heappush(heap, (share, u, i + 1, e))
-        return Decision(run=np.asarray(out, dtype=np.int64))
+        starts = np.concatenate(([0], cut))
+        ends = np.append(starts[1:], len(order))
+        users = u_of[starts]
+        free = free.astype(np.int64)  # the kernel takes the starts' devices from it
+        out = np.empty(len(order), dtype=np.int64)
+        k = drf_fill(
+            order,
+            users,
+            starts,
+            ends,
+            use,
+            inv,
+            slack,
+            free,
+            float(left[1]),
+            float(left[2]),
+            gang,
+            cpu_dev,
+            mem_dev,
+            state.rate,
+            state.alloc_type,
+            state.running,
+            bool(self.preemptive),
+            out,
+        )
+        return Decision(run=out[:k].copy())

@@ -7,9 +7,9 @@ import math
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from clustersim.aux_speed import Sensitivity
+from clustersim.kernels import greedy_fit, synergy_free, synergy_place, synergy_starts
 from scheduling.base import EMPTY, CompatSpec, Decision, FloatArray, IntArray, Policy, State
 from scheduling.params import POSITIVE
 
@@ -28,22 +28,9 @@ def _devices(q: float) -> int:
 
 def _greedy_fit(gang: IntArray, cap: int) -> IntArray:
     """Positions of ``gang`` (in order) taken by a greedy pass that takes every job whose
-    devices still fit in ``cap`` (later smaller jobs go past a larger one that does not)."""
-    cs = np.cumsum(gang)
-    k = int(np.searchsorted(cs, cap, side="right"))
-    if k == len(gang):
-        return np.arange(k, dtype=np.int64)
-    free = cap - (int(cs[k - 1]) if k else 0)
-    take = list(range(k))
-    if free > 0:
-        for i in (k + np.flatnonzero(gang[k:] <= free)).tolist():
-            g = int(gang[i])
-            if g <= free:
-                take.append(i)
-                free -= g
-                if free == 0:
-                    break
-    return np.asarray(take, dtype=np.int64)
+    devices still fit in ``cap`` (later smaller jobs go past a larger one that does not);
+    compiled (:func:`clustersim.kernels.greedy_fit`)."""
+    return greedy_fit(np.ascontiguousarray(gang, dtype=np.int64), int(cap))
 
 
 class Synergy(Policy):
@@ -141,7 +128,6 @@ class Synergy(Policy):
         self._ideal_m: FloatArray = np.zeros(0)
         self._fair = (0.0, 0.0)
         self._type_nodes: list[IntArray] = []
-        self._on_type: list[npt.NDArray[np.bool_]] = []
         self._mark = np.zeros(0, dtype=bool)  # scratch: jobs kept this round
         self._below = False  # a job of the last planned round runs below its ideal
         self._cutbacks = 0
@@ -190,7 +176,7 @@ class Synergy(Policy):
         )
         self._speedup = np.where(self._speedup > 0, self._speedup, 1.0)
         self._type_nodes = [np.flatnonzero(cl.node_type == t) for t in range(cl.n_types)]
-        self._on_type = [cl.node_type == t for t in range(cl.n_types)]
+        self._room = np.zeros(len(cl.node_type), dtype=np.int64)  # scratch of synergy_place
         self._jobs = jobs
 
     # ------------------------------------------------------------------ the round
@@ -250,14 +236,21 @@ class Synergy(Policy):
         mark = self._mark
         if len(mark) != len(gang):
             mark = self._mark = np.zeros(len(gang), dtype=bool)
-        mark[kept] = True
-        sel = mark[rj]
-        mark[kept] = False
-        rj, rn, rd = rj[sel], rn[sel], rd[sel]
-        n_nodes = len(cl.node_devices)
-        nfree = cl.node_devices - np.bincount(rn, weights=rd, minlength=n_nodes).astype(np.int64)
-        cfree = model.cpu_cap - np.bincount(rn, weights=rd * model.cpu_dev[rj], minlength=n_nodes)
-        mfree = model.mem_cap - np.bincount(rn, weights=rd * model.mem_dev[rj], minlength=n_nodes)
+        # the kept jobs' rows, and the free devices, cores and memory with only them
+        rj, rn, rd, nfree, cfree, mfree, tfree = synergy_free(
+            rj,
+            rn,
+            rd,
+            kept,
+            mark,
+            cl.node_devices,
+            cl.node_type,
+            cl.n_types,
+            model.cpu_cap,
+            model.mem_cap,
+            model.cpu_dev,
+            model.mem_dev,
+        )
         fc, fm = self._fair
         # allocations this round that differ from the model's (starts and cut-backs)
         alloc: dict[int, tuple[float, float]] = {}
@@ -265,109 +258,102 @@ class Synergy(Policy):
         out = run.tolist()
         aux = np.full((len(out), 2), np.nan)
         placed = np.ones(len(out), dtype=bool)
-        tfree = np.bincount(cl.node_type, weights=nfree, minlength=cl.n_types).astype(np.int64)
         one_type = cl.n_types == 1
-        on_type = self._on_type
         rate = state.rate
         ideal_c, ideal_m = self._ideal_c, self._ideal_m
         tune = self.allocation == "tune"
         prop = self.allocation == "proportional"
-        starts_j: list[int] = []
-        starts_n: list[IntArray] = []
-        starts_d: list[IntArray] = []
+
+        node_type, room = cl.node_type, self._room
 
         def place(t: int, nd: int, c: float, m: float) -> tuple[IntArray, IntArray] | None:
             # the engine's rule (clustersim.resources.AuxModel.room, then `consolidate`): on
             # each node the free devices capped by free cores and memory over the share; best
-            # fit on one node (fewest such devices, lowest index), else the most first
-            on = np.flatnonzero(nfree > 0) if one_type else np.flatnonzero((nfree > 0) & on_type[t])
-            if not len(on):
-                return None
-            nodes_l = on.tolist()
-            room_l = nfree[on].tolist()
-            if c > 0:
-                room_l = [
-                    min(r, _devices(x / c + _EPS))
-                    for r, x in zip(room_l, cfree[on].tolist(), strict=True)
-                ]
-            if m > 0:
-                room_l = [
-                    min(r, _devices(x / m + _EPS))
-                    for r, x in zip(room_l, mfree[on].tolist(), strict=True)
-                ]
-            if sum(room_l) < nd:
-                return None
-            best, best_r = -1, 0
-            for x, r in zip(nodes_l, room_l, strict=True):
-                if r >= nd and (best < 0 or r < best_r):
-                    best, best_r = x, r
-                    if r == nd:
-                        break
-            if best >= 0:
-                return np.array([best], dtype=np.int64), np.array([nd], dtype=np.int64)
-            order = sorted((-r, x) for x, r in zip(nodes_l, room_l, strict=True) if r > 0)
-            out_n: list[int] = []
-            out_c: list[int] = []
-            left = nd
-            for neg, x in order:
-                take = min(-neg, left)
-                out_n.append(x)
-                out_c.append(take)
-                left -= take
-                if left <= 0:
-                    break
-            return np.array(out_n, dtype=np.int64), np.array(out_c, dtype=np.int64)
+            # fit on one node (fewest such devices, lowest index), else the most first; the
+            # devices, cores and memory taken come off nfree, cfree and mfree; one compiled
+            # call (tests/reference_aux.py keeps the Python it replaced)
+            nodes, counts = synergy_place(
+                t, nd, c, m, nfree, cfree, mfree, node_type, one_type, room
+            )
+            return (nodes, counts) if len(nodes) else None
 
-        for pos in np.flatnonzero(~running).tolist():  # the starts (kept jobs stay)
+        # the starts (kept jobs stay), in order, in one compiled call up to each start that
+        # needs TUNE's step 3 (cutting others back), which is done here
+        positions = np.flatnonzero(~running)
+        n_pos = len(positions)
+        rec = np.empty((3, n_pos), dtype=np.int64)  # position, offset, nodes of each start
+        rec_nc = np.empty((2, int(gang[run[positions]].sum())), dtype=np.int64)
+        rec_ctr = np.zeros(3, dtype=np.int64)
+        share = np.zeros(2)
+        synced = 0  # records already in `where` and `alloc` (needed only by step 3)
+        on_node: dict[int, set[int]] = {}  # node -> the jobs of `where` on it
+        i = 0
+        while True:
+            i = synergy_starts(
+                i,
+                positions,
+                run,
+                gang,
+                rate,
+                tfree,
+                ideal_c,
+                ideal_m,
+                fc,
+                fm,
+                prop,
+                tune,
+                nfree,
+                cfree,
+                mfree,
+                node_type,
+                one_type,
+                room,
+                aux,
+                placed,
+                rec,
+                rec_nc,
+                rec_ctr,
+                share,
+            )
+            if i >= n_pos:
+                break
+            pos = int(positions[i])
             j = out[pos]
             nd = int(gang[j])
-            if one_type:
-                t = 0 if tfree[0] >= nd and rate[j, 0] > 0 else -1
-            else:
-                t, best = -1, 0.0
-                for k, r in enumerate(rate[j].tolist()):
-                    if r > best and tfree[k] >= nd:
-                        t, best = k, r
-            if t < 0:
-                placed[pos] = False
-                continue
-            c, m = float(ideal_c[j]), float(ideal_m[j])
-            if prop:
-                c, m = (fc if fc < np.inf else c), (fm if fm < np.inf else m)
+            t = int(rec_ctr[2])
+            c, m = float(share[0]), float(share[1])
+            if where is None:
+                where = {}
+                for a, b, d in zip(rj.tolist(), rn.tolist(), rd.tolist(), strict=True):
+                    where.setdefault(a, []).append((b, d))
+                    on_node.setdefault(b, set()).add(a)
+            for r in range(synced, int(rec_ctr[0])):  # the starts placed since
+                p, o, k = rec[:, r].tolist()
+                a = out[p]
+                nn, dd = rec_nc[0, o : o + k].tolist(), rec_nc[1, o : o + k].tolist()
+                where[a] = list(zip(nn, dd, strict=True))
+                for b in nn:
+                    on_node.setdefault(b, set()).add(a)
+                alloc[a] = (float(aux[p, 0]), float(aux[p, 1]))
+            synced = int(rec_ctr[0])
+            for a, ac_am in self._cut_back(
+                nd, t, c, m, nfree, cfree, mfree, alloc, model, where, on_node
+            ):
+                alloc[a] = ac_am
+                aux[out.index(a)] = ac_am
             got = place(t, nd, c, m)
-            if got is None and tune:
-                if c > fc or m > fm:  # step 2: the proportional share
-                    c, m = min(c, fc), min(m, fm)
-                    got = place(t, nd, c, m)
-                if got is None:  # step 3: cut back jobs above their share
-                    if where is None:
-                        where = {}
-                        for a, b, d in zip(rj.tolist(), rn.tolist(), rd.tolist(), strict=True):
-                            where.setdefault(a, []).append((b, d))
-                        for a, nn, dd in zip(starts_j, starts_n, starts_d, strict=True):
-                            where[a] = list(zip(nn.tolist(), dd.tolist(), strict=True))
-                    for a, ac_am in self._cut_back(
-                        nd, t, c, m, nfree, cfree, mfree, alloc, model, where
-                    ):
-                        alloc[a] = ac_am
-                        aux[out.index(a)] = ac_am
-                    got = place(t, nd, c, m)
             if got is None:
                 placed[pos] = False
-                continue
-            nodes, counts = got
-            nfree[nodes] -= counts
-            cfree[nodes] -= counts * c
-            mfree[nodes] -= counts * m
-            tfree[t] -= nd
-            alloc[j] = (c, m)
-            aux[pos] = (c, m)
-            if where is not None:
-                where[j] = list(zip(nodes.tolist(), counts.tolist(), strict=True))
             else:
-                starts_j.append(j)
-                starts_n.append(nodes)
-                starts_d.append(counts)
+                nodes, counts = got  # place() took them from nfree, cfree and mfree
+                tfree[t] -= nd
+                alloc[j] = (c, m)
+                aux[pos] = (c, m)
+                nn = nodes.tolist()
+                where[j] = list(zip(nn, counts.tolist(), strict=True))
+                for b in nn:
+                    on_node.setdefault(b, set()).add(j)
+            i += 1
         if tune:  # running jobs below their ideal get it back from what the starts left
             low = running & (
                 (model.cpu_dev[run] < ideal_c[run] * (1 - _EPS))
@@ -449,11 +435,14 @@ class Synergy(Policy):
         alloc: dict[int, tuple[float, float]],
         model: AuxModel,
         where: dict[int, list[tuple[int, int]]],
+        on_node: dict[int, set[int]] | None = None,
     ) -> list[tuple[int, tuple[float, float]]]:
         """Step 3 of TUNE (class doc): on the nodes with the fewest free GPUs that together
         hold a gang of ``nd``, cut jobs above their proportional share back to it, in
         Synergy's order, until ``c`` cores and ``m`` GB per device are free there (``cfree``
-        and ``mfree`` updated). Returns the jobs cut back with their new allocation."""
+        and ``mfree`` updated). Returns the jobs cut back with their new allocation.
+        ``on_node`` (node -> the jobs of ``where`` on it), when the caller keeps it, saves
+        scanning ``where`` for each node."""
         fc, fm = self._fair
         nodes_t = self._type_nodes[t]
         pick: list[tuple[int, int]] = []
@@ -480,7 +469,10 @@ class Synergy(Policy):
             need_m = max(0.0, k * m - float(mfree[x]))
             if need_c <= 0 and need_m <= 0:
                 continue
-            on_x = [a for a, rows in where.items() if any(b == x for b, _ in rows)]
+            if on_node is not None:  # the jobs of `where` with devices on x, kept by the caller
+                on_x = list(on_node.get(x, ()))
+            else:
+                on_x = [a for a, rows in where.items() if any(b == x for b, _ in rows)]
             peers = sorted(on_x, key=lambda a: (len(where[a]), -now(a)[0], -now(a)[1], a))
             for a in peers:
                 ac, am = now(a)
