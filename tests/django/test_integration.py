@@ -219,8 +219,12 @@ def test_a_study_on_real_workers_survives_a_killed_worker(stack: Stack) -> None:
         assert time.monotonic() < deadline, "no evaluation finished"
         time.sleep(0.5)
     before = done_rows()
-    stack.kill("worker1", signal.SIGKILL)
-    stack.start_worker("worker2", concurrency=2)
+    # kill every worker of the stack mid-study (earlier tests may have replaced worker1)
+    alive = sorted(n for n in stack.worker_names if n in stack.procs)
+    assert alive
+    for name in alive:
+        stack.kill(name, signal.SIGKILL)
+    stack.start_worker("study-worker", concurrency=2)
     final = stack.wait(
         path, lambda s: s["state"] in ("succeeded", "failed", "cancelled"), 240, "the study"
     )
